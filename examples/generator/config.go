@@ -1,0 +1,14 @@
+package generator
+
+// Config is the generator's configuration.
+type Config struct {
+	Format      Format  `param:"format"`
+	RecordCount int64   `param:"recordCount" default:"0" validate:"gt=-1" desc:"Number of records to generate; 0 means no limit."`
+	Rate        float64 `param:"rate" default:"0" validate:"gt=-1" desc:"Records per second to generate; 0 means as fast as possible."`
+}
+
+// Format says what each record's payload looks like.
+type Format struct {
+	Type    string            `param:"type" default:"raw" validate:"inclusion=raw|structured|file" desc:"Payload format: raw (the fields as a JSON object), structured (the fields as structured data) or file (the contents of format.options.path)."`
+	Options map[string]string `param:"options.*" desc:"For raw and structured: a field name and its type, one of int, string, time, bool, duration (e.g. format.options.id: int). For file: path, the file whose contents are the payload."`
+}

@@ -1,0 +1,140 @@
+// Package generator is a source that generates records: a reference
+// connector of connkit and a load generator for benchmarks.
+package generator
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// Version is the connector's version, set at build time with
+// -ldflags "-X github.com/connkit/connkit/examples/generator.Version=v1.2.3".
+var Version = "v0.1.0"
+
+// Connector is the generator plugin.
+var Connector = sdk.Connector{
+	Name:        "generator",
+	Version:     Version,
+	Summary:     "Generates records: raw JSON, structured data or a file's contents.",
+	Description: "A source for trying out pipelines and for benchmarks. Positions are sequence numbers, so a restarted pipeline resumes after the last acknowledged record.",
+	Author:      "connkit",
+	Source:      sdk.NewSource(New),
+}
+
+// Source generates records. Record i (counting from 1) has position and key
+// "i"; its payload follows the format.
+type Source struct {
+	cfg    Config
+	fields []field
+	file   []byte
+
+	seq   int64 // sequence number of the last record generated
+	start time.Time
+	first int64 // seq when the rate clock started
+	rng   *rand.Rand
+	buf   []byte
+}
+
+// New validates cfg and returns a generator.
+func New(cfg Config) (*Source, error) {
+	s := &Source{cfg: cfg}
+	switch cfg.Format.Type {
+	case "file":
+		if cfg.Format.Options["path"] == "" {
+			return nil, fmt.Errorf(`parameter "format.options.path": is required when format.type is file`)
+		}
+	default:
+		fields, err := parseFields(cfg.Format.Options)
+		if err != nil {
+			return nil, err
+		}
+		s.fields = fields
+	}
+	return s, nil
+}
+
+// Open resumes after from, the position of the last acknowledged record.
+func (s *Source) Open(_ context.Context, from sdk.Position) error {
+	if from != nil {
+		seq, err := strconv.ParseInt(string(from), 10, 64)
+		if err != nil || seq < 0 {
+			return fmt.Errorf("position %q is not a generator position (a record sequence number)", from)
+		}
+		s.seq = seq
+	}
+	if s.cfg.Format.Type == "file" {
+		data, err := os.ReadFile(s.cfg.Format.Options["path"])
+		if err != nil {
+			return fmt.Errorf(`parameter "format.options.path": %w`, err)
+		}
+		s.file = data
+	}
+	s.rng = rand.New(rand.NewPCG(uint64(s.seq), 0x636f6e6e6b6974))
+	return nil
+}
+
+// Read returns the next record. Once recordCount records exist it blocks
+// until ctx is done.
+func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
+	if s.cfg.RecordCount > 0 && s.seq >= s.cfg.RecordCount {
+		<-ctx.Done()
+		return sdk.Record{}, ctx.Err()
+	}
+	if err := s.pace(ctx); err != nil {
+		return sdk.Record{}, err
+	}
+	s.seq++
+	return s.record(time.Now()), nil
+}
+
+// pace waits until the next record is due under the configured rate.
+func (s *Source) pace(ctx context.Context) error {
+	if s.cfg.Rate <= 0 {
+		return ctx.Err()
+	}
+	now := time.Now()
+	if s.start.IsZero() {
+		s.start, s.first = now, s.seq
+	}
+	due := s.start.Add(time.Duration(float64(s.seq-s.first) / s.cfg.Rate * float64(time.Second)))
+	if wait := due.Sub(now); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func (s *Source) record(now time.Time) sdk.Record {
+	pos := strconv.AppendInt(nil, s.seq, 10)
+	r := sdk.Record{
+		Position:  pos,
+		Operation: sdk.OperationCreate,
+		Metadata:  sdk.Metadata{},
+		Key:       sdk.RawData(pos),
+	}
+	r.Metadata.SetCreatedAt(now)
+	switch s.cfg.Format.Type {
+	case "file":
+		r.Payload.After = sdk.RawData(s.file)
+	case "structured":
+		r.Payload.After = structured(s.fields, s.rng, now)
+	default:
+		s.buf = raw(s.buf[:0], s.fields, s.rng, now)
+		r.Payload.After = sdk.RawData(append([]byte(nil), s.buf...))
+	}
+	return r
+}
+
+// Teardown has nothing to release.
+func (s *Source) Teardown(context.Context) error { return nil }

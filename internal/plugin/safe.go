@@ -1,0 +1,28 @@
+package plugin
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// PanicError is a panic in connector code, turned into an error on the call
+// that panicked so that the plugin process keeps serving.
+type PanicError struct {
+	Call  string // the connector method, e.g. "Write"
+	Value any    // what was passed to panic
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("connector panicked in %s: %v", e.Call, e.Value)
+}
+
+// guard runs f and converts a panic into a *PanicError.
+func guard(call string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Call: call, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return f()
+}

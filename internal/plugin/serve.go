@@ -1,0 +1,93 @@
+package plugin
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
+	"github.com/connkit/connkit/internal/logging"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Settings are what Conduit tells a plugin through its environment.
+type Settings struct {
+	LogLevel       slog.Level
+	MaxReceiveSize int // bytes; the gRPC limit for one incoming message
+}
+
+// DefaultMaxReceiveSize is Conduit's default record size limit.
+const DefaultMaxReceiveSize = server.DefaultMaxReceiveRecordSize
+
+// SettingsFromEnv reads the plugin's settings with getenv. Missing or
+// malformed values fall back to defaults: when Conduit only asks a plugin
+// for its specification, it sets no log level, and nothing may fail then.
+// The returned warnings say which values were ignored.
+func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string) {
+	s = Settings{LogLevel: logging.ParseLevel(getenv(pconnector.EnvConduitConnectorLogLevel)), MaxReceiveSize: DefaultMaxReceiveSize}
+	if v := getenv(pconnector.EnvConduitConnectorMaxReceiveRecordSize); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			warnings = append(warnings, pconnector.EnvConduitConnectorMaxReceiveRecordSize+"="+strconv.Quote(v)+" is not a positive integer; using "+strconv.Itoa(DefaultMaxReceiveSize))
+		} else {
+			s.MaxReceiveSize = n
+		}
+	}
+	return s, warnings
+}
+
+// Serve serves c to Conduit over go-plugin until Conduit kills the process.
+// Logs go to stderr as JSON lines Conduit re-logs at their level.
+func Serve(c Connector, s Settings, stderr io.Writer) error {
+	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
+	return server.Serve(
+		func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
+		func() pconnector.SourcePlugin { return newSourceServer(sourceOrNot(c.NewSource), log) },
+		func() pconnector.DestinationPlugin { return newDestinationServer(destinationOrNot(c.NewDestination), log) },
+		server.WithGRPCServerOptions(ServerOptions(s, log)...),
+	)
+}
+
+// ServerOptions are the gRPC options a plugin server needs: the receive size
+// limit, and interceptors that hand log to connector code through the
+// context of every call.
+func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(s.MaxReceiveSize),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+			return next(logging.NewContext(ctx, log), req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+			return next(srv, &loggingStream{ServerStream: ss, ctx: logging.NewContext(ss.Context(), log)})
+		}),
+	}
+}
+
+type loggingStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *loggingStream) Context() context.Context { return s.ctx }
+
+func sourceOrNot(f func(map[string]string) (Source, error)) func(map[string]string) (Source, error) {
+	if f != nil {
+		return f
+	}
+	return func(map[string]string) (Source, error) {
+		return nil, status.Error(codes.Unimplemented, "this plugin is not a source")
+	}
+}
+
+func destinationOrNot(f func(map[string]string) (Destination, error)) func(map[string]string) (Destination, error) {
+	if f != nil {
+		return f
+	}
+	return func(map[string]string) (Destination, error) {
+		return nil, status.Error(codes.Unimplemented, "this plugin is not a destination")
+	}
+}

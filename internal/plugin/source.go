@@ -1,0 +1,265 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// sourceServer serves one source connector instance to Conduit.
+//
+// Run starts two loops: the reader sends what the connector reads, the acker
+// receives Conduit's acks, checks they come in the order records were sent,
+// and passes them to the connector. Stop ends the reader only; the acker
+// keeps running until Conduit closes the stream.
+type sourceServer struct {
+	newSource func(map[string]string) (Source, error)
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	src      Source
+	stopRead context.CancelFunc // ends the reader; nil until Run
+	readDone chan struct{}      // closed when the reader has returned
+	runDone  chan struct{}      // closed when Run and both its loops have returned
+	lastSent opencdc.Position
+	inflight [][]byte // positions sent and not yet acked, oldest first
+}
+
+func newSourceServer(newSource func(map[string]string) (Source, error), log *slog.Logger) *sourceServer {
+	return &sourceServer{newSource: newSource, log: log}
+}
+
+func (s *sourceServer) Configure(_ context.Context, req pconnector.SourceConfigureRequest) (pconnector.SourceConfigureResponse, error) {
+	var src Source
+	err := guard("Configure", func() (err error) {
+		src, err = s.newSource(req.Config)
+		return err
+	})
+	if err != nil {
+		return pconnector.SourceConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
+	}
+	s.mu.Lock()
+	s.src = src
+	s.mu.Unlock()
+	return pconnector.SourceConfigureResponse{}, nil
+}
+
+func (s *sourceServer) source() (Source, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.src == nil {
+		return nil, status.Error(codes.FailedPrecondition, "source is not configured: Configure must succeed first")
+	}
+	return s.src, nil
+}
+
+func (s *sourceServer) Open(ctx context.Context, req pconnector.SourceOpenRequest) (pconnector.SourceOpenResponse, error) {
+	src, err := s.source()
+	if err != nil {
+		return pconnector.SourceOpenResponse{}, err
+	}
+	if err := guard("Open", func() error { return src.Open(ctx, req.Position) }); err != nil {
+		return pconnector.SourceOpenResponse{}, fmt.Errorf("open source: %w", err)
+	}
+	return pconnector.SourceOpenResponse{}, nil
+}
+
+func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStream) error {
+	src, err := s.source()
+	if err != nil {
+		return err
+	}
+	readCtx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
+	s.mu.Lock()
+	if s.stopRead != nil {
+		s.mu.Unlock()
+		return status.Error(codes.FailedPrecondition, "source is already running")
+	}
+	s.stopRead = stopRead
+	s.readDone = make(chan struct{})
+	s.runDone = make(chan struct{})
+	runDone := s.runDone
+	s.mu.Unlock()
+
+	failed := make(chan error, 2)
+	go func() {
+		defer close(s.readDone)
+		if err := s.read(readCtx, src, stream.Server()); err != nil {
+			failed <- err
+		}
+	}()
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		failed <- s.ack(ctx, src, stream.Server())
+	}()
+
+	select {
+	case err = <-failed:
+	case <-ctx.Done():
+	}
+	stopRead()
+	<-s.readDone
+	// Teardown waits for both loops; the acker's Recv returns once Run has.
+	go func() { <-ackDone; close(runDone) }()
+	// The acker returns once Run has returned and the stream is gone; a
+	// stream closed by Conduit is the normal end, not an error.
+	if err == nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	s.log.Error("source stopped with an error", "error", err)
+	return err
+}
+
+// read sends every record the source reads until ctx ends or reading fails.
+// A record returned together with a cancellation is still sent: it has been
+// read, and the source may not produce it again.
+func (s *sourceServer) read(ctx context.Context, src Source, stream pconnector.SourceRunStreamServer) error {
+	for {
+		var rec opencdc.Record
+		err := guard("Read", func() (err error) {
+			rec, err = src.Read(ctx)
+			return err
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+		if len(rec.Position) == 0 {
+			return fmt.Errorf("read: the source returned a record without a position (key %q)", rec.Key.Bytes())
+		}
+		s.mu.Lock()
+		if bytes.Equal(rec.Position, s.lastSent) {
+			s.mu.Unlock()
+			return fmt.Errorf("read: the source returned position %q twice in a row; positions must be unique", rec.Position)
+		}
+		s.inflight = append(s.inflight, rec.Position)
+		s.lastSent = rec.Position
+		s.mu.Unlock()
+		if err := stream.Send(pconnector.SourceRunResponse{Records: []opencdc.Record{rec}}); err != nil {
+			return fmt.Errorf("send records to Conduit: %w", err)
+		}
+	}
+}
+
+// ack passes Conduit's acks to the source, checking they arrive in the order
+// the records were sent. It returns when the stream ends.
+func (s *sourceServer) ack(ctx context.Context, src Source, stream pconnector.SourceRunStreamServer) error {
+	acker, _ := src.(Acker)
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		for _, pos := range req.AckPositions {
+			s.mu.Lock()
+			var want []byte
+			if len(s.inflight) > 0 {
+				want = s.inflight[0]
+				s.inflight = s.inflight[1:]
+			}
+			s.mu.Unlock()
+			if want == nil || !bytes.Equal(want, pos) {
+				return fmt.Errorf("ack for position %q, expected %q: acks must come in the order records were sent", pos, want)
+			}
+			if acker == nil {
+				continue
+			}
+			if err := guard("Ack", func() error { return acker.Ack(ctx, pos) }); err != nil {
+				return fmt.Errorf("ack position %q: %w", pos, err)
+			}
+		}
+	}
+}
+
+// Stop ends reading and returns the position of the last record sent. The
+// Run stream stays open so Conduit can deliver the remaining acks.
+func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest) (pconnector.SourceStopResponse, error) {
+	s.mu.Lock()
+	stopRead, readDone := s.stopRead, s.readDone
+	s.mu.Unlock()
+	if stopRead == nil {
+		return pconnector.SourceStopResponse{}, nil
+	}
+	stopRead()
+	select {
+	case <-readDone:
+	case <-ctx.Done():
+		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: the connector's Read did not return: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return pconnector.SourceStopResponse{LastPosition: s.lastSent}, nil
+}
+
+// Teardown ends reading, waits for Run to return, and tears the connector
+// down. It works whether or not Configure, Open or Run ever happened.
+func (s *sourceServer) Teardown(ctx context.Context, _ pconnector.SourceTeardownRequest) (pconnector.SourceTeardownResponse, error) {
+	s.mu.Lock()
+	src, stopRead, runDone := s.src, s.stopRead, s.runDone
+	s.mu.Unlock()
+	if stopRead != nil {
+		stopRead()
+		select {
+		case <-runDone:
+		case <-ctx.Done():
+			return pconnector.SourceTeardownResponse{}, fmt.Errorf("teardown source: Run did not end: %w", ctx.Err())
+		}
+	}
+	if src == nil {
+		return pconnector.SourceTeardownResponse{}, nil
+	}
+	if err := guard("Teardown", func() error { return src.Teardown(ctx) }); err != nil {
+		return pconnector.SourceTeardownResponse{}, fmt.Errorf("teardown source: %w", err)
+	}
+	return pconnector.SourceTeardownResponse{}, nil
+}
+
+func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.SourceLifecycleOnCreatedRequest) (pconnector.SourceLifecycleOnCreatedResponse, error) {
+	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
+		if h, ok := c.(createdHook); ok {
+			return h.OnCreated(ctx)
+		}
+		return nil
+	})
+}
+
+func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.SourceLifecycleOnUpdatedRequest) (pconnector.SourceLifecycleOnUpdatedResponse, error) {
+	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
+		if h, ok := c.(updatedHook); ok {
+			return h.OnUpdated(ctx, req.ConfigBefore)
+		}
+		return nil
+	})
+}
+
+func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.SourceLifecycleOnDeletedRequest) (pconnector.SourceLifecycleOnDeletedResponse, error) {
+	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
+		if h, ok := c.(deletedHook); ok {
+			return h.OnDeleted(ctx)
+		}
+		return nil
+	})
+}
+
+// lifecycle runs a hook on the configured source, or on one built from
+// config when Conduit calls the hook without Configure (as it does on
+// deletion).
+func (s *sourceServer) lifecycle(ctx context.Context, config map[string]string, call string, hook func(any) error) error {
+	s.mu.Lock()
+	src := s.src
+	s.mu.Unlock()
+	return runHook(ctx, s.log, call, src, func() (any, error) { return s.newSource(config) }, hook)
+}

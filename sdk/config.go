@@ -1,0 +1,329 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Struct tags that turn a config struct field into a parameter.
+//
+//	param:"name"      the parameter's name; on a struct field, a prefix for its fields
+//	default:"value"   used when the parameter is absent or empty
+//	desc:"text"       what the parameter does, shown to users
+//	validate:"rules"  comma-separated: required, gt=N, lt=N, inclusion=a|b,
+//	                  exclusion=a|b, regex=EXPR (regex must come last)
+//
+// Field types: string, bool, signed and unsigned integers, floats,
+// time.Duration, []string (written comma-separated), map[string]string (for a
+// name ending in ".*", collecting every parameter with that prefix) and
+// structs (nested parameters). Fields without a param tag are ignored, except
+// embedded structs, whose fields are flattened.
+const (
+	tagName     = "param"
+	tagDefault  = "default"
+	tagDesc     = "desc"
+	tagValidate = "validate"
+)
+
+// Parameters returns the parameters declared by config, a struct or a
+// pointer to one. It fails if a tag is malformed or a default does not pass
+// its own validations.
+func Parameters(config any) ([]Parameter, error) {
+	t := reflect.TypeOf(config)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("sdk: config must be a struct, got %v", reflect.TypeOf(config))
+	}
+	var params []Parameter
+	if err := collect(t, "", nil, &params); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(params))
+	for _, p := range params {
+		if seen[p.Name] {
+			return nil, fmt.Errorf("sdk: config %v declares parameter %q twice", t, p.Name)
+		}
+		seen[p.Name] = true
+		if p.Default != "" {
+			if _, err := p.check(p.Default); err != nil {
+				return nil, fmt.Errorf("sdk: config %v: default fails its own validation: %w", t, err)
+			}
+		}
+	}
+	slices.SortFunc(params, func(a, b Parameter) int { return strings.Compare(a.Name, b.Name) })
+	return params, nil
+}
+
+func collect(t reflect.Type, prefix string, index []int, out *[]Parameter) error {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		path := append(slices.Clip(index), i)
+		name, tagged := f.Tag.Lookup(tagName)
+		if !tagged {
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				if err := collect(f.Type, prefix, path, out); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			return fmt.Errorf("sdk: config field %s has a param tag but is not exported", f.Name)
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+			if err := collect(f.Type, prefix+name+".", path, out); err != nil {
+				return err
+			}
+			continue
+		}
+		p, err := newParameter(f, prefix+name, path)
+		if err != nil {
+			return err
+		}
+		*out = append(*out, p)
+	}
+	return nil
+}
+
+func newParameter(f reflect.StructField, name string, path []int) (Parameter, error) {
+	typ, ok := typeOf(f.Type)
+	if !ok {
+		return Parameter{}, fmt.Errorf("sdk: config field %s: unsupported type %v", f.Name, f.Type)
+	}
+	if (f.Type.Kind() == reflect.Map) != strings.HasSuffix(name, ".*") {
+		return Parameter{}, fmt.Errorf("sdk: config field %s: a parameter name ending in .* needs a map[string]string field and vice versa", f.Name)
+	}
+	p := Parameter{
+		Name:        name,
+		Type:        typ,
+		Default:     f.Tag.Get(tagDefault),
+		Description: f.Tag.Get(tagDesc),
+		field:       path,
+	}
+	rules := f.Tag.Get(tagValidate)
+	for rules != "" {
+		var rule string
+		if strings.HasPrefix(rules, "regex=") {
+			rule, rules = rules, ""
+		} else {
+			rule, rules, _ = strings.Cut(rules, ",")
+		}
+		if err := p.addRule(strings.TrimSpace(rule)); err != nil {
+			return Parameter{}, fmt.Errorf("sdk: config field %s: %w", f.Name, err)
+		}
+	}
+	return p, nil
+}
+
+func (p *Parameter) addRule(rule string) error {
+	kind, arg, _ := strings.Cut(rule, "=")
+	switch kind {
+	case "":
+	case "required":
+		p.Required = true
+	case "gt", "lt":
+		f, err := strconv.ParseFloat(arg, 64)
+		if err != nil {
+			return fmt.Errorf("validate %q needs a number", rule)
+		}
+		if kind == "gt" {
+			p.GreaterThan = &f
+		} else {
+			p.LessThan = &f
+		}
+	case "inclusion":
+		p.OneOf = strings.Split(arg, "|")
+	case "exclusion":
+		p.NoneOf = strings.Split(arg, "|")
+	case "regex":
+		re, err := regexp.Compile("^(?:" + arg + ")$")
+		if err != nil {
+			return fmt.Errorf("validate %q: %w", rule, err)
+		}
+		p.Pattern, p.pattern = arg, re
+	default:
+		return fmt.Errorf("unknown validation %q", rule)
+	}
+	return nil
+}
+
+// ParseConfig fills target, a pointer to a config struct, from the raw
+// configuration Conduit sends. Defaults apply to absent and empty values.
+// Unknown parameters, missing required ones, values of the wrong type and
+// values that fail a validation are all reported, each as a
+// [*ParameterError] naming the parameter, the value and what was expected;
+// an unknown name comes with the closest known one.
+func ParseConfig(raw map[string]string, target any) error {
+	v := reflect.ValueOf(target)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("sdk: ParseConfig needs a non-nil pointer to a struct, got %T", target)
+	}
+	params, err := Parameters(target)
+	if err != nil {
+		return err
+	}
+	return decode(raw, params, v.Elem())
+}
+
+func decode(raw map[string]string, params []Parameter, target reflect.Value) error {
+	var errs []error
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.ContainsFunc(params, func(p Parameter) bool { return p.matches(strings.TrimSpace(k)) }) {
+			errs = append(errs, unknown(k, params))
+		}
+	}
+	for i := range params {
+		p := &params[i]
+		field := target.FieldByIndex(p.field)
+		if p.wildcard() {
+			errs = append(errs, decodeWildcard(raw, p, field)...)
+			continue
+		}
+		value := lookup(raw, p.Name)
+		if value == "" {
+			value = p.Default
+		}
+		if value == "" {
+			if p.Required {
+				errs = append(errs, &ParameterError{Name: p.Name, Expected: "is required but missing"})
+			}
+			continue
+		}
+		if err := set(p, field, value); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lookup finds name in raw, tolerating surrounding spaces in keys and values.
+func lookup(raw map[string]string, name string) string {
+	if v, ok := raw[name]; ok {
+		return strings.TrimSpace(v)
+	}
+	for k, v := range raw {
+		if strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func decodeWildcard(raw map[string]string, p *Parameter, field reflect.Value) []error {
+	var errs []error
+	m := reflect.MakeMap(field.Type())
+	prefix := strings.TrimSuffix(p.Name, "*")
+	for k, v := range raw {
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !p.matches(k) {
+			continue
+		}
+		if _, err := p.check(v); err != nil {
+			err.(*ParameterError).Name = k
+			errs = append(errs, err)
+			continue
+		}
+		m.SetMapIndex(reflect.ValueOf(strings.TrimPrefix(k, prefix)), reflect.ValueOf(v))
+	}
+	if p.Required && m.Len() == 0 {
+		errs = append(errs, &ParameterError{Name: p.Name, Expected: "needs at least one value"})
+	}
+	field.Set(m)
+	return errs
+}
+
+func set(p *Parameter, field reflect.Value, value string) error {
+	v, err := p.check(value)
+	if err != nil {
+		return err
+	}
+	switch field.Kind() {
+	case reflect.Slice:
+		var list []string
+		for item := range strings.SplitSeq(value, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				list = append(list, item)
+			}
+		}
+		field.Set(reflect.ValueOf(list))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		var n int64
+		switch v := v.(type) {
+		case int64:
+			n = v
+		case time.Duration:
+			n = int64(v)
+		}
+		if field.OverflowInt(n) {
+			return &ParameterError{Name: p.Name, Value: value, Expected: "an integer that fits in " + field.Type().String()}
+		}
+		field.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n := v.(int64)
+		if n < 0 || field.OverflowUint(uint64(n)) {
+			return &ParameterError{Name: p.Name, Value: value, Expected: "a non-negative integer that fits in " + field.Type().String()}
+		}
+		field.SetUint(uint64(n))
+	case reflect.Float32, reflect.Float64:
+		field.SetFloat(v.(float64))
+	case reflect.Bool:
+		field.SetBool(v.(bool))
+	case reflect.String:
+		field.SetString(value)
+	}
+	return nil
+}
+
+// unknown builds the error for a parameter nobody declared, suggesting the
+// closest declared name.
+func unknown(key string, params []Parameter) error {
+	best, bestDist := "", len(key)/2+2
+	for _, p := range params {
+		name := p.Name
+		if p.wildcard() {
+			name = strings.TrimSuffix(name, "*") + "<name>"
+		}
+		if d := distance(strings.ToLower(key), strings.ToLower(name)); d < bestDist {
+			best, bestDist = name, d
+		}
+	}
+	e := &ParameterError{Name: key, Expected: "is not a known parameter"}
+	if best != "" {
+		e.Expected += fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return e
+}
+
+// distance is the Levenshtein edit distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

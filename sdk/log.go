@@ -1,0 +1,16 @@
+package sdk
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/connkit/connkit/internal/logging"
+)
+
+// Logger returns the logger for connector code running under ctx. Its
+// output reaches Conduit's log at the record's level, filtered by the level
+// Conduit set for the plugin. Outside a plugin it logs to stderr.
+func Logger(ctx context.Context) *slog.Logger { return logging.FromContext(ctx) }
+
+// LevelTrace is the level below slog.LevelDebug that Conduit calls trace.
+const LevelTrace = logging.LevelTrace

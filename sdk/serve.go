@@ -1,0 +1,109 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/conduitio/conduit-commons/config"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/plugin"
+)
+
+// Serve runs c as a Conduit plugin; it is all a plugin's main needs to call.
+// It returns only when Conduit ends the plugin. Run with the argument
+// "spec", the binary prints its [Specification] as JSON and exits instead.
+// A Connector that is not valid is reported on stderr and exits with status 1.
+func Serve(c Connector) {
+	if err := serve(c, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func serve(c Connector, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	spec, err := c.Specification()
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 && args[0] == "spec" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(spec)
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("usage: %s [spec]\n\nWithout arguments the binary runs as a Conduit plugin; Conduit starts it.", c.Name)
+	}
+	settings, warnings := plugin.SettingsFromEnv(getenv)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, w)
+	}
+	pc := plugin.Connector{Spec: protocolSpec(spec)}
+	if c.Source.isSet() {
+		pc.NewSource = func(raw map[string]string) (plugin.Source, error) { return c.Source.New(raw) }
+	}
+	if c.Destination.isSet() {
+		pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) { return c.Destination.New(raw) }
+	}
+	return plugin.Serve(pc, settings, stderr)
+}
+
+func protocolSpec(s Specification) pconnector.Specification {
+	return pconnector.Specification{
+		Name:              s.Name,
+		Summary:           s.Summary,
+		Description:       s.Description,
+		Version:           s.Version,
+		Author:            s.Author,
+		SourceParams:      protocolParams(s.SourceParameters),
+		DestinationParams: protocolParams(s.DestinationParameters),
+	}
+}
+
+func protocolParams(params []Parameter) config.Parameters {
+	if params == nil {
+		return nil
+	}
+	out := make(config.Parameters, len(params))
+	for _, p := range params {
+		out[p.Name] = p.protocol()
+	}
+	return out
+}
+
+// protocol converts p to the form Conduit shows users.
+func (p Parameter) protocol() config.Parameter {
+	out := config.Parameter{Default: p.Default, Description: p.Description}
+	switch p.Type {
+	case TypeInt:
+		out.Type = config.ParameterTypeInt
+	case TypeFloat:
+		out.Type = config.ParameterTypeFloat
+	case TypeBool:
+		out.Type = config.ParameterTypeBool
+	case TypeDuration:
+		out.Type = config.ParameterTypeDuration
+	default:
+		out.Type = config.ParameterTypeString
+	}
+	if p.Required {
+		out.Validations = append(out.Validations, config.ValidationRequired{})
+	}
+	if p.GreaterThan != nil {
+		out.Validations = append(out.Validations, config.ValidationGreaterThan{V: *p.GreaterThan})
+	}
+	if p.LessThan != nil {
+		out.Validations = append(out.Validations, config.ValidationLessThan{V: *p.LessThan})
+	}
+	if len(p.OneOf) > 0 {
+		out.Validations = append(out.Validations, config.ValidationInclusion{List: p.OneOf})
+	}
+	if len(p.NoneOf) > 0 {
+		out.Validations = append(out.Validations, config.ValidationExclusion{List: p.NoneOf})
+	}
+	if p.pattern != nil {
+		out.Validations = append(out.Validations, config.ValidationRegex{Regex: p.pattern})
+	}
+	return out
+}
