@@ -47,7 +47,9 @@ func Serve(c Connector, s Settings, stderr io.Writer) error {
 	return server.Serve(
 		func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
 		func() pconnector.SourcePlugin { return newSourceServer(sourceOrNot(c.NewSource), log) },
-		func() pconnector.DestinationPlugin { return newDestinationServer(destinationOrNot(c.NewDestination), log) },
+		func() pconnector.DestinationPlugin {
+			return newDestinationServer(destinationOrNot(c.NewDestination), log)
+		},
 		server.WithGRPCServerOptions(ServerOptions(s, log)...),
 	)
 }
