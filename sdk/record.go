@@ -22,6 +22,7 @@ const (
 
 // Metadata, RawData and StructuredData are the record's parts.
 type (
+	Data           = opencdc.Data
 	Metadata       = opencdc.Metadata
 	RawData        = opencdc.RawData
 	StructuredData = opencdc.StructuredData

@@ -5,7 +5,6 @@ package log
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 
 	"github.com/connkit/connkit/sdk"
@@ -57,10 +56,28 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 		return len(records), nil
 	}
 	for _, r := range records {
-		logger.Log(ctx, d.level, "record", "record", json.RawMessage(r.Bytes()))
+		logger.Log(ctx, d.level, "record",
+			"position", string(r.Position),
+			"operation", r.Operation.String(),
+			"metadata", map[string]string(r.Metadata),
+			"key", readable(r.Key),
+			"before", readable(r.Payload.Before),
+			"after", readable(r.Payload.After))
 	}
 	return len(records), nil
 }
 
 // Teardown has nothing to release.
 func (d *Destination) Teardown(context.Context) error { return nil }
+
+// readable shows raw data as text and structured data as itself.
+func readable(d sdk.Data) any {
+	switch d := d.(type) {
+	case sdk.RawData:
+		return string(d)
+	case nil:
+		return nil
+	default:
+		return d
+	}
+}

@@ -1,0 +1,223 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+)
+
+// Pipeline moves records from an opened source to an opened destination the
+// way Conduit's engines do: records are forwarded without waiting for acks,
+// acks must come back in order, and each destination ack is passed to the
+// source. A nack fails the pipeline, as with Conduit's default dead-letter
+// settings.
+type Pipeline struct {
+	Source      SourcePlugin
+	Destination DestinationPlugin
+	// Records stops the pipeline once this many records were acked end to
+	// end; records the source sends while stopping are still delivered.
+	// Zero runs until ctx is done.
+	Records int64
+	// PerMessage forwards each source record in a message of its own, as
+	// Conduit's default engine does. Otherwise each source message travels
+	// to the destination whole, as with --preview.pipeline-arch-v2.
+	PerMessage bool
+	// OnAck, if set, is called with every acked record.
+	OnAck func(opencdc.Record)
+}
+
+// Result is what a pipeline run did.
+type Result struct {
+	Read, Acked   int64
+	SourceBatches int64         // messages the source sent
+	LastPosition  []byte        // what the source's Stop returned
+	Elapsed       time.Duration // from the first record read to the last ack
+}
+
+// NackError is a record the destination did not write.
+type NackError struct {
+	Position opencdc.Position
+	Message  string
+}
+
+func (e *NackError) Error() string {
+	return fmt.Sprintf("destination nacked position %q: %s", e.Position, e.Message)
+}
+
+// Run runs the pipeline: Run on both connectors, then Stop and Teardown in
+// Conduit's order. It does not Configure or Open; the caller did.
+func (p Pipeline) Run(ctx context.Context) (Result, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srcStream, dstStream := p.Source.NewStream(), p.Destination.NewStream()
+	if err := p.Source.Run(runCtx, srcStream); err != nil {
+		return Result{}, fmt.Errorf("source Run: %w", err)
+	}
+	if err := p.Destination.Run(runCtx, dstStream); err != nil {
+		return Result{}, fmt.Errorf("destination Run: %w", err)
+	}
+
+	r := &run{Pipeline: p, enough: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 2)}
+	go r.forward(srcStream.Client(), dstStream.Client())
+	go r.ack(dstStream.Client(), srcStream.Client())
+
+	var err error
+	select {
+	case <-r.enough:
+	case err = <-r.done:
+	case <-ctx.Done():
+	}
+	if err == nil {
+		err = r.stop(ctx)
+	}
+	cancel()
+	_, srcErr := p.Source.Teardown(context.WithoutCancel(ctx), pconnector.SourceTeardownRequest{})
+	_, dstErr := p.Destination.Teardown(context.WithoutCancel(ctx), pconnector.DestinationTeardownRequest{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.res
+	if !r.firstRead.IsZero() {
+		res.Elapsed = r.lastAck.Sub(r.firstRead)
+	}
+	return res, errors.Join(err, wrap("source Teardown", srcErr), wrap("destination Teardown", dstErr))
+}
+
+type run struct {
+	Pipeline
+	enough    chan struct{} // closed when Records records are acked
+	lastAcked chan struct{} // closed when the stop position is acked
+	done      chan error    // a loop ended early
+
+	mu           sync.Mutex
+	res          Result
+	inflight     []opencdc.Record
+	stopAt       opencdc.Position
+	stopped      bool
+	lastAckedPos opencdc.Position
+	firstRead    time.Time
+	lastAck      time.Time
+}
+
+// stop does what Conduit does to stop a pipeline: stop the source, wait
+// until its last record is acked, stop the destination at that position.
+func (r *run) stop(ctx context.Context) error {
+	resp, err := r.Source.Stop(ctx, pconnector.SourceStopRequest{})
+	if err != nil {
+		return fmt.Errorf("source Stop: %w", err)
+	}
+	r.mu.Lock()
+	r.res.LastPosition = resp.LastPosition
+	r.stopAt, r.stopped = resp.LastPosition, true
+	acked := len(resp.LastPosition) == 0 || bytes.Equal(r.lastAckedPos, resp.LastPosition)
+	r.mu.Unlock()
+	if !acked {
+		select {
+		case <-r.lastAcked:
+		case err := <-r.done:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the ack of the source's last position %q: %w", resp.LastPosition, ctx.Err())
+		}
+	}
+	if _, err := r.Destination.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: resp.LastPosition}); err != nil {
+		return fmt.Errorf("destination Stop: %w", err)
+	}
+	return nil
+}
+
+// forward sends what the source reads to the destination.
+func (r *run) forward(src pconnector.SourceRunStreamClient, dst pconnector.DestinationRunStreamClient) {
+	for {
+		resp, err := src.Recv()
+		if err != nil {
+			r.done <- fmt.Errorf("receive from source: %w", err)
+			return
+		}
+		r.mu.Lock()
+		if r.firstRead.IsZero() {
+			r.firstRead = time.Now()
+		}
+		r.res.Read += int64(len(resp.Records))
+		r.res.SourceBatches++
+		r.inflight = append(r.inflight, resp.Records...)
+		r.mu.Unlock()
+		batches := [][]opencdc.Record{resp.Records}
+		if r.PerMessage {
+			batches = make([][]opencdc.Record, len(resp.Records))
+			for i := range resp.Records {
+				batches[i] = resp.Records[i : i+1]
+			}
+		}
+		for _, b := range batches {
+			if err := dst.Send(pconnector.DestinationRunRequest{Records: b}); err != nil {
+				r.done <- fmt.Errorf("send to destination: %w", err)
+				return
+			}
+		}
+	}
+}
+
+// ack checks the destination's acks and passes them to the source.
+func (r *run) ack(dst pconnector.DestinationRunStreamClient, src pconnector.SourceRunStreamClient) {
+	for {
+		resp, err := dst.Recv()
+		if err != nil {
+			r.done <- fmt.Errorf("receive acks from destination: %w", err)
+			return
+		}
+		positions := make([]opencdc.Position, 0, len(resp.Acks))
+		var acked []opencdc.Record
+		r.mu.Lock()
+		for _, a := range resp.Acks {
+			if len(r.inflight) == 0 || !bytes.Equal(r.inflight[0].Position, a.Position) {
+				var want opencdc.Position
+				if len(r.inflight) > 0 {
+					want = r.inflight[0].Position
+				}
+				r.mu.Unlock()
+				r.done <- fmt.Errorf("destination acked position %q out of order, expected %q", a.Position, want)
+				return
+			}
+			if a.Error != "" {
+				r.mu.Unlock()
+				r.done <- &NackError{Position: a.Position, Message: a.Error}
+				return
+			}
+			acked = append(acked, r.inflight[0])
+			r.inflight = r.inflight[1:]
+			positions = append(positions, a.Position)
+			r.lastAckedPos = a.Position
+			r.res.Acked++
+			if r.Records > 0 && r.res.Acked == r.Records {
+				close(r.enough)
+			}
+			if r.stopped && bytes.Equal(a.Position, r.stopAt) {
+				close(r.lastAcked)
+			}
+		}
+		r.lastAck = time.Now()
+		r.mu.Unlock()
+		if r.OnAck != nil {
+			for _, rec := range acked {
+				r.OnAck(rec)
+			}
+		}
+		if err := src.Send(pconnector.SourceRunRequest{AckPositions: positions}); err != nil {
+			r.done <- fmt.Errorf("send acks to source: %w", err)
+			return
+		}
+	}
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
