@@ -138,7 +138,10 @@ func (s *sourceServer) read(ctx context.Context, src Source, stream pconnector.S
 			return fmt.Errorf("read: %w", err)
 		}
 		if len(rec.Position) == 0 {
-			return fmt.Errorf("read: the source returned a record without a position (key %q)", rec.Key.Bytes())
+			s.mu.Lock()
+			after := s.lastSent
+			s.mu.Unlock()
+			return fmt.Errorf("read: the source returned a record without a position (the record after position %q); every record needs a unique position", after)
 		}
 		s.mu.Lock()
 		if bytes.Equal(rec.Position, s.lastSent) {

@@ -1,0 +1,195 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+)
+
+var discard = slog.New(slog.DiscardHandler)
+
+// stream is an in-memory Run stream: the server sends on out and receives
+// from in. Closing in is Conduit closing its side.
+type stream[In, Out any] struct {
+	ctx context.Context
+	in  chan In
+	out chan Out
+}
+
+func newStream[In, Out any](ctx context.Context) *stream[In, Out] {
+	return &stream[In, Out]{ctx: ctx, in: make(chan In), out: make(chan Out, 1000)}
+}
+
+func (s *stream[In, Out]) Send(v Out) error {
+	select {
+	case s.out <- v:
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+func (s *stream[In, Out]) Recv() (In, error) {
+	var zero In
+	select {
+	case v, ok := <-s.in:
+		if !ok {
+			return zero, io.EOF
+		}
+		return v, nil
+	case <-s.ctx.Done():
+		return zero, s.ctx.Err()
+	}
+}
+
+type sourceStream struct {
+	*stream[pconnector.SourceRunRequest, pconnector.SourceRunResponse]
+}
+
+func (s sourceStream) Client() pconnector.SourceRunStreamClient { panic("server side only") }
+func (s sourceStream) Server() pconnector.SourceRunStreamServer { return s }
+
+type destinationStream struct {
+	*stream[pconnector.DestinationRunRequest, pconnector.DestinationRunResponse]
+}
+
+func (s destinationStream) Client() pconnector.DestinationRunStreamClient {
+	panic("server side only")
+}
+func (s destinationStream) Server() pconnector.DestinationRunStreamServer { return s }
+
+// fakeSource emits records with positions "1", "2", ... after its Open
+// position, up to limit, then blocks. It records every call.
+type fakeSource struct {
+	limit     int
+	readPanic bool
+	badPos    bool // emit a record without a position
+
+	mu       sync.Mutex
+	calls    []string
+	opened   opencdc.Position
+	next     int
+	acked    []string
+	torndown bool
+}
+
+func (s *fakeSource) record(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+}
+
+func (s *fakeSource) Open(_ context.Context, from opencdc.Position) error {
+	s.record("Open")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opened = from
+	if from != nil {
+		n, err := strconv.Atoi(string(from))
+		if err != nil {
+			return fmt.Errorf("bad position %q", from)
+		}
+		s.next = n
+	}
+	return nil
+}
+
+func (s *fakeSource) Read(ctx context.Context) (opencdc.Record, error) {
+	if s.readPanic {
+		panic("read exploded")
+	}
+	s.mu.Lock()
+	if s.next >= s.limit {
+		s.mu.Unlock()
+		<-ctx.Done()
+		return opencdc.Record{}, ctx.Err()
+	}
+	s.next++
+	n := s.next
+	s.mu.Unlock()
+	r := opencdc.Record{Position: opencdc.Position(strconv.Itoa(n)), Operation: opencdc.OperationCreate}
+	if s.badPos {
+		r.Position = nil
+	}
+	return r, nil
+}
+
+func (s *fakeSource) Ack(_ context.Context, pos opencdc.Position) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.acked = append(s.acked, string(pos))
+	return nil
+}
+
+func (s *fakeSource) Teardown(context.Context) error {
+	s.record("Teardown")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.torndown = true
+	return nil
+}
+
+func (s *fakeSource) OnCreated(context.Context) error {
+	s.record("OnCreated")
+	return nil
+}
+
+// fakeDestination writes by appending to written; write decides each
+// call's outcome and may block.
+type fakeDestination struct {
+	write func(records []opencdc.Record) (int, error)
+
+	mu       sync.Mutex
+	calls    []string
+	written  []string
+	torndown bool
+}
+
+func (d *fakeDestination) Open(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, "Open")
+	return nil
+}
+
+func (d *fakeDestination) Write(_ context.Context, records []opencdc.Record) (int, error) {
+	n, err := len(records), error(nil)
+	if d.write != nil {
+		n, err = d.write(records)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := 0; i < n && i < len(records); i++ {
+		d.written = append(d.written, string(records[i].Position))
+	}
+	return n, err
+}
+
+func (d *fakeDestination) Teardown(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, "Teardown")
+	d.torndown = true
+	return nil
+}
+
+func (d *fakeDestination) OnDeleted(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, "OnDeleted")
+	return nil
+}
+
+func records(positions ...string) []opencdc.Record {
+	out := make([]opencdc.Record, len(positions))
+	for i, p := range positions {
+		out[i] = opencdc.Record{Position: opencdc.Position(p)}
+	}
+	return out
+}

@@ -1,0 +1,30 @@
+package plugin
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestSettingsFromEnv(t *testing.T) {
+	tests := []struct {
+		env      map[string]string
+		want     Settings
+		warnings int
+	}{
+		{map[string]string{}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 0},
+		{map[string]string{
+			"CONDUIT_CONNECTOR_LOG_LEVEL":               "trace",
+			"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "1024",
+		}, Settings{LogLevel: -8, MaxReceiveSize: 1024}, 0},
+		{map[string]string{"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "lots"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 1},
+		{map[string]string{"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "-5"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 1},
+	}
+	for _, tt := range tests {
+		is := is.New(t)
+		got, warnings := SettingsFromEnv(func(k string) string { return tt.env[k] })
+		is.Equal(got, tt.want)
+		is.Equal(len(warnings), tt.warnings)
+	}
+}

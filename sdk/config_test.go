@@ -1,0 +1,226 @@
+package sdk
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+type nested struct {
+	Type    string            `param:"type" default:"raw" validate:"inclusion=raw|structured"`
+	Options map[string]string `param:"options.*" validate:"exclusion=bad"`
+}
+
+type embedded struct {
+	Verbose bool `param:"verbose"`
+}
+
+type testConfig struct {
+	embedded
+	URL     string        `param:"url" validate:"required" desc:"where to connect"`
+	Count   int           `param:"count" default:"10" validate:"gt=0,lt=1000"`
+	Small   int8          `param:"small"`
+	Size    uint32        `param:"size"`
+	Rate    float64       `param:"rate" default:"1.5"`
+	Delay   time.Duration `param:"delay" default:"1s"`
+	Tables  []string      `param:"tables"`
+	Mode    string        `param:"mode" validate:"regex=[a-z]+-[0-9]+"`
+	Format  nested        `param:"format"`
+	ignored string
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     map[string]string
+		want    func(*testConfig) // mutates the expected config from the defaults
+		wantErr []string          // substrings of the error, in any order
+	}{{
+		name: "defaults",
+		raw:  map[string]string{"url": "pg://x"},
+		want: func(c *testConfig) {},
+	}, {
+		name: "every type",
+		raw: map[string]string{
+			"url": "pg://x", "verbose": "true", "count": "999", "small": "-128", "size": "4000000000",
+			"rate": "0.25", "delay": "250ms", "tables": "a, b,,c", "mode": "abc-12",
+			"format.type": "structured", "format.options.id": "int", "format.options.a.b": "string",
+		},
+		want: func(c *testConfig) {
+			c.Verbose, c.Count, c.Small, c.Size, c.Rate, c.Delay = true, 999, -128, 4000000000, 0.25, 250*time.Millisecond
+			c.Tables, c.Mode = []string{"a", "b", "c"}, "abc-12"
+			c.Format.Type = "structured"
+			c.Format.Options = map[string]string{"id": "int", "a.b": "string"}
+		},
+	}, {
+		name: "spaces around keys and values, empty value means default",
+		raw:  map[string]string{" url ": " pg://x ", "count": ""},
+		want: func(c *testConfig) {},
+	}, {
+		name:    "missing required",
+		raw:     map[string]string{},
+		wantErr: []string{`parameter "url": is required but missing`},
+	}, {
+		name:    "unknown with suggestion",
+		raw:     map[string]string{"url": "x", "cuont": "3"},
+		wantErr: []string{`parameter "cuont": is not a known parameter (did you mean "count"?)`},
+	}, {
+		name:    "unknown with wildcard suggestion",
+		raw:     map[string]string{"url": "x", "format.option.id": "int"},
+		wantErr: []string{`parameter "format.option.id": is not a known parameter (did you mean "format.options.<name>"?)`},
+	}, {
+		name:    "unknown far from everything",
+		raw:     map[string]string{"url": "x", "zzzzzzzzzzzz": "1"},
+		wantErr: []string{`parameter "zzzzzzzzzzzz": is not a known parameter`},
+	}, {
+		name: "wrong types",
+		raw:  map[string]string{"url": "x", "count": "ten", "rate": "fast", "verbose": "yes please", "delay": "5"},
+		wantErr: []string{
+			`parameter "count": got "ten", expected an integer`,
+			`parameter "rate": got "fast", expected a number`,
+			`parameter "verbose": got "yes please", expected true or false`,
+			`parameter "delay": got "5", expected a duration`,
+		},
+	}, {
+		name: "out of range",
+		raw:  map[string]string{"url": "x", "count": "0", "small": "300", "size": "-1"},
+		wantErr: []string{
+			`parameter "count": got "0", expected a value greater than 0`,
+			`parameter "small": got "300", expected an integer that fits in int8`,
+			`parameter "size": got "-1", expected a non-negative integer that fits in uint32`,
+		},
+	}, {
+		name:    "upper bound",
+		raw:     map[string]string{"url": "x", "count": "1000"},
+		wantErr: []string{`parameter "count": got "1000", expected a value less than 1000`},
+	}, {
+		name: "inclusion, exclusion and regex",
+		raw:  map[string]string{"url": "x", "format.type": "xml", "format.options.f": "bad", "mode": "abc-"},
+		wantErr: []string{
+			`parameter "format.type": got "xml", expected one of raw, structured`,
+			`parameter "format.options.f": got "bad", expected none of bad`,
+			`parameter "mode": got "abc-", expected a value matching [a-z]+-[0-9]+`,
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var got testConfig
+			err := ParseConfig(tt.raw, &got)
+			if tt.wantErr != nil {
+				is.True(err != nil)
+				for _, want := range tt.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not contain %q", err, want)
+					}
+				}
+				var pe *ParameterError
+				is.True(errors.As(err, &pe)) // every error is a *ParameterError
+				is.Equal(strings.Count(err.Error(), "\n")+1, len(tt.wantErr)) // no other errors
+				return
+			}
+			is.NoErr(err)
+			want := testConfig{URL: "pg://x", Count: 10, Rate: 1.5, Delay: time.Second,
+				Format: nested{Type: "raw", Options: map[string]string{}}}
+			tt.want(&want)
+			is.Equal(got, want)
+		})
+	}
+}
+
+func TestParametersDescribeTheSpec(t *testing.T) {
+	is := is.New(t)
+	params, err := Parameters(testConfig{})
+	is.NoErr(err)
+	var names []string
+	for _, p := range params {
+		names = append(names, p.Name)
+	}
+	is.Equal(names, []string{"count", "delay", "format.options.*", "format.type", "mode", "rate", "size", "small", "tables", "url", "verbose"})
+	url := params[9]
+	is.Equal(url.Description, "where to connect")
+	is.True(url.Required)
+	count := params[0]
+	is.Equal(count.Type, TypeInt)
+	is.Equal(*count.GreaterThan, 0.0)
+	is.Equal(*count.LessThan, 1000.0)
+	is.Equal(params[1].Type, TypeDuration)
+}
+
+func TestParametersRejectMalformedConfigs(t *testing.T) {
+	tests := []struct {
+		name   string
+		config any
+		want   string
+	}{
+		{"not a struct", 42, "config must be a struct"},
+		{"unsupported type", struct {
+			C chan int `param:"c"`
+		}{}, "unsupported type"},
+		{"map without wildcard", struct {
+			M map[string]string `param:"m"`
+		}{}, "ending in .*"},
+		{"duplicate", struct {
+			A string `param:"a"`
+			B string `param:"a"`
+		}{}, `declares parameter "a" twice`},
+		{"default fails validation", struct {
+			A int `param:"a" default:"0" validate:"gt=0"`
+		}{}, "default fails its own validation"},
+		{"unknown rule", struct {
+			A int `param:"a" validate:"positive"`
+		}{}, `unknown validation "positive"`},
+		{"bad regex", struct {
+			A string `param:"a" validate:"regex=("`
+		}{}, "regex"},
+		{"unexported", struct {
+			a string `param:"a"`
+		}{}, "not exported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parameters(tt.config)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigNeedsAPointer(t *testing.T) {
+	is := is.New(t)
+	is.True(ParseConfig(nil, testConfig{}) != nil)
+	is.True(ParseConfig(nil, (*testConfig)(nil)) != nil)
+}
+
+// FuzzParseConfig checks that any raw configuration either parses into values
+// that pass the declared validations or fails with parameter errors, and
+// never panics.
+func FuzzParseConfig(f *testing.F) {
+	f.Add("url", "pg://x", "count", "5", "format.options.a", "int")
+	f.Add("url", "", "small", "999", "size", "-3")
+	f.Add("curl", "x", "delay", "1h", "tables", ",,,")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
+		raw := map[string]string{k1: v1, k2: v2, k3: v3}
+		var cfg testConfig
+		err := ParseConfig(raw, &cfg)
+		if err != nil {
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				var pe *ParameterError
+				if !errors.As(e, &pe) {
+					t.Fatalf("error %v is not a *ParameterError", e)
+				}
+			}
+			return
+		}
+		if cfg.URL == "" || cfg.Count <= 0 || cfg.Count >= 1000 {
+			t.Fatalf("accepted a config that breaks its validations: %+v", cfg)
+		}
+		if cfg.Format.Type != "raw" && cfg.Format.Type != "structured" {
+			t.Fatalf("accepted format.type %q", cfg.Format.Type)
+		}
+	})
+}
