@@ -118,7 +118,7 @@ func TestParseConfig(t *testing.T) {
 					}
 				}
 				var pe *ParameterError
-				is.True(errors.As(err, &pe)) // every error is a *ParameterError
+				is.True(errors.As(err, &pe))                                  // every error is a *ParameterError
 				is.Equal(strings.Count(err.Error(), "\n")+1, len(tt.wantErr)) // no other errors
 				return
 			}
