@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// binDir holds connkit-generator and connkit-log; faultyBin is the test
+// plugin in ./faulty.
+var binDir, faultyBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	pkgs := []string{"github.com/connkit/connkit/internal/e2e/faulty"}
+	binDir = os.Getenv("CONNKIT_BIN")
+	if binDir == "" {
+		pkgs = append(pkgs,
+			"github.com/connkit/connkit/examples/generator/cmd/connkit-generator",
+			"github.com/connkit/connkit/examples/log/cmd/connkit-log")
+	}
+	testBin, err := os.MkdirTemp("", "connkit-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(testBin)
+	cmd := exec.Command("go", append([]string{"build", "-o", testBin + "/"}, pkgs...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build plugins:", err)
+		return 1
+	}
+	faultyBin = filepath.Join(testBin, "faulty")
+	if binDir == "" {
+		binDir = testBin
+	}
+	binDir, _ = filepath.Abs(binDir)
+	return m.Run()
+}
+
+func binary(name string) string { return filepath.Join(binDir, name) }

@@ -1,0 +1,416 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/host"
+	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/matryer/is"
+)
+
+// logBuffer collects a plugin's log lines as the host re-logs them.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until s was logged: stderr lines reach the host
+// asynchronously.
+func (b *logBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q was not logged; the log:\n%s", s, b.String())
+		}
+	}
+}
+
+func launch(t *testing.T, name string, opts host.Options) *host.Plugin {
+	t.Helper()
+	p, err := host.Launch(binary(name), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+func source(t *testing.T, opts host.Options) host.SourcePlugin {
+	t.Helper()
+	src, err := launch(t, "connkit-generator", opts).Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func destination(t *testing.T, opts host.Options) host.DestinationPlugin {
+	t.Helper()
+	dst, err := launch(t, "connkit-log", opts).Destination()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestSpecifyOverTheProtocol(t *testing.T) {
+	for _, tt := range []struct {
+		binary, name, param string
+		source              bool
+	}{
+		{"connkit-generator", "generator", "recordCount", true},
+		{"connkit-log", "log", "level", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p := launch(t, tt.binary, host.Options{})
+			spec, err := p.Specifier()
+			is.NoErr(err)
+			resp, err := spec.Specify(t.Context(), pconnector.SpecifierSpecifyRequest{})
+			is.NoErr(err)
+			is.Equal(p.ProtocolVersion(), 2) // Conduit v0.14 picks protocol 2
+			is.Equal(resp.Specification.Name, tt.name)
+			is.Equal(resp.Specification.Version, "v0.1.0")
+			params := resp.Specification.DestinationParams
+			if tt.source {
+				params = resp.Specification.SourceParams
+			}
+			is.True(params[tt.param].Description != "")
+
+			// The binary prints the same specification as JSON when asked.
+			out, err := exec.Command(binary(tt.binary), "spec").Output()
+			is.NoErr(err)
+			var printed struct{ Name, Version string }
+			is.NoErr(json.Unmarshal(out, &printed))
+			is.Equal(printed.Name, tt.name)
+			is.Equal(printed.Version, "v0.1.0")
+		})
+	}
+}
+
+// TestGeneratorOverTheProtocol runs the generator through every call Conduit
+// makes, checks every record and ack, then restarts it from an acked
+// position and checks it resumes exactly there.
+func TestGeneratorOverTheProtocol(t *testing.T) {
+	leakcheck.Check(t)
+	is := is.New(t)
+	config := map[string]string{
+		"format.type": "structured", "format.options.id": "int", "format.options.name": "string",
+		"recordCount": "50",
+	}
+	read := func(from opencdc.Position, want int) (got []opencdc.Record) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		src := source(t, host.Options{ConnectorID: "gen", LogLevel: "debug"})
+		_, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: config})
+		is.NoErr(err)
+		_, err = src.LifecycleOnCreated(ctx, pconnector.SourceLifecycleOnCreatedRequest{Config: config})
+		is.NoErr(err)
+		_, err = src.Open(ctx, pconnector.SourceOpenRequest{Position: from})
+		is.NoErr(err)
+		runCtx, stopRun := context.WithCancel(ctx)
+		stream := src.NewStream()
+		is.NoErr(src.Run(runCtx, stream))
+		for len(got) < want {
+			resp, err := stream.Client().Recv()
+			is.NoErr(err)
+			got = append(got, resp.Records...)
+			var acks []opencdc.Position
+			for _, r := range resp.Records {
+				acks = append(acks, r.Position)
+			}
+			is.NoErr(stream.Client().Send(pconnector.SourceRunRequest{AckPositions: acks}))
+		}
+		stop, err := src.Stop(ctx, pconnector.SourceStopRequest{})
+		is.NoErr(err)
+		is.Equal(string(stop.LastPosition), "50") // recordCount reached: nothing more was sent
+		stopRun()
+		_, err = src.Teardown(ctx, pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+		return got
+	}
+
+	first := read(nil, 50)
+	for i, r := range first {
+		is.Equal(string(r.Position), strconv.Itoa(i+1))
+		is.Equal(r.Operation, opencdc.OperationCreate)
+		payload := r.Payload.After.(opencdc.StructuredData)
+		_, hasID := payload["id"]
+		_, hasName := payload["name"]
+		is.True(hasID && hasName)
+	}
+	resumed := read(opencdc.Position("20"), 30)
+	is.Equal(string(resumed[0].Position), "21") // resumes right after the acked position
+	is.Equal(len(resumed), 30)
+}
+
+// TestLogDestinationOverTheProtocol sends records one per message and in
+// larger messages, checks every ack and that Stop returns once the last
+// position is acked.
+func TestLogDestinationOverTheProtocol(t *testing.T) {
+	leakcheck.Check(t)
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	logs := &logBuffer{}
+	dst := destination(t, host.Options{ConnectorID: "log", LogLevel: "info", Log: logs})
+	_, err := dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: map[string]string{"level": "info"}})
+	is.NoErr(err)
+	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
+	is.NoErr(err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	stream := dst.NewStream()
+	is.NoErr(dst.Run(runCtx, stream))
+
+	const total = 300
+	go func() {
+		for i := 1; i <= total; {
+			size := 1
+			if i > 100 {
+				size = 50 // later records arrive in batches, as with the v2 engine
+			}
+			batch := make([]opencdc.Record, size)
+			for j := range batch {
+				batch[j] = opencdc.Record{
+					Position:  opencdc.Position(strconv.Itoa(i)),
+					Operation: opencdc.OperationCreate,
+					Payload:   opencdc.Change{After: opencdc.RawData(fmt.Sprintf("payload-%d", i))},
+				}
+				i++
+			}
+			if err := stream.Client().Send(pconnector.DestinationRunRequest{Records: batch}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	next := 1
+	for next <= total {
+		resp, err := stream.Client().Recv()
+		is.NoErr(err)
+		for _, a := range resp.Acks {
+			is.Equal(string(a.Position), strconv.Itoa(next)) // acks in order, one per record
+			is.Equal(a.Error, "")
+			next++
+		}
+	}
+	_, err = dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(strconv.Itoa(total))})
+	is.NoErr(err)
+	stopRun()
+	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	is.NoErr(err)
+
+	// The plugin's JSON log lines arrive at their level.
+	logs.waitFor(t, "[INFO]  plugin.connkit-log: record:")
+	logs.waitFor(t, "after=payload-300")
+}
+
+func TestLogLevelFromConduit(t *testing.T) {
+	for _, tt := range []struct {
+		level  string // the destination's level parameter
+		logged bool   // whether a plugin at warn lets it through
+	}{{"info", false}, {"warn", true}, {"error", true}} {
+		t.Run(tt.level, func(t *testing.T) {
+			is := is.New(t)
+			logs := &logBuffer{}
+			p := launch(t, "connkit-log", host.Options{LogLevel: "warn", Log: logs})
+			dst, err := p.Destination()
+			is.NoErr(err)
+			_, err = dst.Configure(t.Context(), pconnector.DestinationConfigureRequest{Config: map[string]string{"level": tt.level}})
+			is.NoErr(err)
+			runAndWrite(t, dst, opencdc.Record{Position: opencdc.Position("the-record")})
+			p.Kill() // waits until the plugin's stderr is drained
+			is.Equal(strings.Contains(logs.String(), "position=the-record"), tt.logged)
+			if tt.logged {
+				is.True(strings.Contains(logs.String(), "["+strings.ToUpper(tt.level)+"]")) // re-logged at its level
+			}
+		})
+	}
+}
+
+// runAndWrite opens dst, writes one record, waits for its ack and tears down.
+func runAndWrite(t *testing.T, dst host.DestinationPlugin, r opencdc.Record) []pconnector.DestinationRunResponseAck {
+	t.Helper()
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := dst.Open(ctx, pconnector.DestinationOpenRequest{})
+	is.NoErr(err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	stream := dst.NewStream()
+	is.NoErr(dst.Run(runCtx, stream))
+	is.NoErr(stream.Client().Send(pconnector.DestinationRunRequest{Records: []opencdc.Record{r}}))
+	resp, err := stream.Client().Recv()
+	stopRun()
+	_, terr := dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	is.NoErr(terr)
+	if err != nil {
+		return []pconnector.DestinationRunResponseAck{{Error: err.Error()}}
+	}
+	return resp.Acks
+}
+
+func TestConfigureErrorsNameTheParameter(t *testing.T) {
+	is := is.New(t)
+	src := source(t, host.Options{})
+	_, err := src.Configure(t.Context(), pconnector.SourceConfigureRequest{Config: map[string]string{
+		"format.options.id": "int", "recordcount": "5", "rate": "fast",
+	}})
+	is.True(err != nil)
+	for _, want := range []string{
+		`parameter "recordcount": is not a known parameter (did you mean "recordCount"?)`,
+		`parameter "rate": got "fast", expected a number`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	// Conduit validates a config with Configure and Teardown only.
+	_, err = src.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+	is.NoErr(err)
+}
+
+func TestLifecycleCallsAnswerOK(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	// Without Configure, as when Conduit deletes a connector.
+	dst := destination(t, host.Options{})
+	_, err := dst.LifecycleOnCreated(ctx, pconnector.DestinationLifecycleOnCreatedRequest{Config: map[string]string{}})
+	is.NoErr(err)
+	_, err = dst.LifecycleOnUpdated(ctx, pconnector.DestinationLifecycleOnUpdatedRequest{ConfigBefore: map[string]string{"level": "info"}, ConfigAfter: map[string]string{"level": "warn"}})
+	is.NoErr(err)
+	_, err = dst.LifecycleOnDeleted(ctx, pconnector.DestinationLifecycleOnDeletedRequest{Config: map[string]string{"level": "nonsense"}})
+	is.NoErr(err)
+	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	is.NoErr(err)
+}
+
+func TestMaxReceiveSizeIsApplied(t *testing.T) {
+	is := is.New(t)
+	dst := destination(t, host.Options{MaxReceiveSize: 64 << 10})
+	_, err := dst.Configure(t.Context(), pconnector.DestinationConfigureRequest{Config: map[string]string{"level": "trace"}})
+	is.NoErr(err)
+	small := runAndWrite(t, dst, opencdc.Record{Position: opencdc.Position("small"), Payload: opencdc.Change{After: opencdc.RawData(make([]byte, 1<<10))}})
+	is.Equal(len(small), 1)
+	is.Equal(small[0].Error, "")
+
+	dst2 := destination(t, host.Options{MaxReceiveSize: 64 << 10})
+	_, err = dst2.Configure(t.Context(), pconnector.DestinationConfigureRequest{Config: map[string]string{"level": "trace"}})
+	is.NoErr(err)
+	large := runAndWrite(t, dst2, opencdc.Record{Position: opencdc.Position("large"), Payload: opencdc.Change{After: opencdc.RawData(make([]byte, 128<<10))}})
+	is.True(strings.Contains(large[0].Error, "larger than max")) // gRPC refused the message
+}
+
+// TestPipelineOverTheProtocol runs generator → log through the host as both
+// Conduit engines would.
+func TestPipelineOverTheProtocol(t *testing.T) {
+	for _, perMessage := range []bool{true, false} {
+		t.Run(fmt.Sprintf("perMessage=%v", perMessage), func(t *testing.T) {
+			leakcheck.Check(t)
+			is := is.New(t)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			src := source(t, host.Options{})
+			dst := destination(t, host.Options{})
+			_, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"format.options.id": "int", "recordCount": "2000"}})
+			is.NoErr(err)
+			_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: map[string]string{"level": "trace"}})
+			is.NoErr(err)
+			_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
+			is.NoErr(err)
+			_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
+			is.NoErr(err)
+			var acked []string
+			res, err := host.Pipeline{Source: src, Destination: dst, Records: 2000, PerMessage: perMessage,
+				OnAck: func(r opencdc.Record) { acked = append(acked, string(r.Position)) }}.Run(ctx)
+			is.NoErr(err)
+			is.Equal(res.Read, int64(2000))
+			is.Equal(res.Acked, int64(2000))
+			is.Equal(string(res.LastPosition), "2000")
+			for i, p := range acked {
+				is.Equal(p, strconv.Itoa(i+1))
+			}
+		})
+	}
+}
+
+// TestFaultyWritesAreNackedAndThePluginSurvives sends records that make the
+// destination panic, fail and break the Write contract, each in a message of
+// its own, and checks the acks and that the process keeps serving.
+func TestFaultyWritesAreNackedAndThePluginSurvives(t *testing.T) {
+	leakcheck.Check(t)
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	p, err := host.Launch(faultyBin, host.Options{})
+	is.NoErr(err)
+	defer p.Kill()
+	dst, err := p.Destination()
+	is.NoErr(err)
+	_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{})
+	is.NoErr(err)
+	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
+	is.NoErr(err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	stream := dst.NewStream()
+	is.NoErr(dst.Run(runCtx, stream))
+
+	messages := []struct {
+		payloads []string
+		want     []string // "" for a positive ack, else a substring of the nack
+	}{
+		{[]string{"ok", "panic", "ok"}, []string{"connector panicked in Write: asked to panic", "connector panicked in Write", "connector panicked in Write"}},
+		{[]string{"ok", "fail", "ok"}, []string{"", "asked to fail", "asked to fail"}},
+		{[]string{"ok", "ok", "short"}, []string{"", "", "wrote 2 of 3 records but returned no error"}},
+		{[]string{"ok"}, []string{""}},
+	}
+	pos := 0
+	for _, m := range messages {
+		batch := make([]opencdc.Record, len(m.payloads))
+		for i, payload := range m.payloads {
+			pos++
+			batch[i] = opencdc.Record{Position: opencdc.Position(strconv.Itoa(pos)), Payload: opencdc.Change{After: opencdc.RawData(payload)}}
+		}
+		is.NoErr(stream.Client().Send(pconnector.DestinationRunRequest{Records: batch}))
+		resp, err := stream.Client().Recv()
+		is.NoErr(err) // the plugin is still serving
+		is.Equal(len(resp.Acks), len(batch))
+		for i, a := range resp.Acks {
+			is.Equal(string(a.Position), string(batch[i].Position))
+			if m.want[i] == "" {
+				is.Equal(a.Error, "")
+			} else if !strings.Contains(a.Error, m.want[i]) {
+				t.Errorf("ack %s: %q does not contain %q", a.Position, a.Error, m.want[i])
+			}
+		}
+	}
+	_, err = dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(strconv.Itoa(pos))})
+	is.NoErr(err)
+	stopRun()
+	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	is.NoErr(err)
+}
