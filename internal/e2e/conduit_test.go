@@ -262,4 +262,3 @@ func TestConduit(t *testing.T) {
 		})
 	}
 }
-
