@@ -14,3 +14,9 @@ func Logger(ctx context.Context) *slog.Logger { return logging.FromContext(ctx) 
 
 // LevelTrace is the level below slog.LevelDebug that Conduit calls trace.
 const LevelTrace = logging.LevelTrace
+
+// ContextWithLogger returns ctx carrying l, for tests that call connector
+// code directly and want to see what it logs.
+func ContextWithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return logging.NewContext(ctx, l)
+}

@@ -1,0 +1,161 @@
+package generator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/connkit/connkit/sdk"
+	"github.com/matryer/is"
+)
+
+func open(t testing.TB, raw map[string]string, from sdk.Position) *Source {
+	t.Helper()
+	src, err := Connector.Source.New(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(t.Context(), from); err != nil {
+		t.Fatal(err)
+	}
+	return src.(*Source)
+}
+
+func TestRawPayloadIsTheFieldsAsJSON(t *testing.T) {
+	is := is.New(t)
+	src := open(t, map[string]string{
+		"format.options.id": "int", "format.options.name": "string", "format.options.at": "time",
+		"format.options.ok": "bool", "format.options.took": "duration",
+	}, nil)
+	r, err := src.Read(t.Context())
+	is.NoErr(err)
+	is.Equal(string(r.Position), "1")
+	is.Equal(string(r.Key.Bytes()), "1")
+	is.Equal(r.Operation, sdk.OperationCreate)
+	var payload map[string]any
+	is.NoErr(json.Unmarshal(r.Payload.After.Bytes(), &payload))
+	is.Equal(len(payload), 5)
+	_, isNumber := payload["id"].(float64)
+	is.True(isNumber)
+	is.True(strings.Contains(payload["name"].(string), "-"))
+	_, err = time.Parse(time.RFC3339Nano, payload["at"].(string))
+	is.NoErr(err)
+	_, isBool := payload["ok"].(bool)
+	is.True(isBool)
+	_, isNumber = payload["took"].(float64)
+	is.True(isNumber)
+}
+
+func TestStructuredPayloadHasTheSameShape(t *testing.T) {
+	is := is.New(t)
+	src := open(t, map[string]string{"format.type": "structured", "format.options.id": "int", "format.options.at": "time"}, nil)
+	r, err := src.Read(t.Context())
+	is.NoErr(err)
+	data := r.Payload.After.(sdk.StructuredData)
+	_, isInt := data["id"].(int64)
+	is.True(isInt)
+	_, isString := data["at"].(string) // protocol-safe: no time.Time in structured data
+	is.True(isString)
+}
+
+func TestFilePayload(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "payload.bin")
+	is.NoErr(os.WriteFile(path, []byte("hello"), 0o644))
+	src := open(t, map[string]string{"format.type": "file", "format.options.path": path}, nil)
+	r, err := src.Read(t.Context())
+	is.NoErr(err)
+	is.Equal(string(r.Payload.After.Bytes()), "hello")
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		raw  map[string]string
+		want string
+	}{
+		{map[string]string{}, `parameter "format.options.*": got no fields`},
+		{map[string]string{"format.options.id": "integer"}, `parameter "format.options.id": got "integer", expected one of int, string, time, bool, duration`},
+		{map[string]string{"format.type": "file"}, `parameter "format.options.path": is required when format.type is file`},
+		{map[string]string{"format.type": "csv", "format.options.id": "int"}, `parameter "format.type": got "csv", expected one of raw, structured, file`},
+		{map[string]string{"format.options.id": "int", "recordCount": "-1"}, `parameter "recordCount": got "-1", expected a value greater than -1`},
+	}
+	for _, tt := range tests {
+		_, err := Connector.Source.New(tt.raw)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("config %v: got %v, want an error containing %q", tt.raw, err, tt.want)
+		}
+	}
+	// A file that cannot be read is reported when the source opens.
+	src, err := Connector.Source.New(map[string]string{"format.type": "file", "format.options.path": "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "format.options.path") {
+		t.Errorf("Open: got %v, want an error naming format.options.path", err)
+	}
+}
+
+func TestResumesAfterPositionAndStopsAtRecordCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		src := open(t, map[string]string{"format.options.id": "int", "recordCount": "10"}, sdk.Position("7"))
+		for _, want := range []string{"8", "9", "10"} {
+			r, err := src.Read(t.Context())
+			is.NoErr(err)
+			is.Equal(string(r.Position), want)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			_, err := src.Read(ctx)
+			done <- err
+		}()
+		synctest.Wait()
+		is.Equal(len(done), 0) // all records generated: Read waits
+		cancel()
+		is.Equal(<-done, context.Canceled)
+	})
+}
+
+func TestOpenRejectsForeignPositions(t *testing.T) {
+	src, err := Connector.Source.New(map[string]string{"format.options.id": "int"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(t.Context(), sdk.Position("not-a-number")); err == nil {
+		t.Error("Open accepted a position that is not a sequence number")
+	}
+}
+
+func TestRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		src := open(t, map[string]string{"format.options.id": "int", "rate": "20"}, nil)
+		start := time.Now()
+		for range 41 {
+			_, err := src.Read(t.Context())
+			is.NoErr(err)
+		}
+		is.Equal(time.Since(start), 2*time.Second) // 40 intervals of 50ms
+	})
+}
+
+func BenchmarkRead(b *testing.B) {
+	for _, format := range []string{"raw", "structured"} {
+		b.Run(format, func(b *testing.B) {
+			src := open(b, map[string]string{"format.type": format,
+				"format.options.id": "int", "format.options.name": "string", "format.options.at": "time"}, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := src.Read(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
