@@ -70,14 +70,10 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 // Teardown has nothing to release.
 func (d *Destination) Teardown(context.Context) error { return nil }
 
-// readable shows raw data as text and structured data as itself.
+// readable shows raw data as text and structured data as JSON.
 func readable(d sdk.Data) any {
-	switch d := d.(type) {
-	case sdk.RawData:
-		return string(d)
-	case nil:
+	if d == nil {
 		return nil
-	default:
-		return d
 	}
+	return string(d.Bytes())
 }

@@ -1,0 +1,46 @@
+# make build     builds the example plugins into bin/
+# make pipeline  runs generator → log over the plugin protocol and prints what flowed
+# make test      runs every test, including end-to-end tests in real Conduit
+
+GO              ?= go
+CONDUIT_VERSION := v0.14.0
+CACHE_DIR       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/connkit
+CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
+PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log
+
+# Some Conduit modules are not in the public checksum database.
+export GONOSUMDB := github.com/conduitio,buf.build
+
+.PHONY: build pipeline test check conduit clean
+
+build:
+	$(GO) build -o bin/ $(PLUGINS)
+
+pipeline: build
+	$(GO) run ./internal/cmd/devpipeline \
+		-source bin/connkit-generator \
+		-source-config format.type=structured \
+		-source-config format.options.id=int \
+		-source-config format.options.name=string \
+		-source-config recordCount=5 \
+		-destination bin/connkit-log \
+		-records 5
+
+# Conduit is built from the Go module proxy in a module of its own
+# (internal/e2e/conduit) and cached between runs.
+conduit: $(CONDUIT_BIN)
+
+$(CONDUIT_BIN): internal/e2e/conduit/go.mod internal/e2e/conduit/go.sum
+	@mkdir -p $(dir $@)
+	cd internal/e2e/conduit && $(GO) build -o $@.tmp github.com/conduitio/conduit/cmd/conduit
+	mv $@.tmp $@
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: check build conduit
+	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) $(GO) test -race -count=1 ./...
+
+clean:
+	rm -rf bin
