@@ -78,9 +78,9 @@ type Batcher[T any] struct {
 	bytes    int
 	deadline time.Time   // when the collecting batch's delay runs out
 	timer    *time.Timer // fires at deadline
-	complete Reason    // set once the collecting batch must be flushed
-	added    uint64    // items ever added
-	flushed  uint64    // items whose flush has returned
+	complete Reason      // set once the collecting batch must be flushed
+	added    uint64      // items ever added
+	flushed  uint64      // items whose flush has returned
 	err      error
 	closed   bool
 	waiting  int           // goroutines waiting on changed
