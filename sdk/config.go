@@ -174,6 +174,11 @@ func ParseConfig(raw map[string]string, target any) error {
 }
 
 func decode(raw map[string]string, params []Parameter, target reflect.Value) error {
+	return errors.Join(append(unknownKeys(raw, params), fill(raw, params, target)...)...)
+}
+
+// unknownKeys reports every key in raw that names none of params.
+func unknownKeys(raw map[string]string, params []Parameter) []error {
 	var errs []error
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -185,6 +190,13 @@ func decode(raw map[string]string, params []Parameter, target reflect.Value) err
 			errs = append(errs, unknown(k, params))
 		}
 	}
+	return errs
+}
+
+// fill sets target's fields from raw, applying defaults and validations.
+// Keys that name none of params are left to unknownKeys.
+func fill(raw map[string]string, params []Parameter, target reflect.Value) []error {
+	var errs []error
 	for i := range params {
 		p := &params[i]
 		field := target.FieldByIndex(p.field)
@@ -206,7 +218,7 @@ func decode(raw map[string]string, params []Parameter, target reflect.Value) err
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // lookup finds name in raw, tolerating surrounding spaces in keys and values.

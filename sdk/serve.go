@@ -9,6 +9,7 @@ import (
 	"github.com/conduitio/conduit-commons/config"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/plugin"
+	"github.com/connkit/connkit/middleware"
 )
 
 // Serve runs c as a Conduit plugin; it is all a plugin's main needs to call.
@@ -41,10 +42,10 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	}
 	pc := plugin.Connector{Spec: protocolSpec(spec)}
 	if c.Source.isSet() {
-		pc.NewSource = func(raw map[string]string) (plugin.Source, error) { return c.Source.New(raw) }
+		pc.NewSource = func(raw map[string]string) (middleware.Source, error) { return c.ConfigureSource(raw) }
 	}
 	if c.Destination.isSet() {
-		pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) { return c.Destination.New(raw) }
+		pc.NewDestination = func(raw map[string]string) (middleware.Destination, error) { return c.ConfigureDestination(raw) }
 	}
 	return plugin.Serve(pc, settings, stderr)
 }

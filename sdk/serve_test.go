@@ -31,7 +31,11 @@ func TestServeSpec(t *testing.T) {
 	is.NoErr(json.Unmarshal(out.Bytes(), &spec))
 	is.Equal(spec.Name, "nop")
 	is.Equal(spec.Version, "v1.2.3-rc.1")
-	is.Equal(len(spec.DestinationParameters), 1)
+	var names []string
+	for _, p := range spec.DestinationParameters {
+		names = append(names, p.Name)
+	}
+	is.Equal(names, []string{"level", "sdk.batch.bytes", "sdk.batch.delay", "sdk.batch.size"}) // the connector's and the default middleware's
 	is.Equal(spec.DestinationParameters[0].OneOf, []string{"info", "warn"})
 	is.Equal(len(spec.SourceParameters), 0)
 

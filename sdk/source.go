@@ -25,3 +25,12 @@ type Source interface {
 type Acker interface {
 	Ack(ctx context.Context, position Position) error
 }
+
+// BatchReader is implemented by sources that can read several records at
+// once, which is faster than one Read per record. ReadBatch returns between
+// 1 and max records, blocking like Read until it has at least one; when ctx
+// is done it returns ctx.Err() and no records. The SDK calls it instead of
+// Read.
+type BatchReader interface {
+	ReadBatch(ctx context.Context, max int) ([]Record, error)
+}

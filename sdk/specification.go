@@ -34,16 +34,24 @@ func (c Connector) Specification() (Specification, error) {
 		errs = append(errs, errors.New("sdk: Connector has neither a Source nor a Destination"))
 	}
 	errs = append(errs, c.Source.err, c.Destination.err)
+	spec := Specification{
+		Name:        c.Name,
+		Version:     c.Version,
+		Summary:     c.Summary,
+		Description: c.Description,
+		Author:      c.Author,
+	}
+	var err error
+	if c.Source.isSet() {
+		spec.SourceParameters, err = allParameters(c.Source.params, c.middleware())
+		errs = append(errs, err)
+	}
+	if c.Destination.isSet() {
+		spec.DestinationParameters, err = allParameters(c.Destination.params, c.middleware())
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Specification{}, err
 	}
-	return Specification{
-		Name:                  c.Name,
-		Version:               c.Version,
-		Summary:               c.Summary,
-		Description:           c.Description,
-		Author:                c.Author,
-		SourceParameters:      c.Source.params,
-		DestinationParameters: c.Destination.params,
-	}, nil
+	return spec, nil
 }

@@ -5,26 +5,26 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/middleware"
 )
 
-// Source mirrors sdk.Source.
-type Source interface {
-	Open(ctx context.Context, from opencdc.Position) error
-	Read(ctx context.Context) (opencdc.Record, error)
-	Teardown(ctx context.Context) error
-}
+// The connector interfaces are the middleware package's, which mirror sdk's
+// method for method.
+type (
+	Source      = middleware.Source
+	Destination = middleware.Destination
+)
 
-// Acker mirrors sdk.Acker.
-type Acker interface {
-	Ack(ctx context.Context, position opencdc.Position) error
-}
-
-// Destination mirrors sdk.Destination.
-type Destination interface {
-	Open(ctx context.Context) error
-	Write(ctx context.Context, records []opencdc.Record) (int, error)
-	Teardown(ctx context.Context) error
-}
+// Optional interfaces, found on the outermost layer that implements them
+// (middleware.Find).
+type (
+	acker interface {
+		Ack(ctx context.Context, position opencdc.Position) error
+	}
+	batchReader interface {
+		ReadBatch(ctx context.Context, max int) ([]opencdc.Record, error)
+	}
+)
 
 // The optional lifecycle hooks, mirroring sdk's.
 type (

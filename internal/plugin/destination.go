@@ -11,23 +11,30 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/logging"
+	"github.com/connkit/connkit/middleware"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // destinationServer serves one destination connector instance to Conduit.
-// Run writes each message's records, in order, and answers with one ack per
-// record; Stop waits until the last position Conduit sent has been acked.
+// Run writes records in order, one Write per message or in batches under the
+// destination's batching policy, and answers with one ack per record; Stop
+// waits until the last position Conduit sent has been acked.
 type destinationServer struct {
 	newDestination func(map[string]string) (Destination, error)
 	log            *slog.Logger
 
-	mu        sync.Mutex
-	dst       Destination
-	running   bool
-	runDone   chan struct{} // closed when Run returns
-	lastAcked opencdc.Position
-	progress  chan struct{} // closed and replaced whenever lastAcked moves
+	mu           sync.Mutex
+	dst          Destination
+	running      bool
+	runDone      chan struct{}                    // closed when Run returns
+	in           *batcher.Batcher[opencdc.Record] // collects records into batches; nil without batching
+	lastReceived opencdc.Position
+	stopAt       opencdc.Position // the position Stop waits for
+	lastAcked    opencdc.Position
+	progress     chan struct{} // closed and replaced whenever lastAcked moves
 }
 
 func newDestinationServer(newDestination func(map[string]string) (Destination, error), log *slog.Logger) *destinationServer {
@@ -84,7 +91,11 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	d.mu.Unlock()
 	defer close(d.runDone)
 
-	err = d.run(ctx, dst, stream.Server())
+	if policy, ok := middleware.PolicyOf(dst); ok {
+		err = d.runBatched(ctx, dst, stream.Server(), policy)
+	} else {
+		err = d.run(ctx, dst, stream.Server())
+	}
 	if err == nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || ctx.Err() != nil {
 		return nil
 	}
@@ -92,6 +103,7 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	return err
 }
 
+// run writes each message's records with one Write, as they arrive.
 func (d *destinationServer) run(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer) error {
 	for {
 		req, err := stream.Recv()
@@ -101,24 +113,78 @@ func (d *destinationServer) run(ctx context.Context, dst Destination, stream pco
 		if len(req.Records) == 0 {
 			continue
 		}
-		var n int
-		werr := guard("Write", func() (err error) {
-			n, err = dst.Write(ctx, req.Records)
+		if err := d.write(ctx, dst, stream, req.Records); err != nil {
 			return err
-		})
-		acks, nackErr := settle(req.Records, n, werr)
-		switch {
-		case nackErr != nil:
-			k := countAcked(acks)
-			d.log.Error("records not written", "position", string(req.Records[k].Position), "count", len(acks)-k, "error", nackErr)
-		case werr != nil:
-			d.log.Warn("Write wrote every record but returned an error", "error", werr)
 		}
-		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
-			return fmt.Errorf("send acks to Conduit: %w", err)
-		}
-		d.advance(req.Records[len(req.Records)-1].Position)
 	}
+}
+
+// runBatched collects records across messages and writes them in batches
+// under policy, collecting the next batch while one is written.
+func (d *destinationServer) runBatched(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, policy batcher.Policy) error {
+	// Writes outlive the stream's context so that what was received is
+	// written even while Conduit closes the stream; Teardown bounds them.
+	writeCtx := context.WithoutCancel(ctx)
+	in, err := batcher.New(policy, recordSize, func(ctx context.Context, batch []opencdc.Record, _ batcher.Reason) error {
+		return d.write(logging.NewContext(ctx, d.log), dst, stream, batch)
+	})
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.in = in
+	d.mu.Unlock()
+	defer func() {
+		if err := in.Close(writeCtx); err != nil && ctx.Err() == nil {
+			d.log.Error("records received but not acknowledged", "error", err)
+		}
+	}()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		for _, rec := range req.Records {
+			if err := in.Add(ctx, rec); err != nil {
+				return err
+			}
+		}
+		if len(req.Records) == 0 {
+			continue
+		}
+		// Stop may be waiting for the record just received: write it now.
+		d.mu.Lock()
+		d.lastReceived = req.Records[len(req.Records)-1].Position
+		stopping := d.stopAt != nil && bytes.Equal(d.stopAt, d.lastReceived)
+		d.mu.Unlock()
+		if stopping {
+			if err := in.Flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// write writes records with one Write and sends one ack per record.
+func (d *destinationServer) write(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
+	var n int
+	werr := guard("Write", func() (err error) {
+		n, err = dst.Write(ctx, records)
+		return err
+	})
+	acks, nackErr := settle(records, n, werr)
+	switch {
+	case nackErr != nil:
+		k := countAcked(acks)
+		d.log.Error("records not written", "position", string(records[k].Position), "count", len(acks)-k, "error", nackErr)
+	case werr != nil:
+		d.log.Warn("Write wrote every record but returned an error", "error", werr)
+	}
+	if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
+		return fmt.Errorf("send acks to Conduit: %w", err)
+	}
+	d.advance(records[len(records)-1].Position)
+	return nil
 }
 
 func countAcked(acks []pconnector.DestinationRunResponseAck) int {
@@ -138,9 +204,19 @@ func (d *destinationServer) advance(pos opencdc.Position) {
 	d.progress = make(chan struct{})
 }
 
-// Stop returns once the record at req.LastPosition has been acked (or
-// nacked), once Run has ended, or when ctx is done.
+// Stop returns once the record at req.LastPosition has been written and
+// acked (or nacked), once Run has ended, or when ctx is done. With batching,
+// it writes the batch that record is in without waiting for it to fill.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
+	d.mu.Lock()
+	d.stopAt = req.LastPosition
+	in, received := d.in, len(req.LastPosition) > 0 && bytes.Equal(d.lastReceived, req.LastPosition)
+	d.mu.Unlock()
+	if in != nil && received {
+		if err := in.Flush(ctx); err != nil {
+			return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: %w", err)
+		}
+	}
 	for {
 		d.mu.Lock()
 		done := len(req.LastPosition) == 0 || bytes.Equal(d.lastAcked, req.LastPosition) || !d.running
@@ -183,7 +259,7 @@ func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.Destinati
 
 func (d *destinationServer) LifecycleOnCreated(ctx context.Context, req pconnector.DestinationLifecycleOnCreatedRequest) (pconnector.DestinationLifecycleOnCreatedResponse, error) {
 	return pconnector.DestinationLifecycleOnCreatedResponse{}, d.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
-		if h, ok := c.(createdHook); ok {
+		if h, ok := findHook[createdHook](c); ok {
 			return h.OnCreated(ctx)
 		}
 		return nil
@@ -192,7 +268,7 @@ func (d *destinationServer) LifecycleOnCreated(ctx context.Context, req pconnect
 
 func (d *destinationServer) LifecycleOnUpdated(ctx context.Context, req pconnector.DestinationLifecycleOnUpdatedRequest) (pconnector.DestinationLifecycleOnUpdatedResponse, error) {
 	return pconnector.DestinationLifecycleOnUpdatedResponse{}, d.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
-		if h, ok := c.(updatedHook); ok {
+		if h, ok := findHook[updatedHook](c); ok {
 			return h.OnUpdated(ctx, req.ConfigBefore)
 		}
 		return nil
@@ -201,7 +277,7 @@ func (d *destinationServer) LifecycleOnUpdated(ctx context.Context, req pconnect
 
 func (d *destinationServer) LifecycleOnDeleted(ctx context.Context, req pconnector.DestinationLifecycleOnDeletedRequest) (pconnector.DestinationLifecycleOnDeletedResponse, error) {
 	return pconnector.DestinationLifecycleOnDeletedResponse{}, d.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
-		if h, ok := c.(deletedHook); ok {
+		if h, ok := findHook[deletedHook](c); ok {
 			return h.OnDeleted(ctx)
 		}
 		return nil

@@ -11,13 +11,16 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/middleware"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run starts two loops: the reader sends what the connector reads, the acker
+// Run starts two loops: the reader sends what the connector reads (one record
+// per message, or in batches under the source's batching policy), the acker
 // receives Conduit's acks, checks they come in the order records were sent,
 // and passes them to the connector. Stop ends the reader only; the acker
 // keeps running until Conduit closes the stream.
@@ -27,11 +30,12 @@ type sourceServer struct {
 
 	mu       sync.Mutex
 	src      Source
-	stopRead context.CancelFunc // ends the reader; nil until Run
-	readDone chan struct{}      // closed when the reader has returned
-	runDone  chan struct{}      // closed when Run and both its loops have returned
-	lastSent opencdc.Position
-	inflight [][]byte // positions sent and not yet acked, oldest first
+	stopRead context.CancelFunc               // ends the reader; nil until Run
+	readDone chan struct{}                    // closed when the reader has returned
+	runDone  chan struct{}                    // closed when Run and both its loops have returned
+	out      *batcher.Batcher[opencdc.Record] // collects records into messages; nil without batching
+	lastRead opencdc.Position                 // the last record read, sent or on its way
+	inflight [][]byte                         // positions read and not yet acked, oldest first
 }
 
 func newSourceServer(newSource func(map[string]string) (Source, error), log *slog.Logger) *sourceServer {
@@ -91,10 +95,29 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	runDone := s.runDone
 	s.mu.Unlock()
 
+	send := func(records []opencdc.Record) error {
+		if err := stream.Server().Send(pconnector.SourceRunResponse{Records: records}); err != nil {
+			return fmt.Errorf("send records to Conduit: %w", err)
+		}
+		return nil
+	}
+	var out *batcher.Batcher[opencdc.Record]
+	if policy, ok := middleware.PolicyOf(src); ok {
+		out, err = batcher.New(policy, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
+			return send(batch)
+		})
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.out = out
+		s.mu.Unlock()
+	}
+
 	failed := make(chan error, 2)
 	go func() {
 		defer close(s.readDone)
-		if err := s.read(readCtx, src, stream.Server()); err != nil {
+		if err := s.read(readCtx, src, send, out); err != nil {
 			failed <- err
 		}
 	}()
@@ -110,10 +133,17 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	}
 	stopRead()
 	<-s.readDone
+	if out != nil {
+		// Records still collected cannot reach Conduit once the stream is
+		// gone; they were never acked, so the source reads them again after
+		// a restart.
+		if cerr := out.Close(context.WithoutCancel(ctx)); cerr != nil && ctx.Err() == nil && err == nil {
+			err = cerr
+		}
+	}
 	// Teardown waits for both loops; the acker's Recv returns once Run has.
 	go func() { <-ackDone; close(runDone) }()
-	// The acker returns once Run has returned and the stream is gone; a
-	// stream closed by Conduit is the normal end, not an error.
+	// A stream closed by Conduit is the normal end, not an error.
 	if err == nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -121,46 +151,86 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	return err
 }
 
-// read sends every record the source reads until ctx ends or reading fails.
-// A record returned together with a cancellation is still sent: it has been
-// read, and the source may not produce it again.
-func (s *sourceServer) read(ctx context.Context, src Source, stream pconnector.SourceRunStreamServer) error {
+// read passes every record the source reads to send, or to out when the
+// source batches, until ctx ends or reading fails. Records returned together
+// with a cancellation are still passed on: they have been read, and the
+// source may not produce them again.
+func (s *sourceServer) read(ctx context.Context, src Source, send func([]opencdc.Record) error, out *batcher.Batcher[opencdc.Record]) error {
+	next := s.reader(src, out)
+	// Adding to the batcher outlives ctx: a record read is never dropped.
+	addCtx := context.WithoutCancel(ctx)
 	for {
-		var rec opencdc.Record
-		err := guard("Read", func() (err error) {
-			rec, err = src.Read(ctx)
-			return err
-		})
+		records, err := next(ctx)
+		for _, rec := range records {
+			if err := s.track(rec); err != nil {
+				return err
+			}
+			if out != nil {
+				if err := out.Add(addCtx, rec); err != nil {
+					return err
+				}
+			} else if err := send([]opencdc.Record{rec}); err != nil {
+				return err
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("read: %w", err)
 		}
-		if len(rec.Position) == 0 {
-			s.mu.Lock()
-			after := s.lastSent
-			s.mu.Unlock()
-			return fmt.Errorf("read: the source returned a record without a position (the record after position %q); every record needs a unique position", after)
+	}
+}
+
+// reader returns how to read from src: with ReadBatch when the source has
+// it, in batches of up to the policy's count.
+func (s *sourceServer) reader(src Source, out *batcher.Batcher[opencdc.Record]) func(context.Context) ([]opencdc.Record, error) {
+	if br, ok := middleware.Find[batchReader](src); ok {
+		max := defaultReadBatch
+		if policy, _ := middleware.PolicyOf(src); policy.Count > 0 {
+			max = policy.Count
 		}
-		s.mu.Lock()
-		if bytes.Equal(rec.Position, s.lastSent) {
-			s.mu.Unlock()
-			return fmt.Errorf("read: the source returned position %q twice in a row; positions must be unique", rec.Position)
-		}
-		s.inflight = append(s.inflight, rec.Position)
-		s.lastSent = rec.Position
-		s.mu.Unlock()
-		if err := stream.Send(pconnector.SourceRunResponse{Records: []opencdc.Record{rec}}); err != nil {
-			return fmt.Errorf("send records to Conduit: %w", err)
+		return func(ctx context.Context) (recs []opencdc.Record, err error) {
+			err = guard("ReadBatch", func() error { recs, err = br.ReadBatch(ctx, max); return err })
+			if len(recs) > max {
+				return nil, fmt.Errorf("ReadBatch returned %d records, more than the %d asked for", len(recs), max)
+			}
+			return recs, err
 		}
 	}
+	one := make([]opencdc.Record, 1)
+	return func(ctx context.Context) ([]opencdc.Record, error) {
+		err := guard("Read", func() (err error) { one[0], err = src.Read(ctx); return err })
+		if err != nil {
+			return nil, err
+		}
+		return one, nil
+	}
+}
+
+// defaultReadBatch is how many records ReadBatch may return at once when no
+// batch size is configured.
+const defaultReadBatch = 1000
+
+// track checks rec's position and remembers it, in order, for the acks.
+func (s *sourceServer) track(rec opencdc.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(rec.Position) == 0 {
+		return fmt.Errorf("read: the source returned a record without a position (the record after position %q); every record needs a unique position", s.lastRead)
+	}
+	if bytes.Equal(rec.Position, s.lastRead) {
+		return fmt.Errorf("read: the source returned position %q twice in a row; positions must be unique", rec.Position)
+	}
+	s.inflight = append(s.inflight, rec.Position)
+	s.lastRead = rec.Position
+	return nil
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
 // the records were sent. It returns when the stream ends.
 func (s *sourceServer) ack(ctx context.Context, src Source, stream pconnector.SourceRunStreamServer) error {
-	acker, _ := src.(Acker)
+	a, hasAck := middleware.Find[acker](src)
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -177,21 +247,22 @@ func (s *sourceServer) ack(ctx context.Context, src Source, stream pconnector.So
 			if want == nil || !bytes.Equal(want, pos) {
 				return fmt.Errorf("ack for position %q, expected %q: acks must come in the order records were sent", pos, want)
 			}
-			if acker == nil {
+			if !hasAck {
 				continue
 			}
-			if err := guard("Ack", func() error { return acker.Ack(ctx, pos) }); err != nil {
+			if err := guard("Ack", func() error { return a.Ack(ctx, pos) }); err != nil {
 				return fmt.Errorf("ack position %q: %w", pos, err)
 			}
 		}
 	}
 }
 
-// Stop ends reading and returns the position of the last record sent. The
-// Run stream stays open so Conduit can deliver the remaining acks.
+// Stop ends reading, sends what was read, and returns the position of the
+// last record. The Run stream stays open so Conduit can deliver the
+// remaining acks.
 func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest) (pconnector.SourceStopResponse, error) {
 	s.mu.Lock()
-	stopRead, readDone := s.stopRead, s.readDone
+	stopRead, readDone, out := s.stopRead, s.readDone, s.out
 	s.mu.Unlock()
 	if stopRead == nil {
 		return pconnector.SourceStopResponse{}, nil
@@ -202,9 +273,14 @@ func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest)
 	case <-ctx.Done():
 		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: the connector's Read did not return: %w", ctx.Err())
 	}
+	if out != nil {
+		if err := out.Flush(ctx); err != nil {
+			return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return pconnector.SourceStopResponse{LastPosition: s.lastSent}, nil
+	return pconnector.SourceStopResponse{LastPosition: s.lastRead}, nil
 }
 
 // Teardown ends reading, waits for Run to return, and tears the connector
@@ -232,7 +308,7 @@ func (s *sourceServer) Teardown(ctx context.Context, _ pconnector.SourceTeardown
 
 func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.SourceLifecycleOnCreatedRequest) (pconnector.SourceLifecycleOnCreatedResponse, error) {
 	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
-		if h, ok := c.(createdHook); ok {
+		if h, ok := findHook[createdHook](c); ok {
 			return h.OnCreated(ctx)
 		}
 		return nil
@@ -241,7 +317,7 @@ func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.So
 
 func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.SourceLifecycleOnUpdatedRequest) (pconnector.SourceLifecycleOnUpdatedResponse, error) {
 	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
-		if h, ok := c.(updatedHook); ok {
+		if h, ok := findHook[updatedHook](c); ok {
 			return h.OnUpdated(ctx, req.ConfigBefore)
 		}
 		return nil
@@ -250,7 +326,7 @@ func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.So
 
 func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.SourceLifecycleOnDeletedRequest) (pconnector.SourceLifecycleOnDeletedResponse, error) {
 	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
-		if h, ok := c.(deletedHook); ok {
+		if h, ok := findHook[deletedHook](c); ok {
 			return h.OnDeleted(ctx)
 		}
 		return nil
