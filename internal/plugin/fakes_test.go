@@ -27,6 +27,9 @@ func newStream[In, Out any](ctx context.Context) *stream[In, Out] {
 }
 
 func (s *stream[In, Out]) Send(v Out) error {
+	if err := s.ctx.Err(); err != nil {
+		return err // a closed stream sends nothing, even with room in out
+	}
 	select {
 	case s.out <- v:
 		return nil
