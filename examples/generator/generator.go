@@ -93,6 +93,37 @@ func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
 	return s.record(time.Now()), nil
 }
 
+// ReadBatch returns up to max records at once, the fast path the SDK uses
+// instead of Read. With a rate set it returns one record at a time, when it
+// is due.
+func (s *Source) ReadBatch(ctx context.Context, max int) ([]sdk.Record, error) {
+	if s.cfg.Rate > 0 || max <= 1 {
+		r, err := s.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []sdk.Record{r}, nil
+	}
+	n := int64(max)
+	if s.cfg.RecordCount > 0 {
+		n = min(n, s.cfg.RecordCount-s.seq)
+	}
+	if n <= 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	records := make([]sdk.Record, n)
+	for i := range records {
+		s.seq++
+		records[i] = s.record(now)
+	}
+	return records, nil
+}
+
 // pace waits until the next record is due under the configured rate.
 func (s *Source) pace(ctx context.Context) error {
 	if s.cfg.Rate <= 0 {

@@ -159,3 +159,37 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+func TestReadBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		src := open(t, map[string]string{"format.options.id": "int", "recordCount": "25"}, sdk.Position("3"))
+		var got []string
+		for len(got) < 22 {
+			recs, err := src.ReadBatch(t.Context(), 10)
+			is.NoErr(err)
+			is.True(len(recs) <= 10)
+			for _, r := range recs {
+				got = append(got, string(r.Position))
+			}
+		}
+		is.Equal(got[0], "4")
+		is.Equal(got[21], "25")
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		recs, err := src.ReadBatch(ctx, 10) // all generated: waits for ctx
+		is.Equal(err, context.Canceled)
+		is.Equal(len(recs), 0)
+	})
+}
+
+func BenchmarkReadBatch(b *testing.B) {
+	src := open(b, map[string]string{"format.options.id": "int", "format.options.name": "string", "format.options.at": "time"}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := src.ReadBatch(b.Context(), 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "records/s")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -56,6 +57,13 @@ type sourceStream struct {
 }
 
 func (s sourceStream) Client() pconnector.SourceRunStreamClient { panic("server side only") }
+
+// Send copies the records, as gRPC serializes a message before Send returns:
+// the server may reuse its slice afterwards.
+func (s sourceStream) Send(resp pconnector.SourceRunResponse) error {
+	resp.Records = slices.Clone(resp.Records)
+	return s.stream.Send(resp)
+}
 func (s sourceStream) Server() pconnector.SourceRunStreamServer { return s }
 
 type destinationStream struct {
@@ -195,4 +203,31 @@ func records(positions ...string) []opencdc.Record {
 		out[i] = opencdc.Record{Position: opencdc.Position(p)}
 	}
 	return out
+}
+
+// batchSource is a fakeSource that also reads in batches.
+type batchSource struct {
+	*fakeSource
+	asked []int // the max of every ReadBatch call
+}
+
+func (s *batchSource) ReadBatch(ctx context.Context, max int) ([]opencdc.Record, error) {
+	s.mu.Lock()
+	s.asked = append(s.asked, max)
+	s.mu.Unlock()
+	var out []opencdc.Record
+	for len(out) < max {
+		s.mu.Lock()
+		more := s.next < s.limit
+		s.mu.Unlock()
+		if !more && len(out) > 0 {
+			break
+		}
+		r, err := s.Read(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
