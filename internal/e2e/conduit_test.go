@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -205,7 +207,16 @@ func (c *conduit) problems() []string {
 	return out
 }
 
-const pipelineFile = `version: "2.2"
+// pipelineFile is a generator → log pipeline with extra settings for each.
+func pipelineFile(records int, source, destination map[string]string) string {
+	settings := func(m map[string]string) string {
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			fmt.Fprintf(&b, "          %s: %q\n", k, m[k])
+		}
+		return b.String()
+	}
+	return fmt.Sprintf(`version: "2.2"
 pipelines:
   - id: e2e
     status: running
@@ -219,29 +230,35 @@ pipelines:
           format.options.name: string
           format.options.at: time
           recordCount: "%d"
-      - id: log
+%s      - id: log
         type: destination
         plugin: standalone:log
         settings:
           level: trace
-`
+%s`, records, settings(source), settings(destination))
+}
 
 // TestConduit runs standalone:generator → standalone:log in real Conduit,
-// once with the default engine and once with the v2 engine, and checks
-// through Conduit's metrics and API that every record was acked, nothing
-// failed, and the pipeline stops cleanly.
+// with the default engine and the v2 engine, without and with batching, and
+// checks through Conduit's metrics and API that every record was acked once,
+// nothing failed, and the pipeline stops cleanly.
 func TestConduit(t *testing.T) {
 	const records = 10000
-	for _, engine := range []struct {
-		name  string
-		flags []string
+	for _, tt := range []struct {
+		name                string
+		flags               []string
+		source, destination map[string]string
 	}{
-		{"default", nil},
-		{"v2", []string{"--preview.pipeline-arch-v2"}},
+		{name: "default engine"},
+		{name: "default engine, destination batching",
+			destination: map[string]string{"sdk.batch.size": "1000", "sdk.batch.delay": "100ms"}},
+		{name: "v2 engine", flags: []string{"--preview.pipeline-arch-v2"}},
+		{name: "v2 engine, source batching", flags: []string{"--preview.pipeline-arch-v2"},
+			source: map[string]string{"sdk.batch.size": "1000", "sdk.batch.delay": "100ms"}},
 	} {
-		t.Run(engine.name, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			c := startConduit(t, fmt.Sprintf(pipelineFile, records), engine.flags...)
+			c := startConduit(t, pipelineFile(records, tt.source, tt.destination), tt.flags...)
 			acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
 			c.waitFor(fmt.Sprintf("%d acked records", records), 3*time.Minute, func() (bool, string) {
 				if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -325,33 +326,61 @@ func TestMaxReceiveSizeIsApplied(t *testing.T) {
 }
 
 // TestPipelineOverTheProtocol runs generator → log through the host as both
-// Conduit engines would.
+// Conduit engines would, with and without batching.
 func TestPipelineOverTheProtocol(t *testing.T) {
-	for _, perMessage := range []bool{true, false} {
-		t.Run(fmt.Sprintf("perMessage=%v", perMessage), func(t *testing.T) {
+	const records = 2000
+	for _, tt := range []struct {
+		name           string
+		perMessage     bool // Conduit's default engine; otherwise v2
+		source, dest   map[string]string
+		sourceMessages int64 // 0: not checked
+		ackMessages    int64
+	}{
+		{name: "default engine", perMessage: true, sourceMessages: records, ackMessages: records},
+		{name: "default engine, destination batches of 100", perMessage: true,
+			dest: map[string]string{"sdk.batch.size": "100"}, ackMessages: records / 100},
+		{name: "default engine, destination delay only", perMessage: true,
+			dest: map[string]string{"sdk.batch.delay": "20ms"}},
+		{name: "v2 engine, source batches of 250", perMessage: false,
+			source: map[string]string{"sdk.batch.size": "250"}, sourceMessages: records / 250, ackMessages: records / 250},
+		{name: "v2 engine, source and destination batching", perMessage: false,
+			source: map[string]string{"sdk.batch.size": "500", "sdk.batch.delay": "10ms"},
+			dest:   map[string]string{"sdk.batch.size": "100", "sdk.batch.bytes": "1048576"}, ackMessages: records / 100},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			leakcheck.Check(t)
 			is := is.New(t)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			src := source(t, host.Options{})
 			dst := destination(t, host.Options{})
-			_, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"format.options.id": "int", "recordCount": "2000"}})
+			srcConfig := map[string]string{"format.options.id": "int", "recordCount": strconv.Itoa(records)}
+			dstConfig := map[string]string{"level": "trace"}
+			maps.Copy(srcConfig, tt.source)
+			maps.Copy(dstConfig, tt.dest)
+			_, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: srcConfig})
 			is.NoErr(err)
-			_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: map[string]string{"level": "trace"}})
+			_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: dstConfig})
 			is.NoErr(err)
 			_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
 			is.NoErr(err)
 			_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
 			is.NoErr(err)
 			var acked []string
-			res, err := host.Pipeline{Source: src, Destination: dst, Records: 2000, PerMessage: perMessage,
+			res, err := host.Pipeline{Source: src, Destination: dst, Records: records, PerMessage: tt.perMessage,
 				OnAck: func(r opencdc.Record) { acked = append(acked, string(r.Position)) }}.Run(ctx)
 			is.NoErr(err)
-			is.Equal(res.Read, int64(2000))
-			is.Equal(res.Acked, int64(2000))
-			is.Equal(string(res.LastPosition), "2000")
+			is.Equal(res.Read, int64(records))
+			is.Equal(res.Acked, int64(records))
+			is.Equal(string(res.LastPosition), strconv.Itoa(records))
 			for i, p := range acked {
 				is.Equal(p, strconv.Itoa(i+1))
+			}
+			if tt.sourceMessages > 0 {
+				is.Equal(res.SourceBatches, tt.sourceMessages)
+			}
+			if tt.ackMessages > 0 {
+				is.Equal(res.AckBatches, tt.ackMessages) // one ack message per Write
 			}
 		})
 	}

@@ -36,6 +36,7 @@ type Pipeline struct {
 type Result struct {
 	Read, Acked   int64
 	SourceBatches int64         // messages the source sent
+	AckBatches    int64         // messages of acks the destination sent
 	LastPosition  []byte        // what the source's Stop returned
 	Elapsed       time.Duration // from the first record read to the last ack
 }
@@ -174,6 +175,7 @@ func (r *run) ack(dst pconnector.DestinationRunStreamClient, src pconnector.Sour
 		positions := make([]opencdc.Position, 0, len(resp.Acks))
 		var acked []opencdc.Record
 		r.mu.Lock()
+		r.res.AckBatches++
 		for _, a := range resp.Acks {
 			if len(r.inflight) == 0 || !bytes.Equal(r.inflight[0].Position, a.Position) {
 				var want opencdc.Position
