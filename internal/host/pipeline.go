@@ -64,7 +64,7 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("destination Run: %w", err)
 	}
 
-	r := &run{Pipeline: p, enough: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 2)}
+	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 2)}
 	go r.forward(srcStream.Client(), dstStream.Client())
 	go r.ack(dstStream.Client(), srcStream.Client())
 
@@ -92,44 +92,60 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 type run struct {
 	Pipeline
 	enough    chan struct{} // closed when Records records are acked
+	lastSent  chan struct{} // closed when the stop position is sent to the destination
 	lastAcked chan struct{} // closed when the stop position is acked
 	done      chan error    // a loop ended early
 
-	mu           sync.Mutex
-	res          Result
-	inflight     []opencdc.Record
-	stopAt       opencdc.Position
-	stopped      bool
-	lastAckedPos opencdc.Position
-	firstRead    time.Time
-	lastAck      time.Time
+	mu            sync.Mutex
+	res           Result
+	inflight      []opencdc.Record
+	stopAt        opencdc.Position
+	stopped       bool
+	lastAckedPos  opencdc.Position
+	lastForwarded opencdc.Position
+	firstRead     time.Time
+	lastAck       time.Time
 }
 
-// stop does what Conduit does to stop a pipeline: stop the source, wait
-// until its last record is acked, stop the destination at that position.
+// stop does what Conduit does to stop a pipeline: stop the source, forward
+// the records it still sends up to the position Stop returned, stop the
+// destination at that position (without waiting for acks), and then wait
+// until every record is acked.
 func (r *run) stop(ctx context.Context) error {
 	resp, err := r.Source.Stop(ctx, pconnector.SourceStopRequest{})
 	if err != nil {
 		return fmt.Errorf("source Stop: %w", err)
 	}
+	last := resp.LastPosition
 	r.mu.Lock()
-	r.res.LastPosition = resp.LastPosition
-	r.stopAt, r.stopped = resp.LastPosition, true
-	acked := len(resp.LastPosition) == 0 || bytes.Equal(r.lastAckedPos, resp.LastPosition)
+	r.res.LastPosition = last
+	r.stopAt, r.stopped = last, true
+	forwarded := len(last) == 0 || bytes.Equal(r.lastForwarded, last)
+	acked := len(last) == 0 || bytes.Equal(r.lastAckedPos, last)
 	r.mu.Unlock()
-	if !acked {
-		select {
-		case <-r.lastAcked:
-		case err := <-r.done:
+	if !forwarded {
+		if err := r.wait(ctx, r.lastSent, "forward the source's last position %q", last); err != nil {
 			return err
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the ack of the source's last position %q: %w", resp.LastPosition, ctx.Err())
 		}
 	}
-	if _, err := r.Destination.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: resp.LastPosition}); err != nil {
+	if _, err := r.Destination.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: last}); err != nil {
 		return fmt.Errorf("destination Stop: %w", err)
 	}
+	if !acked {
+		return r.wait(ctx, r.lastAcked, "the ack of the source's last position %q", last)
+	}
 	return nil
+}
+
+func (r *run) wait(ctx context.Context, event chan struct{}, what string, pos opencdc.Position) error {
+	select {
+	case <-event:
+		return nil
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for "+what+": %w", pos, ctx.Err())
+	}
 }
 
 // forward sends what the source reads to the destination.
@@ -160,6 +176,14 @@ func (r *run) forward(src pconnector.SourceRunStreamClient, dst pconnector.Desti
 				r.done <- fmt.Errorf("send to destination: %w", err)
 				return
 			}
+		}
+		if n := len(resp.Records); n > 0 {
+			r.mu.Lock()
+			r.lastForwarded = resp.Records[n-1].Position
+			if r.stopped && bytes.Equal(r.lastForwarded, r.stopAt) {
+				close(r.lastSent)
+			}
+			r.mu.Unlock()
 		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // Options configure a launched plugin. Zero values leave the environment
-// variable unset, as Conduit does when it only loads specifications.
+// variable unset, as Conduit does for the log level when it only loads
+// specifications.
 type Options struct {
 	ConnectorID    string
 	LogLevel       string // trace, debug, info, warn or error
@@ -62,6 +63,11 @@ func Launch(path string, opts Options) (*Plugin, error) {
 			env = append(env, client.WithEnvVar(key, value))
 		}
 	}
+	// Conduit always sets a token and the address of its connector utilities
+	// (the schema service); plugins built with the incumbent SDK refuse to
+	// start without them. This host serves no utilities.
+	add("CONDUIT_CONNECTOR_TOKEN", "connkit-host")
+	add("CONDUIT_CONNECTOR_UTILITIES_GRPC_TARGET", "127.0.0.1:9")
 	add(pconnector.EnvConduitConnectorID, opts.ConnectorID)
 	add(pconnector.EnvConduitConnectorLogLevel, opts.LogLevel)
 	if opts.MaxReceiveSize > 0 {
