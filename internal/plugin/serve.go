@@ -54,12 +54,23 @@ func Serve(c Connector, s Settings, stderr io.Writer) error {
 	)
 }
 
+const (
+	windowSize = 8 << 20
+	bufferSize = 256 << 10
+)
+
 // ServerOptions are the gRPC options a plugin server needs: the receive size
 // limit, and interceptors that hand log to connector code through the
 // context of every call.
 func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.MaxReceiveSize),
+		// Batches of records make messages of megabytes; windows and buffers
+		// sized for them save flow-control round trips on every message.
+		grpc.InitialWindowSize(windowSize),
+		grpc.InitialConnWindowSize(windowSize),
+		grpc.ReadBufferSize(bufferSize),
+		grpc.WriteBufferSize(bufferSize),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 			return next(logging.NewContext(ctx, log), req)
 		}),

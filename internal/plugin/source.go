@@ -19,8 +19,9 @@ import (
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run starts two loops: the reader sends what the connector reads (one record
-// per message, or in batches under the source's batching policy), the acker
+// Run starts two loops: the reader sends what the connector reads (as each
+// Read or ReadBatch returned it, or in batches under the source's batching
+// policy), the acker
 // receives Conduit's acks, checks they come in the order records were sent,
 // and passes them to the connector. Stop ends the reader only; the acker
 // keeps running until Conduit closes the stream.
@@ -169,7 +170,12 @@ func (s *sourceServer) read(ctx context.Context, src Source, send func([]opencdc
 				if err := out.Add(addCtx, rec); err != nil {
 					return err
 				}
-			} else if err := send([]opencdc.Record{rec}); err != nil {
+			}
+		}
+		// Without batching, records go out as the source returned them: a
+		// Read's record alone, a ReadBatch's records in one message.
+		if out == nil && len(records) > 0 {
+			if err := send(records); err != nil {
 				return err
 			}
 		}
