@@ -336,7 +336,8 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 		sourceMessages int64 // 0: not checked
 		ackMessages    int64
 	}{
-		{name: "default engine", perMessage: true, sourceMessages: records, ackMessages: records},
+		// The generator reads in batches of 1000, which travel as one message.
+		{name: "default engine", perMessage: true, sourceMessages: records / 1000, ackMessages: records},
 		{name: "default engine, destination batches of 100", perMessage: true,
 			dest: map[string]string{"sdk.batch.size": "100"}, ackMessages: records / 100},
 		{name: "default engine, destination delay only", perMessage: true,
