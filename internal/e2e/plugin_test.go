@@ -369,7 +369,7 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 			is.NoErr(err)
 			var acked []string
 			res, err := host.Pipeline{Source: src, Destination: dst, Records: records, PerMessage: tt.perMessage,
-				OnAck: func(r opencdc.Record) { acked = append(acked, string(r.Position)) }}.Run(ctx)
+				OnAck: func(p opencdc.Position) { acked = append(acked, string(p)) }}.Run(ctx)
 			is.NoErr(err)
 			is.Equal(res.Read, int64(records))
 			is.Equal(res.Acked, int64(records))

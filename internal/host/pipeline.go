@@ -9,14 +9,17 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
+	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
 )
 
 // Pipeline moves records from an opened source to an opened destination the
 // way Conduit's engines do: records are forwarded without waiting for acks,
 // acks must come back in order, and each destination ack is passed to the
 // source. A nack fails the pipeline, as with Conduit's default dead-letter
-// settings.
+// settings. Records are forwarded as the protocol's messages, without
+// conversion, so that the host costs as little as it can.
 type Pipeline struct {
 	Source      SourcePlugin
 	Destination DestinationPlugin
@@ -28,8 +31,8 @@ type Pipeline struct {
 	// Conduit's default engine does. Otherwise each source message travels
 	// to the destination whole, as with --preview.pipeline-arch-v2.
 	PerMessage bool
-	// OnAck, if set, is called with every acked record.
-	OnAck func(opencdc.Record)
+	// OnAck, if set, is called with the position of every acked record.
+	OnAck func(opencdc.Position)
 }
 
 // Result is what a pipeline run did.
@@ -56,19 +59,19 @@ func (e *NackError) Error() string {
 func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srcStream, dstStream := p.Source.NewStream(), p.Destination.NewStream()
-	if err := p.Source.Run(runCtx, srcStream); err != nil {
+	src, err := p.Source.runProto(runCtx)
+	if err != nil {
 		return Result{}, fmt.Errorf("source Run: %w", err)
 	}
-	if err := p.Destination.Run(runCtx, dstStream); err != nil {
+	dst, err := p.Destination.runProto(runCtx)
+	if err != nil {
 		return Result{}, fmt.Errorf("destination Run: %w", err)
 	}
 
 	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 2)}
-	go r.forward(srcStream.Client(), dstStream.Client())
-	go r.ack(dstStream.Client(), srcStream.Client())
+	go r.forward(src, dst)
+	go r.ack(dst, src)
 
-	var err error
 	select {
 	case <-r.enough:
 	case err = <-r.done:
@@ -98,11 +101,11 @@ type run struct {
 
 	mu            sync.Mutex
 	res           Result
-	inflight      []opencdc.Record
-	stopAt        opencdc.Position
+	inflight      [][]byte // positions forwarded and not yet acked, oldest first
+	stopAt        []byte
 	stopped       bool
-	lastAckedPos  opencdc.Position
-	lastForwarded opencdc.Position
+	lastForwarded []byte
+	lastAckedPos  []byte
 	firstRead     time.Time
 	lastAck       time.Time
 }
@@ -149,92 +152,93 @@ func (r *run) wait(ctx context.Context, event chan struct{}, what string, pos op
 }
 
 // forward sends what the source reads to the destination.
-func (r *run) forward(src pconnector.SourceRunStreamClient, dst pconnector.DestinationRunStreamClient) {
+func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.DestinationPlugin_RunClient) {
 	for {
 		resp, err := src.Recv()
 		if err != nil {
 			r.done <- fmt.Errorf("receive from source: %w", err)
 			return
 		}
+		records := resp.GetRecords()
+		if len(records) == 0 {
+			continue
+		}
 		r.mu.Lock()
 		if r.firstRead.IsZero() {
 			r.firstRead = time.Now()
 		}
-		r.res.Read += int64(len(resp.Records))
+		r.res.Read += int64(len(records))
 		r.res.SourceBatches++
-		r.inflight = append(r.inflight, resp.Records...)
+		for _, rec := range records {
+			r.inflight = append(r.inflight, rec.GetPosition())
+		}
 		r.mu.Unlock()
-		batches := [][]opencdc.Record{resp.Records}
 		if r.PerMessage {
-			batches = make([][]opencdc.Record, len(resp.Records))
-			for i := range resp.Records {
-				batches[i] = resp.Records[i : i+1]
+			for i := range records {
+				if err := dst.Send(&connectorv2.Destination_Run_Request{Records: []*opencdcv1.Record{records[i]}}); err != nil {
+					r.done <- fmt.Errorf("send to destination: %w", err)
+					return
+				}
 			}
+		} else if err := dst.Send(&connectorv2.Destination_Run_Request{Records: records}); err != nil {
+			r.done <- fmt.Errorf("send to destination: %w", err)
+			return
 		}
-		for _, b := range batches {
-			if err := dst.Send(pconnector.DestinationRunRequest{Records: b}); err != nil {
-				r.done <- fmt.Errorf("send to destination: %w", err)
-				return
-			}
+		r.mu.Lock()
+		r.lastForwarded = records[len(records)-1].GetPosition()
+		if r.stopped && bytes.Equal(r.lastForwarded, r.stopAt) {
+			close(r.lastSent)
 		}
-		if n := len(resp.Records); n > 0 {
-			r.mu.Lock()
-			r.lastForwarded = resp.Records[n-1].Position
-			if r.stopped && bytes.Equal(r.lastForwarded, r.stopAt) {
-				close(r.lastSent)
-			}
-			r.mu.Unlock()
-		}
+		r.mu.Unlock()
 	}
 }
 
 // ack checks the destination's acks and passes them to the source.
-func (r *run) ack(dst pconnector.DestinationRunStreamClient, src pconnector.SourceRunStreamClient) {
+func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.SourcePlugin_RunClient) {
 	for {
 		resp, err := dst.Recv()
 		if err != nil {
 			r.done <- fmt.Errorf("receive acks from destination: %w", err)
 			return
 		}
-		positions := make([]opencdc.Position, 0, len(resp.Acks))
-		var acked []opencdc.Record
+		positions := make([][]byte, 0, len(resp.GetAcks()))
 		r.mu.Lock()
 		r.res.AckBatches++
-		for _, a := range resp.Acks {
-			if len(r.inflight) == 0 || !bytes.Equal(r.inflight[0].Position, a.Position) {
-				var want opencdc.Position
+		for _, a := range resp.GetAcks() {
+			pos := a.GetPosition()
+			if len(r.inflight) == 0 || !bytes.Equal(r.inflight[0], pos) {
+				var want []byte
 				if len(r.inflight) > 0 {
-					want = r.inflight[0].Position
+					want = r.inflight[0]
 				}
 				r.mu.Unlock()
-				r.done <- fmt.Errorf("destination acked position %q out of order, expected %q", a.Position, want)
+				r.done <- fmt.Errorf("destination acked position %q out of order, expected %q", pos, want)
 				return
 			}
-			if a.Error != "" {
+			if a.GetError() != "" {
 				r.mu.Unlock()
-				r.done <- &NackError{Position: a.Position, Message: a.Error}
+				r.done <- &NackError{Position: pos, Message: a.GetError()}
 				return
 			}
-			acked = append(acked, r.inflight[0])
 			r.inflight = r.inflight[1:]
-			positions = append(positions, a.Position)
-			r.lastAckedPos = a.Position
+			positions = append(positions, pos)
+			r.lastAckedPos = pos
 			r.res.Acked++
 			if r.Records > 0 && r.res.Acked == r.Records {
 				close(r.enough)
 			}
-			if r.stopped && bytes.Equal(a.Position, r.stopAt) {
+			if r.stopped && bytes.Equal(pos, r.stopAt) {
 				close(r.lastAcked)
 			}
 		}
 		r.lastAck = time.Now()
 		r.mu.Unlock()
 		if r.OnAck != nil {
-			for _, rec := range acked {
-				r.OnAck(rec)
+			for _, p := range positions {
+				r.OnAck(p)
 			}
 		}
-		if err := src.Send(pconnector.SourceRunRequest{AckPositions: positions}); err != nil {
+		if err := src.Send(&connectorv2.Source_Run_Request{AckPositions: positions}); err != nil {
 			r.done <- fmt.Errorf("send acks to source: %w", err)
 			return
 		}

@@ -5,14 +5,17 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/client"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 // Options configure a launched plugin. Zero values leave the environment
@@ -30,16 +33,48 @@ type Options struct {
 	HostLogLevel string
 }
 
+// The protocol's clients, as Conduit uses them.
+type (
+	sourceClient interface {
+		pconnector.SourcePlugin
+		NewStream() pconnector.SourceRunStream
+	}
+	destinationClient interface {
+		pconnector.DestinationPlugin
+		NewStream() pconnector.DestinationRunStream
+	}
+)
+
 // SourcePlugin is a source served by a launched plugin.
 type SourcePlugin interface {
-	pconnector.SourcePlugin
-	NewStream() pconnector.SourceRunStream
+	sourceClient
+	// runProto opens the Run stream in the protocol's own message types,
+	// which Pipeline forwards without converting records.
+	runProto(ctx context.Context) (connectorv2.SourcePlugin_RunClient, error)
 }
 
 // DestinationPlugin is a destination served by a launched plugin.
 type DestinationPlugin interface {
-	pconnector.DestinationPlugin
-	NewStream() pconnector.DestinationRunStream
+	destinationClient
+	runProto(ctx context.Context) (connectorv2.DestinationPlugin_RunClient, error)
+}
+
+type sourcePlugin struct {
+	sourceClient
+	conn *grpc.ClientConn
+}
+
+func (s sourcePlugin) runProto(ctx context.Context) (connectorv2.SourcePlugin_RunClient, error) {
+	return connectorv2.NewSourcePluginClient(s.conn).Run(ctx)
+}
+
+type destinationPlugin struct {
+	destinationClient
+	conn *grpc.ClientConn
+}
+
+func (d destinationPlugin) runProto(ctx context.Context) (connectorv2.DestinationPlugin_RunClient, error) {
+	return connectorv2.NewDestinationPluginClient(d.conn).Run(ctx)
 }
 
 // Plugin is a running plugin process.
@@ -80,17 +115,24 @@ func Launch(path string, opts Options) (*Plugin, error) {
 	return &Plugin{client: c}, nil
 }
 
-func (p *Plugin) dispense(name string) (any, error) {
+func (p *Plugin) dispense(name string) (any, *grpc.ClientConn, error) {
 	rpc, err := p.client.Client()
 	if err != nil {
-		return nil, fmt.Errorf("connect to plugin: %w", err)
+		return nil, nil, fmt.Errorf("connect to plugin: %w", err)
 	}
-	return rpc.Dispense(name)
+	if v := p.client.NegotiatedVersion(); v != 2 {
+		return nil, nil, fmt.Errorf("plugin speaks protocol version %d; this host needs version 2, as Conduit v0.14 uses", v)
+	}
+	raw, err := rpc.Dispense(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, rpc.(*goplugin.GRPCClient).Conn, nil
 }
 
 // Specifier returns the plugin's specifier.
 func (p *Plugin) Specifier() (pconnector.SpecifierPlugin, error) {
-	raw, err := p.dispense("specifier")
+	raw, _, err := p.dispense("specifier")
 	if err != nil {
 		return nil, err
 	}
@@ -99,20 +141,20 @@ func (p *Plugin) Specifier() (pconnector.SpecifierPlugin, error) {
 
 // Source returns the plugin's source.
 func (p *Plugin) Source() (SourcePlugin, error) {
-	raw, err := p.dispense("source")
+	raw, conn, err := p.dispense("source")
 	if err != nil {
 		return nil, err
 	}
-	return raw.(SourcePlugin), nil
+	return sourcePlugin{sourceClient: raw.(sourceClient), conn: conn}, nil
 }
 
 // Destination returns the plugin's destination.
 func (p *Plugin) Destination() (DestinationPlugin, error) {
-	raw, err := p.dispense("destination")
+	raw, conn, err := p.dispense("destination")
 	if err != nil {
 		return nil, err
 	}
-	return raw.(DestinationPlugin), nil
+	return destinationPlugin{destinationClient: raw.(destinationClient), conn: conn}, nil
 }
 
 // ProtocolVersion is the protocol version the plugin and host agreed on.
