@@ -1,17 +1,20 @@
 # make build     builds the example plugins into bin/
 # make pipeline  runs generator → log over the plugin protocol and prints what flowed
 # make test      runs every test, including end-to-end tests in real Conduit
+# make bench     runs the benchmarks, connkit's plugins side by side with the incumbent's
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
 CACHE_DIR       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/connkit
 CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
+INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
+BENCH_RECORDS   ?= 300000
 PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log
 
 # Some Conduit modules are not in the public checksum database.
 export GONOSUMDB := github.com/conduitio,buf.build
 
-.PHONY: build pipeline test check conduit clean
+.PHONY: build pipeline test check conduit incumbent bench clean
 
 build:
 	$(GO) build -o bin/ $(PLUGINS)
@@ -34,6 +37,22 @@ $(CONDUIT_BIN): internal/e2e/conduit/go.mod internal/e2e/conduit/go.sum
 	@mkdir -p $(dir $@)
 	cd internal/e2e/conduit && $(GO) build -o $@.tmp github.com/conduitio/conduit/cmd/conduit
 	mv $@.tmp $@
+
+# The incumbent SDK's generator and log plugins, for side-by-side benchmarks,
+# pinned in a module of their own (internal/e2e/incumbent).
+incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log
+
+$(INCUMBENT_BIN)/generator: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
+	@mkdir -p $(dir $@)
+	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-generator/cmd/connector
+
+$(INCUMBENT_BIN)/log: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
+	@mkdir -p $(dir $@)
+	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-log/cmd/connector
+
+bench: build incumbent
+	$(GO) test -run '^$$' -bench . ./batcher ./internal/plugin ./examples/generator
+	CONNKIT_BIN=$(CURDIR)/bin INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -run '^$$' -bench Pipeline -benchtime $(BENCH_RECORDS)x -count 3 ./internal/e2e
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,70 @@
+package plugin
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/middleware"
+)
+
+type nopDestination struct{}
+
+func (nopDestination) Open(context.Context) error                               { return nil }
+func (nopDestination) Write(_ context.Context, r []opencdc.Record) (int, error) { return len(r), nil }
+func (nopDestination) Teardown(context.Context) error                           { return nil }
+
+// BenchmarkDestinationPath measures the server's destination path per
+// record, one record per message as Conduit's default engine sends them:
+// receive, collect, Write, settle and send the acks. The in-memory stream's
+// channel hand-offs are part of the figure.
+func BenchmarkDestinationPath(b *testing.B) {
+	for _, p := range []batcher.Policy{{}, {Count: 1000}, {Count: 1000, Bytes: 1 << 20, Delay: 100 * 1e6}} {
+		b.Run(fmtPolicy(p), func(b *testing.B) {
+			dst := middleware.BatchDestination(p)(nopDestination{})
+			d := newDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }, discard)
+			if _, err := d.Configure(b.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(b.Context())
+			st, runDone := runDestination(ctx, d)
+			acked := make(chan int)
+			go func() {
+				n := 0
+				for n < b.N {
+					n += len((<-st.out).Acks)
+				}
+				acked <- n
+			}()
+			recs := make([][]opencdc.Record, 1000)
+			for i := range recs {
+				recs[i] = []opencdc.Record{{Position: opencdc.Position(strconv.Itoa(i)), Payload: opencdc.Change{After: opencdc.RawData("payload")}}}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				st.in <- pconnector.DestinationRunRequest{Records: recs[i%len(recs)]}
+			}
+			if _, err := d.Stop(b.Context(), pconnector.DestinationStopRequest{LastPosition: recs[(b.N-1)%len(recs)][0].Position}); err != nil {
+				b.Fatal(err)
+			}
+			<-acked
+			b.StopTimer()
+			cancel()
+			<-runDone
+			if _, err := d.Teardown(b.Context(), pconnector.DestinationTeardownRequest{}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+func fmtPolicy(p batcher.Policy) string {
+	if p == (batcher.Policy{}) {
+		return "unbatched"
+	}
+	return "count=" + strconv.Itoa(p.Count) + ",bytes=" + strconv.Itoa(p.Bytes) + ",delay=" + p.Delay.String()
+}
