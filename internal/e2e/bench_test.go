@@ -91,7 +91,8 @@ func BenchmarkPipeline(b *testing.B) {
 
 func runPipeline(b *testing.B, p pair, srcConfig, dstConfig map[string]string, records int64, perMessage bool) host.Result {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+	// Generous for the records asked for: a few seconds per 100,000 here.
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute+time.Duration(records)*20*time.Microsecond)
 	defer cancel()
 	launch := func(path string) *host.Plugin {
 		pl, err := host.Launch(path, host.Options{ConnectorID: p.name, LogLevel: "info"})
@@ -123,6 +124,11 @@ func runPipeline(b *testing.B, p pair, srcConfig, dstConfig map[string]string, r
 	}
 	b.ResetTimer()
 	res, err := host.Pipeline{Source: src, Destination: dst, Records: records, PerMessage: perMessage}.Run(ctx)
+	if err != nil && p.name == "incumbent" {
+		// The incumbent's plugins sometimes never send a record (seen with
+		// source batching); report it instead of failing the comparison.
+		b.Skipf("the incumbent's pipeline failed: %v", err)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

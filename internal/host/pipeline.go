@@ -76,13 +76,18 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	case <-r.enough:
 	case err = <-r.done:
 	case <-ctx.Done():
+		err = fmt.Errorf("pipeline stopped after %d of %d records acked: %w", r.acked(), p.Records, ctx.Err())
 	}
 	if err == nil {
 		err = r.stop(ctx)
 	}
 	cancel()
-	_, srcErr := p.Source.Teardown(context.WithoutCancel(ctx), pconnector.SourceTeardownRequest{})
-	_, dstErr := p.Destination.Teardown(context.WithoutCancel(ctx), pconnector.DestinationTeardownRequest{})
+	// Teardown runs even when ctx is done, but a plugin that hangs in it
+	// does not hang the caller.
+	tdCtx, tdCancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer tdCancel()
+	_, srcErr := p.Source.Teardown(tdCtx, pconnector.SourceTeardownRequest{})
+	_, dstErr := p.Destination.Teardown(tdCtx, pconnector.DestinationTeardownRequest{})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res
@@ -91,6 +96,9 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	}
 	return res, errors.Join(err, wrap("source Teardown", srcErr), wrap("destination Teardown", dstErr))
 }
+
+// teardownTimeout bounds the Teardown calls at the end of a run.
+const teardownTimeout = 30 * time.Second
 
 type run struct {
 	Pipeline
@@ -138,6 +146,12 @@ func (r *run) stop(ctx context.Context) error {
 		return r.wait(ctx, r.lastAcked, "the ack of the source's last position %q", last)
 	}
 	return nil
+}
+
+func (r *run) acked() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.res.Acked
 }
 
 func (r *run) wait(ctx context.Context, event chan struct{}, what string, pos opencdc.Position) error {
