@@ -23,9 +23,18 @@
 // the connector is built. Errors name the parameter, the value given and what
 // was expected.
 //
+// # Middleware and batching
+//
+// Every connector is wrapped in middleware.Default() unless
+// [Connector.Middleware] says otherwise: batching, configured by the
+// sdk.batch.size, sdk.batch.delay and sdk.batch.bytes parameters it adds to
+// the specification. A destination then gets whole batches in Write, and a
+// source's records reach Conduit in batches. See package middleware.
+//
 // # Optional behaviour
 //
-// A source that needs acknowledgements implements [Acker]. Connectors that
+// A source that needs acknowledgements implements [Acker]; one that can read
+// many records at once implements [BatchReader]. Connectors that
 // react to being created, updated or deleted implement [CreatedHook],
 // [UpdatedHook] or [DeletedHook]. Connector code logs through [Logger].
 package sdk
