@@ -80,15 +80,7 @@ func numbered(from, to int) []opencdc.Record {
 // under p and writes through w.
 func batchedServer(t *testing.T, p batcher.Policy, w *writeLog) *destinationServer {
 	t.Helper()
-	dst := middleware.BatchDestination(p)(&fakeDestination{write: w.write})
-	d := newDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }, discard)
-	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Open(t.Context(), pconnector.DestinationOpenRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return newTestDestinationServer(t, middleware.BatchDestination(p)(&fakeDestination{write: w.write}))
 }
 
 // drain returns the acks sent so far, as ackTexts renders them.

@@ -13,7 +13,8 @@ import (
 	"github.com/matryer/is"
 )
 
-func newTestDestinationServer(t *testing.T, dst *fakeDestination) *destinationServer {
+// newTestDestinationServer returns a server configured and opened with dst.
+func newTestDestinationServer(t *testing.T, dst Destination) *destinationServer {
 	t.Helper()
 	d := newDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }, discard)
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
