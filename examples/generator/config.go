@@ -1,10 +1,20 @@
 package generator
 
+import "time"
+
 // Config is the generator's configuration.
 type Config struct {
-	Format      Format  `param:"format"`
-	RecordCount int64   `param:"recordCount" default:"0" validate:"gt=-1" desc:"Number of records to generate; 0 means no limit."`
-	Rate        float64 `param:"rate" default:"0" validate:"gt=-1" desc:"Records per second to generate; 0 means as fast as possible."`
+	Format      Format   `param:"format"`
+	RecordCount int64    `param:"recordCount" default:"0" validate:"gt=-1" desc:"Number of records to generate; 0 means no limit."`
+	Rate        float64  `param:"rate" default:"0" validate:"gt=-1" desc:"Records per second to generate; 0 means as fast as possible."`
+	Operations  []string `param:"operations" default:"create" desc:"Comma-separated operations to generate, each record's picked at random: create, update, delete, snapshot."`
+	Burst       Burst    `param:"burst"`
+}
+
+// Burst alternates generating and pausing.
+type Burst struct {
+	SleepTime    time.Duration `param:"sleepTime" default:"0" validate:"gt=-1" desc:"How long the generator pauses between bursts; 0 means no bursts."`
+	GenerateTime time.Duration `param:"generateTime" default:"1s" validate:"gt=0" desc:"How long each burst generates records; used only with burst.sleepTime."`
 }
 
 // Format says what each record's payload looks like.

@@ -27,23 +27,42 @@ var Connector = sdk.Connector{
 	Source:      sdk.NewSource(New),
 }
 
+var operations = map[string]sdk.Operation{
+	"create":   sdk.OperationCreate,
+	"update":   sdk.OperationUpdate,
+	"delete":   sdk.OperationDelete,
+	"snapshot": sdk.OperationSnapshot,
+}
+
 // Source generates records. Record i (counting from 1) has position and key
 // "i"; its payload follows the format.
 type Source struct {
 	cfg    Config
 	fields []field
 	file   []byte
+	ops    []sdk.Operation
 
-	seq   int64 // sequence number of the last record generated
-	start time.Time
-	first int64 // seq when the rate clock started
-	rng   *rand.Rand
-	buf   []byte
+	seq        int64 // sequence number of the last record generated
+	start      time.Time
+	first      int64     // seq when the rate clock started
+	burstStart time.Time // when the current burst began
+	rng        *rand.Rand
+	buf        []byte
 }
 
 // New validates cfg and returns a generator.
 func New(cfg Config) (*Source, error) {
 	s := &Source{cfg: cfg}
+	for _, name := range cfg.Operations {
+		op, ok := operations[name]
+		if !ok {
+			return nil, fmt.Errorf(`parameter "operations": got %q, expected a comma-separated list of create, update, delete, snapshot`, name)
+		}
+		s.ops = append(s.ops, op)
+	}
+	if len(s.ops) == 0 {
+		return nil, fmt.Errorf(`parameter "operations": got none, expected at least one of create, update, delete, snapshot`)
+	}
 	switch cfg.Format.Type {
 	case "file":
 		if cfg.Format.Options["path"] == "" {
@@ -112,7 +131,7 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]sdk.Record, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.burst(ctx); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -124,37 +143,78 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]sdk.Record, error) {
 	return records, nil
 }
 
-// pace waits until the next record is due under the configured rate.
+// pace waits until the next record is due under the configured rate, then
+// pauses if the current burst is over.
 func (s *Source) pace(ctx context.Context) error {
-	if s.cfg.Rate <= 0 {
-		return ctx.Err()
-	}
-	now := time.Now()
-	if s.start.IsZero() {
-		s.start, s.first = now, s.seq
-	}
-	due := s.start.Add(time.Duration(float64(s.seq-s.first) / s.cfg.Rate * float64(time.Second)))
-	if wait := due.Sub(now); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+	if s.cfg.Rate > 0 {
+		now := time.Now()
+		if s.start.IsZero() {
+			s.start, s.first = now, s.seq
+		}
+		due := s.start.Add(time.Duration(float64(s.seq-s.first) / s.cfg.Rate * float64(time.Second)))
+		if err := sleep(ctx, due.Sub(now)); err != nil {
+			return err
 		}
 	}
+	return s.burst(ctx)
+}
+
+// burst pauses for burst.sleepTime once a burst has lasted
+// burst.generateTime.
+func (s *Source) burst(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := s.cfg.Burst
+	if b.SleepTime <= 0 {
+		return nil
+	}
+	now := time.Now()
+	if s.burstStart.IsZero() {
+		s.burstStart = now
+	}
+	if now.Sub(s.burstStart) < b.GenerateTime {
+		return nil
+	}
+	if err := sleep(ctx, b.SleepTime); err != nil {
+		return err
+	}
+	s.burstStart = time.Now()
+	s.start, s.first = s.burstStart, s.seq // the rate clock starts over with the burst
 	return nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (s *Source) record(now time.Time) sdk.Record {
 	pos := strconv.AppendInt(nil, s.seq, 10)
+	op := s.ops[0]
+	if len(s.ops) > 1 {
+		op = s.ops[s.rng.IntN(len(s.ops))]
+	}
 	r := sdk.Record{
 		Position:  pos,
-		Operation: sdk.OperationCreate,
+		Operation: op,
 		Metadata:  sdk.Metadata{},
 		Key:       sdk.RawData(pos),
 	}
 	r.Metadata.SetCreatedAt(now)
+	if op == sdk.OperationDelete {
+		return r // a deletion carries the key only
+	}
 	switch s.cfg.Format.Type {
 	case "file":
 		r.Payload.After = sdk.RawData(s.file)

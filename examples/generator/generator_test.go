@@ -193,3 +193,53 @@ func BenchmarkReadBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "records/s")
 }
+
+func TestOperations(t *testing.T) {
+	is := is.New(t)
+	src := open(t, map[string]string{"format.options.id": "int", "operations": "create, update,delete ,snapshot"}, nil)
+	seen := map[sdk.Operation]int{}
+	for range 400 {
+		r, err := src.Read(t.Context())
+		is.NoErr(err)
+		seen[r.Operation]++
+		if r.Operation == sdk.OperationDelete {
+			is.Equal(r.Payload.After, nil) // a deletion carries the key only
+		} else {
+			is.True(r.Payload.After != nil)
+		}
+	}
+	for _, op := range []sdk.Operation{sdk.OperationCreate, sdk.OperationUpdate, sdk.OperationDelete, sdk.OperationSnapshot} {
+		is.True(seen[op] > 50) // each picked about a quarter of the time
+	}
+	_, err := Connector.Source.New(map[string]string{"format.options.id": "int", "operations": "create,upsert"})
+	if err == nil || !strings.Contains(err.Error(), `parameter "operations": got "upsert"`) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestBursts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		src := open(t, map[string]string{"format.options.id": "int", "rate": "10", "burst.generateTime": "1s", "burst.sleepTime": "2s"}, nil)
+		start := time.Now()
+		var at []time.Duration
+		for range 12 {
+			_, err := src.Read(t.Context())
+			is.NoErr(err)
+			at = append(at, time.Since(start))
+		}
+		is.Equal(at[9], 900*time.Millisecond) // ten records in the first second
+		is.Equal(at[10], 3*time.Second)       // then a two-second pause
+		is.Equal(at[11], 3100*time.Millisecond)
+
+		// Batch reads pause the same way.
+		batch := open(t, map[string]string{"format.options.id": "int", "burst.generateTime": "1s", "burst.sleepTime": "2s"}, nil)
+		start = time.Now()
+		_, err := batch.ReadBatch(t.Context(), 100)
+		is.NoErr(err)
+		time.Sleep(time.Second)
+		_, err = batch.ReadBatch(t.Context(), 100)
+		is.NoErr(err)
+		is.Equal(time.Since(start), 3*time.Second)
+	})
+}
