@@ -84,10 +84,39 @@ func collect(t reflect.Type, prefix string, index []int, out *[]Parameter) error
 			}
 			continue
 		}
+		if f.Type.Kind() == reflect.Map && f.Type.Elem().Kind() == reflect.Struct {
+			if err := collectGroup(f, prefix+name, path, out); err != nil {
+				return err
+			}
+			continue
+		}
 		p, err := newParameter(f, prefix+name, path)
 		if err != nil {
 			return err
 		}
+		*out = append(*out, p)
+	}
+	return nil
+}
+
+// collectGroup declares the parameters of a map of structs: a field
+// Collections map[string]Collection tagged param:"collections.*" declares
+// collections.*.<p> for every parameter p of Collection.
+func collectGroup(f reflect.StructField, name string, path []int, out *[]Parameter) error {
+	if f.Type.Key().Kind() != reflect.String || !strings.HasSuffix(name, ".*") {
+		return fmt.Errorf("sdk: config field %s: a map of structs needs string keys and a name ending in .*", f.Name)
+	}
+	var inner []Parameter
+	if err := collect(f.Type.Elem(), "", nil, &inner); err != nil {
+		return err
+	}
+	for i := range inner {
+		if inner[i].group != nil {
+			return fmt.Errorf("sdk: config field %s: maps of structs cannot nest", f.Name)
+		}
+		p := inner[i]
+		p.Name = name + "." + inner[i].Name
+		p.field, p.group, p.inner = nil, path, &inner[i]
 		*out = append(*out, p)
 	}
 	return nil
@@ -197,8 +226,14 @@ func unknownKeys(raw map[string]string, params []Parameter) []error {
 // Keys that name none of params are left to unknownKeys.
 func fill(raw map[string]string, params []Parameter, target reflect.Value) []error {
 	var errs []error
+	groups := map[string][]*Parameter{}
 	for i := range params {
 		p := &params[i]
+		if p.group != nil {
+			key := fmt.Sprint(p.group)
+			groups[key] = append(groups[key], p)
+			continue
+		}
 		field := target.FieldByIndex(p.field)
 		if p.wildcard() {
 			errs = append(errs, decodeWildcard(raw, p, field)...)
@@ -218,6 +253,48 @@ func fill(raw map[string]string, params []Parameter, target reflect.Value) []err
 			errs = append(errs, err)
 		}
 	}
+	for _, group := range groups {
+		errs = append(errs, fillGroup(raw, group, target.FieldByIndex(group[0].group))...)
+	}
+	return errs
+}
+
+// fillGroup fills a map of structs: one element for every name that a key
+// gives for the map's "*", each filled from the keys under its prefix.
+func fillGroup(raw map[string]string, params []*Parameter, field reflect.Value) []error {
+	prefix := params[0].Name[:strings.Index(params[0].Name, "*")] // "collections."
+
+	subs := map[string]map[string]string{}
+	for k, v := range raw {
+		k = strings.TrimSpace(k)
+		for _, p := range params {
+			if p.matches(k) {
+				name, rest, _ := strings.Cut(strings.TrimPrefix(k, prefix), ".")
+				if subs[name] == nil {
+					subs[name] = map[string]string{}
+				}
+				subs[name][rest] = v
+				break
+			}
+		}
+	}
+	inner := make([]Parameter, len(params))
+	for i, p := range params {
+		inner[i] = *p.inner
+	}
+	var errs []error
+	m := reflect.MakeMap(field.Type())
+	for name, sub := range subs {
+		elem := reflect.New(field.Type().Elem()).Elem()
+		for _, err := range fill(sub, inner, elem) {
+			if pe, ok := err.(*ParameterError); ok {
+				pe.Name = prefix + name + "." + pe.Name
+			}
+			errs = append(errs, err)
+		}
+		m.SetMapIndex(reflect.ValueOf(name), elem)
+	}
+	field.Set(m)
 	return errs
 }
 

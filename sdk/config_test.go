@@ -224,3 +224,70 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+type collection struct {
+	Format     nested   `param:"format"`
+	Operations []string `param:"operations" default:"create"`
+	Weight     int      `param:"weight" validate:"required"`
+}
+
+type groupConfig struct {
+	Collections map[string]collection `param:"collections.*"`
+}
+
+func TestParseMapOfStructs(t *testing.T) {
+	is := is.New(t)
+	params, err := Parameters(groupConfig{})
+	is.NoErr(err)
+	var names []string
+	for _, p := range params {
+		names = append(names, p.Name)
+	}
+	is.Equal(names, []string{"collections.*.format.options.*", "collections.*.format.type", "collections.*.operations", "collections.*.weight"})
+
+	var cfg groupConfig
+	is.NoErr(ParseConfig(map[string]string{
+		"collections.users.weight": "2", "collections.users.format.options.id": "int",
+		"collections.orders.weight": "1", "collections.orders.format.type": "structured", "collections.orders.operations": "create,delete",
+	}, &cfg))
+	is.Equal(cfg.Collections, map[string]collection{
+		"users":  {Format: nested{Type: "raw", Options: map[string]string{"id": "int"}}, Operations: []string{"create"}, Weight: 2},
+		"orders": {Format: nested{Type: "structured", Options: map[string]string{}}, Operations: []string{"create", "delete"}, Weight: 1},
+	})
+
+	err = ParseConfig(map[string]string{"collections.users.format.type": "xml", "collections.users.wieght": "1", "collections.a.b.weight": "1"}, &cfg)
+	for _, want := range []string{
+		`parameter "collections.users.format.type": got "xml", expected one of raw, structured`,
+		`parameter "collections.users.weight": is required but missing`,
+		`parameter "collections.users.wieght": is not a known parameter (did you mean "collections.*.weight"?)`,
+		`parameter "collections.a.b.weight": is not a known parameter`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+}
+
+func TestWildcardMatching(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, key string
+		want         bool
+	}{
+		{"a.*", "a.b", true},
+		{"a.*", "a.b.c", true},
+		{"a.*", "a.", false},
+		{"a.*", "a", false},
+		{"a.*.c", "a.b.c", true},
+		{"a.*.c", "a.b.x.c", false},
+		{"a.*.c", "a..c", false},
+		{"a.*.c.*", "a.b.c.d.e", true},
+		{"a.*.c.*", "a.b.c", false},
+		{"a.b", "a.b", true},
+		{"a.b", "a.b.", false},
+	} {
+		p := Parameter{Name: tt.pattern}
+		if got := p.matches(tt.key); got != tt.want {
+			t.Errorf("%q matches %q: got %v", tt.pattern, tt.key, got)
+		}
+	}
+}

@@ -41,18 +41,39 @@ type Parameter struct {
 
 	pattern *regexp.Regexp
 	field   []int // index path of the field in the config struct
+
+	// A parameter inside a map of structs ("collections.*.format.type")
+	// belongs to the map field at group; inner is its parameter within the
+	// struct, whose field path is relative to the map's element.
+	group []int
+	inner *Parameter
 }
 
 // wildcard reports whether the parameter stands for a family of names.
 func (p *Parameter) wildcard() bool { return strings.HasSuffix(p.Name, ".*") }
 
-// matches reports whether key names this parameter.
+// matches reports whether key names this parameter: a "*" segment in the
+// middle of the name matches one segment of key, a final one the rest.
 func (p *Parameter) matches(key string) bool {
-	if !p.wildcard() {
+	if !strings.Contains(p.Name, "*") {
 		return key == p.Name
 	}
-	prefix := strings.TrimSuffix(p.Name, "*")
-	return len(key) > len(prefix) && strings.HasPrefix(key, prefix)
+	pattern, rest := p.Name, key
+	for {
+		seg, more, found := strings.Cut(pattern, ".")
+		if seg == "*" && !found {
+			return rest != "" // a final * takes the rest
+		}
+		var part string
+		part, rest, _ = strings.Cut(rest, ".")
+		if part == "" || (seg != "*" && seg != part) {
+			return false
+		}
+		if !found {
+			return rest == "" && !strings.HasSuffix(key, ".")
+		}
+		pattern = more
+	}
 }
 
 // check validates a non-empty raw value and returns it converted to the
