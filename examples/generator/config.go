@@ -9,6 +9,15 @@ type Config struct {
 	Rate        float64  `param:"rate" default:"0" validate:"gt=-1" desc:"Records per second to generate; 0 means as fast as possible."`
 	Operations  []string `param:"operations" default:"create" desc:"Comma-separated operations to generate, each record's picked at random: create, update, delete, snapshot."`
 	Burst       Burst    `param:"burst"`
+	// Collections, when set, replace format and operations: records take
+	// turns among the collections, in name order.
+	Collections map[string]Collection `param:"collections.*"`
+}
+
+// Collection is one named kind of record.
+type Collection struct {
+	Format     Format   `param:"format"`
+	Operations []string `param:"operations" default:"create" desc:"Comma-separated operations to generate for this collection: create, update, delete, snapshot."`
 }
 
 // Burst alternates generating and pausing.

@@ -29,9 +29,9 @@ type field struct {
 
 // parseFields turns format.options into fields sorted by name, so payloads
 // have a stable shape.
-func parseFields(options map[string]string) ([]field, error) {
+func parseFields(prefix string, options map[string]string) ([]field, error) {
 	if len(options) == 0 {
-		return nil, fmt.Errorf(`parameter "format.options.*": got no fields, expected at least one, such as format.options.id: int`)
+		return nil, fmt.Errorf(`parameter "%sformat.options.*": got no fields, expected at least one, such as %sformat.options.id: int`, prefix, prefix)
 	}
 	fields := make([]field, 0, len(options))
 	for name, typ := range options {
@@ -39,7 +39,7 @@ func parseFields(options map[string]string) ([]field, error) {
 		case fieldInt, fieldString, fieldTime, fieldBool, fieldDuration:
 			fields = append(fields, field{name: name, typ: t, json: append(strconv.AppendQuote(nil, name), ':')})
 		default:
-			return nil, fmt.Errorf("parameter %q: got %q, expected one of int, string, time, bool, duration", "format.options."+name, typ)
+			return nil, fmt.Errorf("parameter %q: got %q, expected one of int, string, time, bool, duration", prefix+"format.options."+name, typ)
 		}
 	}
 	slices.SortFunc(fields, func(a, b field) int {

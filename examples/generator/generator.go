@@ -5,8 +5,10 @@ package generator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -35,12 +37,12 @@ var operations = map[string]sdk.Operation{
 }
 
 // Source generates records. Record i (counting from 1) has position and key
-// "i"; its payload follows the format.
+// "i"; its payload follows the format. With collections, records take turns
+// among them in name order, each with its collection's format and
+// operations and the opencdc.collection metadata.
 type Source struct {
-	cfg    Config
-	fields []field
-	file   []byte
-	ops    []sdk.Operation
+	cfg   Config
+	kinds []kind
 
 	seq        int64 // sequence number of the last record generated
 	start      time.Time
@@ -50,32 +52,62 @@ type Source struct {
 	buf        []byte
 }
 
+// kind is what a record of one collection looks like.
+type kind struct {
+	collection string // empty without collections
+	prefix     string // the parameters' prefix, for errors
+	format     Format
+	fields     []field
+	file       []byte
+	ops        []sdk.Operation
+}
+
 // New validates cfg and returns a generator.
 func New(cfg Config) (*Source, error) {
 	s := &Source{cfg: cfg}
-	for _, name := range cfg.Operations {
-		op, ok := operations[name]
-		if !ok {
-			return nil, fmt.Errorf(`parameter "operations": got %q, expected a comma-separated list of create, update, delete, snapshot`, name)
-		}
-		s.ops = append(s.ops, op)
-	}
-	if len(s.ops) == 0 {
-		return nil, fmt.Errorf(`parameter "operations": got none, expected at least one of create, update, delete, snapshot`)
-	}
-	switch cfg.Format.Type {
-	case "file":
-		if cfg.Format.Options["path"] == "" {
-			return nil, fmt.Errorf(`parameter "format.options.path": is required when format.type is file`)
-		}
-	default:
-		fields, err := parseFields(cfg.Format.Options)
+	if len(cfg.Collections) == 0 {
+		k, err := newKind("", "", cfg.Format, cfg.Operations)
 		if err != nil {
 			return nil, err
 		}
-		s.fields = fields
+		s.kinds = []kind{k}
+		return s, nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Collections)) {
+		c := cfg.Collections[name]
+		k, err := newKind(name, "collections."+name+".", c.Format, c.Operations)
+		if err != nil {
+			return nil, err
+		}
+		s.kinds = append(s.kinds, k)
 	}
 	return s, nil
+}
+
+func newKind(collection, prefix string, format Format, ops []string) (kind, error) {
+	k := kind{collection: collection, prefix: prefix, format: format}
+	for _, name := range ops {
+		op, ok := operations[name]
+		if !ok {
+			return kind{}, fmt.Errorf(`parameter "%soperations": got %q, expected a comma-separated list of create, update, delete, snapshot`, prefix, name)
+		}
+		k.ops = append(k.ops, op)
+	}
+	if len(k.ops) == 0 {
+		return kind{}, fmt.Errorf(`parameter "%soperations": got none, expected at least one of create, update, delete, snapshot`, prefix)
+	}
+	if format.Type == "file" {
+		if format.Options["path"] == "" {
+			return kind{}, fmt.Errorf(`parameter "%sformat.options.path": is required when format.type is file`, prefix)
+		}
+		return k, nil
+	}
+	fields, err := parseFields(prefix, format.Options)
+	if err != nil {
+		return kind{}, err
+	}
+	k.fields = fields
+	return k, nil
 }
 
 // Open resumes after from, the position of the last acknowledged record.
@@ -87,12 +119,16 @@ func (s *Source) Open(_ context.Context, from sdk.Position) error {
 		}
 		s.seq = seq
 	}
-	if s.cfg.Format.Type == "file" {
-		data, err := os.ReadFile(s.cfg.Format.Options["path"])
-		if err != nil {
-			return fmt.Errorf(`parameter "format.options.path": %w`, err)
+	for i := range s.kinds {
+		k := &s.kinds[i]
+		if k.format.Type != "file" {
+			continue
 		}
-		s.file = data
+		data, err := os.ReadFile(k.format.Options["path"])
+		if err != nil {
+			return fmt.Errorf(`parameter "%sformat.options.path": %w`, k.prefix, err)
+		}
+		k.file = data
 	}
 	s.rng = rand.New(rand.NewPCG(uint64(s.seq), 0x636f6e6e6b6974))
 	return nil
@@ -201,9 +237,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func (s *Source) record(now time.Time) sdk.Record {
 	pos := strconv.AppendInt(nil, s.seq, 10)
-	op := s.ops[0]
-	if len(s.ops) > 1 {
-		op = s.ops[s.rng.IntN(len(s.ops))]
+	k := &s.kinds[(s.seq-1)%int64(len(s.kinds))]
+	op := k.ops[0]
+	if len(k.ops) > 1 {
+		op = k.ops[s.rng.IntN(len(k.ops))]
 	}
 	r := sdk.Record{
 		Position:  pos,
@@ -212,16 +249,19 @@ func (s *Source) record(now time.Time) sdk.Record {
 		Key:       sdk.RawData(pos),
 	}
 	r.Metadata.SetCreatedAt(now)
+	if k.collection != "" {
+		r.Metadata.SetCollection(k.collection)
+	}
 	if op == sdk.OperationDelete {
 		return r // a deletion carries the key only
 	}
-	switch s.cfg.Format.Type {
+	switch k.format.Type {
 	case "file":
-		r.Payload.After = sdk.RawData(s.file)
+		r.Payload.After = sdk.RawData(k.file)
 	case "structured":
-		r.Payload.After = structured(s.fields, s.rng, now)
+		r.Payload.After = structured(k.fields, s.rng, now)
 	default:
-		s.buf = raw(s.buf[:0], s.fields, s.rng, now)
+		s.buf = raw(s.buf[:0], k.fields, s.rng, now)
 		r.Payload.After = sdk.RawData(append([]byte(nil), s.buf...))
 	}
 	return r

@@ -243,3 +243,33 @@ func TestBursts(t *testing.T) {
 		is.Equal(time.Since(start), 3*time.Second)
 	})
 }
+
+func TestCollections(t *testing.T) {
+	is := is.New(t)
+	src := open(t, map[string]string{
+		"collections.users.format.type": "structured", "collections.users.format.options.name": "string",
+		"collections.orders.format.options.total": "int", "collections.orders.operations": "update",
+	}, sdk.Position("6"))
+	for _, want := range []struct{ collection, op string }{{"orders", "update"}, {"users", "create"}, {"orders", "update"}} {
+		r, err := src.Read(t.Context())
+		is.NoErr(err)
+		c, err := r.Metadata.GetCollection()
+		is.NoErr(err)
+		is.Equal(c, want.collection) // in name order, continuing the rotation after a restart
+		is.Equal(r.Operation.String(), want.op)
+		if c == "users" {
+			_, ok := r.Payload.After.(sdk.StructuredData)["name"]
+			is.True(ok)
+		} else {
+			is.True(strings.Contains(string(r.Payload.After.Bytes()), `"total":`))
+		}
+	}
+	_, err := Connector.Source.New(map[string]string{"collections.users.format.options.id": "integer"})
+	if err == nil || !strings.Contains(err.Error(), `parameter "collections.users.format.options.id": got "integer"`) {
+		t.Errorf("got %v", err)
+	}
+	_, err = Connector.Source.New(map[string]string{"collections.users.format.type": "file"})
+	if err == nil || !strings.Contains(err.Error(), `parameter "collections.users.format.options.path": is required`) {
+		t.Errorf("got %v", err)
+	}
+}
