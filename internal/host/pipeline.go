@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,17 @@ type Result struct {
 	AckBatches    int64         // messages of acks the destination sent
 	LastPosition  []byte        // what the source's Stop returned
 	Elapsed       time.Duration // from the first record read to the last ack
+	// Latencies, sorted, from forwarding each record to the destination to
+	// receiving its ack.
+	Latencies []time.Duration
+}
+
+// Latency returns the q-quantile (0..1) of the ack latencies.
+func (r Result) Latency(q float64) time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	return r.Latencies[min(len(r.Latencies)-1, int(q*float64(len(r.Latencies))))]
 }
 
 // NackError is a record the destination did not write.
@@ -91,6 +103,7 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res
+	slices.Sort(res.Latencies)
 	if !r.firstRead.IsZero() {
 		res.Elapsed = r.lastAck.Sub(r.firstRead)
 	}
@@ -109,7 +122,8 @@ type run struct {
 
 	mu            sync.Mutex
 	res           Result
-	inflight      [][]byte // positions forwarded and not yet acked, oldest first
+	inflight      [][]byte    // positions forwarded and not yet acked, oldest first
+	forwardedAt   []time.Time // when each inflight record was forwarded
 	stopAt        []byte
 	stopped       bool
 	lastForwarded []byte
@@ -183,8 +197,10 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 		}
 		r.res.Read += int64(len(records))
 		r.res.SourceBatches++
+		now := time.Now()
 		for _, rec := range records {
 			r.inflight = append(r.inflight, rec.GetPosition())
+			r.forwardedAt = append(r.forwardedAt, now)
 		}
 		r.mu.Unlock()
 		if r.PerMessage {
@@ -216,6 +232,7 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 			return
 		}
 		positions := make([][]byte, 0, len(resp.GetAcks()))
+		now := time.Now()
 		r.mu.Lock()
 		r.res.AckBatches++
 		for _, a := range resp.GetAcks() {
@@ -234,7 +251,8 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 				r.done <- &NackError{Position: pos, Message: a.GetError()}
 				return
 			}
-			r.inflight = r.inflight[1:]
+			r.res.Latencies = append(r.res.Latencies, now.Sub(r.forwardedAt[0]))
+			r.inflight, r.forwardedAt = r.inflight[1:], r.forwardedAt[1:]
 			positions = append(positions, pos)
 			r.lastAckedPos = pos
 			r.res.Acked++

@@ -1,0 +1,204 @@
+// Command bench plays Conduit's part towards standalone connector plugins,
+// connkit's or anyone else's, and measures them over the real protocol.
+//
+//	bench source      -plugin BIN [-config k=v ...] [-records N]
+//	bench destination -plugin BIN [-config k=v ...] [-records N] [-payload BYTES | -fields id=int,...] [-per-message N]
+//	bench sweep       -source BIN -destination BIN [-vs-source BIN -vs-destination BIN] [-out DIR] ...
+//
+// source reads N records, acking as Conduit does, and reports records/s and
+// records per message. destination sends N generated records and reports
+// records/s, MB/s and ack latency percentiles, checking that every ack
+// arrives, in order. sweep runs source → destination pipelines over a grid
+// of batch sizes and payload sizes, optionally for a second pair of plugins
+// side by side, and writes a table and SVG charts.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/host"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "source":
+		err = sourceMode(ctx, os.Args[2:])
+	case "destination":
+		err = destinationMode(ctx, os.Args[2:])
+	case "sweep":
+		err = sweepMode(ctx, os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep [flags]; bench MODE -h lists a mode's flags")
+	os.Exit(2)
+}
+
+// settings collects repeated key=value flags.
+type settings map[string]string
+
+func (s settings) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s settings) Set(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("%q is not key=value", kv)
+	}
+	s[k] = v
+	return nil
+}
+
+func sourceMode(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("source", flag.ExitOnError)
+	path := fs.String("plugin", "bin/connkit-generator", "source plugin binary")
+	config := settings{}
+	fs.Var(config, "config", "source parameter as key=value (repeatable)")
+	records := fs.Int64("records", 100000, "records to read")
+	_ = fs.Parse(args)
+
+	src, kill, err := launchSource(*path, config)
+	if err != nil {
+		return err
+	}
+	defer kill()
+	st, err := host.Drain(ctx, src, *records)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d records in %v: %.0f records/s, %.1f MB/s of payload, %.1f records per message\n",
+		st.Records, st.Elapsed.Round(time.Millisecond), st.RecordsPerSecond(), st.MBPerSecond(), float64(st.Records)/float64(st.Messages))
+	return nil
+}
+
+func destinationMode(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("destination", flag.ExitOnError)
+	path := fs.String("plugin", "bin/connkit-log", "destination plugin binary")
+	config := settings{}
+	fs.Var(config, "config", "destination parameter as key=value, e.g. sdk.batch.size=1000 (repeatable)")
+	records := fs.Int64("records", 100000, "records to send")
+	payload := fs.Int("payload", 1024, "raw payload size in bytes (ignored with -fields)")
+	fields := fs.String("fields", "", "structured payload instead: comma-separated name=type, types int, string, bool")
+	perMessage := fs.Int("per-message", 1, "records per message: 1 as Conduit's default engine sends them")
+	_ = fs.Parse(args)
+
+	newRecord, err := recordMaker(*payload, *fields)
+	if err != nil {
+		return err
+	}
+	dst, kill, err := launchDestination(*path, config)
+	if err != nil {
+		return err
+	}
+	defer kill()
+	st, err := host.Feed(ctx, dst, *records, *perMessage, newRecord)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d records in %v: %.0f records/s, %.1f MB/s; ack latency p50 %v, p90 %v, p99 %v, max %v\n",
+		st.Records, st.Elapsed.Round(time.Millisecond), st.RecordsPerSecond(), st.MBPerSecond(),
+		st.Latency(0.5), st.Latency(0.9), st.Latency(0.99), st.Latency(1))
+	return nil
+}
+
+// recordMaker returns a function making record i: a raw payload of size
+// bytes, or structured data with the given fields.
+func recordMaker(size int, fields string) (func(int64) opencdc.Record, error) {
+	if fields == "" {
+		payload := opencdc.RawData(strings.Repeat("x", size))
+		return func(int64) opencdc.Record {
+			return opencdc.Record{Operation: opencdc.OperationCreate, Payload: opencdc.Change{After: payload}}
+		}, nil
+	}
+	type field struct{ name, typ string }
+	var fs []field
+	for f := range strings.SplitSeq(fields, ",") {
+		name, typ, _ := strings.Cut(strings.TrimSpace(f), "=")
+		switch typ {
+		case "int", "string", "bool":
+		default:
+			return nil, fmt.Errorf("-fields: field %q has type %q, expected int, string or bool", name, typ)
+		}
+		fs = append(fs, field{name, typ})
+	}
+	return func(i int64) opencdc.Record {
+		data := make(opencdc.StructuredData, len(fs))
+		for _, f := range fs {
+			switch f.typ {
+			case "int":
+				data[f.name] = i
+			case "string":
+				data[f.name] = "value-" + strconv.FormatInt(i, 10)
+			case "bool":
+				data[f.name] = i%2 == 0
+			}
+		}
+		return opencdc.Record{Operation: opencdc.OperationCreate, Key: opencdc.RawData(strconv.FormatInt(i, 10)), Payload: opencdc.Change{After: data}}
+	}, nil
+}
+
+func launch(path string) (*host.Plugin, error) {
+	return host.Launch(path, host.Options{ConnectorID: "bench", LogLevel: "info"})
+}
+
+// launchSource starts, configures and opens a source; kill ends the
+// process once the source is torn down.
+func launchSource(path string, config map[string]string) (src host.SourcePlugin, kill func(), err error) {
+	p, err := launch(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err = p.Source()
+	if err == nil {
+		_, err = src.Configure(context.Background(), pconnector.SourceConfigureRequest{Config: config})
+	}
+	if err == nil {
+		_, err = src.Open(context.Background(), pconnector.SourceOpenRequest{})
+	}
+	if err != nil {
+		p.Kill()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return src, p.Kill, nil
+}
+
+// launchDestination is launchSource for destinations.
+func launchDestination(path string, config map[string]string) (dst host.DestinationPlugin, kill func(), err error) {
+	p, err := launch(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	dst, err = p.Destination()
+	if err == nil {
+		_, err = dst.Configure(context.Background(), pconnector.DestinationConfigureRequest{Config: config})
+	}
+	if err == nil {
+		_, err = dst.Open(context.Background(), pconnector.DestinationOpenRequest{})
+	}
+	if err != nil {
+		p.Kill()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return dst, p.Kill, nil
+}

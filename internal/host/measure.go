@@ -1,0 +1,242 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+)
+
+// Stats describe one measured run.
+type Stats struct {
+	Records  int64
+	Bytes    int64 // payload bytes
+	Messages int64 // messages that carried the records
+	Elapsed  time.Duration
+	// Latencies of acks, from sending a record to receiving its ack, sorted;
+	// only for destinations.
+	Latencies []time.Duration
+}
+
+// RecordsPerSecond is Records over Elapsed.
+func (s Stats) RecordsPerSecond() float64 { return float64(s.Records) / s.Elapsed.Seconds() }
+
+// MBPerSecond is payload megabytes (10^6 bytes) over Elapsed.
+func (s Stats) MBPerSecond() float64 { return float64(s.Bytes) / 1e6 / s.Elapsed.Seconds() }
+
+// Latency returns the q-quantile (0..1) of the ack latencies.
+func (s Stats) Latency(q float64) time.Duration {
+	if len(s.Latencies) == 0 {
+		return 0
+	}
+	return s.Latencies[min(len(s.Latencies)-1, int(q*float64(len(s.Latencies))))]
+}
+
+// Drain reads n records from an opened source the way Conduit does: it
+// acks each message's records once it has received them, stops the source
+// after n records, keeps receiving and acking until the position Stop
+// returned, and tears the source down.
+func Drain(ctx context.Context, src SourcePlugin, n int64) (Stats, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := src.runProto(runCtx)
+	if err != nil {
+		return Stats{}, fmt.Errorf("source Run: %w", err)
+	}
+	var (
+		mu      sync.Mutex
+		st      Stats
+		start   time.Time
+		last    []byte
+		changed = make(chan struct{}, 1)
+	)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			recs := resp.GetRecords()
+			if len(recs) == 0 {
+				continue
+			}
+			acks := make([][]byte, len(recs))
+			mu.Lock()
+			if start.IsZero() {
+				start = time.Now()
+			}
+			measuring := st.Elapsed == 0 // what arrives after n records is acked, not counted
+			for i, r := range recs {
+				acks[i] = r.GetPosition()
+				if measuring {
+					st.Bytes += int64(payloadSize(r))
+				}
+			}
+			if measuring {
+				st.Records += int64(len(recs))
+				st.Messages++
+				if st.Records >= n {
+					st.Elapsed = time.Since(start)
+				}
+			}
+			last = acks[len(acks)-1]
+			mu.Unlock()
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+			if err := stream.Send(&connectorv2.Source_Run_Request{AckPositions: acks}); err != nil {
+				recvErr <- fmt.Errorf("send acks: %w", err)
+				return
+			}
+		}
+	}()
+	// until returns once cond holds, checked whenever a message arrived.
+	until := func(cond func() bool) error {
+		for {
+			mu.Lock()
+			ok := cond()
+			mu.Unlock()
+			if ok {
+				return nil
+			}
+			select {
+			case <-changed:
+			case err := <-recvErr:
+				return fmt.Errorf("receive after %d records: %w", st.Records, err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if err := until(func() bool { return st.Records >= n }); err != nil {
+		return st, err
+	}
+	// Stop while still receiving: a source may be sending when Stop comes.
+	resp, err := src.Stop(ctx, pconnector.SourceStopRequest{})
+	if err != nil {
+		return st, fmt.Errorf("source Stop: %w", err)
+	}
+	if len(resp.LastPosition) > 0 {
+		if err := until(func() bool { return bytes.Equal(last, resp.LastPosition) }); err != nil {
+			return st, err
+		}
+	}
+	cancel()
+	_, err = src.Teardown(context.WithoutCancel(ctx), pconnector.SourceTeardownRequest{})
+	mu.Lock()
+	defer mu.Unlock()
+	return st, err
+}
+
+func payloadSize(r *opencdcv1.Record) int {
+	if r.GetPayload() == nil || r.GetPayload().GetAfter() == nil {
+		return 0
+	}
+	if raw := r.GetPayload().GetAfter().GetRawData(); raw != nil {
+		return len(raw)
+	}
+	return 0
+}
+
+// Feed sends n records, made by record, to an opened destination in
+// messages of perMessage records, without waiting for acks (as Conduit
+// does), checks that every ack arrives in order and positive, then stops
+// and tears the destination down. Positions are "1", "2", ...
+func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, record func(i int64) opencdc.Record) (Stats, error) {
+	if perMessage < 1 {
+		return Stats{}, errors.New("host: perMessage must be at least 1")
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := dst.runProto(runCtx)
+	if err != nil {
+		return Stats{}, fmt.Errorf("destination Run: %w", err)
+	}
+	var (
+		mu   sync.Mutex
+		sent = make([]time.Time, 0, n)
+		st   Stats
+	)
+	sendErr := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		sendErr <- func() error {
+			batch := make([]*opencdcv1.Record, 0, perMessage)
+			flush := func() error {
+				now := time.Now()
+				mu.Lock()
+				for range batch {
+					sent = append(sent, now)
+				}
+				st.Messages++
+				mu.Unlock()
+				err := stream.Send(&connectorv2.Destination_Run_Request{Records: batch})
+				batch = make([]*opencdcv1.Record, 0, perMessage)
+				return err
+			}
+			for i := int64(1); i <= n; i++ {
+				r := record(i)
+				r.Position = opencdc.Position(fmt.Sprint(i))
+				p := &opencdcv1.Record{}
+				if err := r.ToProto(p); err != nil {
+					return fmt.Errorf("record %d: %w", i, err)
+				}
+				mu.Lock()
+				st.Bytes += int64(len(r.Payload.After.Bytes()))
+				mu.Unlock()
+				batch = append(batch, p)
+				if len(batch) == perMessage || i == n {
+					if err := flush(); err != nil {
+						return fmt.Errorf("send: %w", err)
+					}
+				}
+			}
+			return nil
+		}()
+	}()
+
+	latencies := make([]time.Duration, 0, n)
+	for next := int64(1); next <= n; {
+		resp, err := stream.Recv()
+		if err != nil {
+			return st, errors.Join(fmt.Errorf("receive acks after %d: %w", next-1, err), <-sendErr)
+		}
+		now := time.Now()
+		for _, a := range resp.GetAcks() {
+			if want := fmt.Sprint(next); string(a.GetPosition()) != want {
+				return st, fmt.Errorf("ack for position %q, expected %q", a.GetPosition(), want)
+			}
+			if a.GetError() != "" {
+				return st, fmt.Errorf("record %d nacked: %s", next, a.GetError())
+			}
+			mu.Lock()
+			latencies = append(latencies, now.Sub(sent[next-1]))
+			mu.Unlock()
+			next++
+		}
+	}
+	st.Elapsed = time.Since(start)
+	st.Records = n
+	if err := <-sendErr; err != nil {
+		return st, err
+	}
+	slices.Sort(latencies)
+	st.Latencies = latencies
+	if _, err := dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(fmt.Sprint(n))}); err != nil {
+		return st, fmt.Errorf("destination Stop: %w", err)
+	}
+	cancel()
+	_, err = dst.Teardown(context.WithoutCancel(ctx), pconnector.DestinationTeardownRequest{})
+	return st, err
+}
