@@ -231,8 +231,9 @@ func (b *Batcher[T]) Flush(ctx context.Context) error {
 }
 
 // Close flushes what was added and stops the batcher. If ctx ends first,
-// the flush in progress gets a cancelled context and Close returns ctx's
-// error. Close is safe to call more than once.
+// the flush in progress gets a cancelled context (Close then waits for the
+// flush function to return) and Close returns ctx's error. It returns the
+// sticky flush error, if any. Close is safe to call more than once.
 func (b *Batcher[T]) Close(ctx context.Context) error {
 	err := b.Flush(ctx)
 	b.mu.Lock()
@@ -245,12 +246,19 @@ func (b *Batcher[T]) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		b.cancel()
 		<-b.done
-		if err == nil {
-			err = ctx.Err()
-		}
 	}
 	b.cancel()
-	return err
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case b.err != nil:
+		return b.err // an item added while Close began failed to flush
+	case b.flushed < b.added:
+		return ctx.Err()
+	}
+	return nil
 }
 
 // run is the flusher: it takes complete batches and flushes them, one at a

@@ -341,3 +341,21 @@ func BenchmarkAdd(b *testing.B) {
 		})
 	}
 }
+
+// TestCloseReportsALateFlushError: an item added while Close begins is
+// flushed on the way out, and its failure is Close's error.
+func TestCloseReportsALateFlushError(t *testing.T) {
+	boom := errors.New("boom")
+	for range 2000 {
+		b, err := New(Policy{Count: 10}, nil, func(context.Context, []int, Reason) error { return boom })
+		if err != nil {
+			t.Fatal(err)
+		}
+		added := make(chan error, 1)
+		go func() { added <- b.Add(context.Background(), 1) }()
+		cerr := b.Close(context.Background())
+		if aerr := <-added; aerr == nil && cerr == nil {
+			t.Fatal("Add accepted the item, its flush failed, and Close returned nil")
+		}
+	}
+}

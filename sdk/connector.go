@@ -139,10 +139,20 @@ func configure[T any](f Factory[T], mws []middleware.Configurable, raw map[strin
 	errs = append(unknownKeys(raw, all), errs...)
 	configs := make([]middleware.Configurable, len(mws))
 	for i, m := range mws {
-		v := reflect.New(reflect.TypeOf(m))
+		// A fresh value of m's type (or of what it points to), filled from raw.
+		t := reflect.TypeOf(m)
+		ptr := t.Kind() == reflect.Pointer
+		if ptr {
+			t = t.Elem()
+		}
+		v := reflect.New(t)
 		params, _ := Parameters(m) // checked by allParameters
 		errs = append(errs, fill(raw, params, v.Elem())...)
-		configs[i] = v.Elem().Interface().(middleware.Configurable)
+		if ptr {
+			configs[i] = v.Interface().(middleware.Configurable)
+		} else {
+			configs[i] = v.Elem().Interface().(middleware.Configurable)
+		}
 	}
 	if len(errs) > 0 {
 		return zero, invalid(errs) // before building: the connector never sees a bad configuration

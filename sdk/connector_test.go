@@ -68,3 +68,14 @@ func TestMiddlewareParameterClash(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestPointerMiddleware(t *testing.T) {
+	is := is.New(t)
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
+		Middleware: []middleware.Configurable{&middleware.Batching{}}}
+	d, err := c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
+	is.NoErr(err)
+	p, ok := middleware.PolicyOf(d)
+	is.True(ok)
+	is.Equal(p.Count, 5)
+}

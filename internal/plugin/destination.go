@@ -12,7 +12,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/logging"
 	"github.com/connkit/connkit/middleware"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,6 +30,7 @@ type destinationServer struct {
 	running      bool
 	runDone      chan struct{}                    // closed when Run returns
 	in           *batcher.Batcher[opencdc.Record] // collects records into batches; nil without batching
+	cancelWrites context.CancelFunc               // ends the batched writes' context
 	lastReceived opencdc.Position
 	stopAt       opencdc.Position // the position Stop waits for
 	lastAcked    opencdc.Position
@@ -123,16 +123,17 @@ func (d *destinationServer) run(ctx context.Context, dst Destination, stream pco
 // under policy, collecting the next batch while one is written.
 func (d *destinationServer) runBatched(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, policy batcher.Policy) error {
 	// Writes outlive the stream's context so that what was received is
-	// written even while Conduit closes the stream; Teardown bounds them.
-	writeCtx := context.WithoutCancel(ctx)
-	in, err := batcher.New(policy, recordSize, func(ctx context.Context, batch []opencdc.Record, _ batcher.Reason) error {
-		return d.write(logging.NewContext(ctx, d.log), dst, stream, batch)
+	// written even while Conduit closes the stream; Teardown cancels them.
+	writeCtx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWrites()
+	in, err := batcher.New(policy, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
+		return d.write(writeCtx, dst, stream, batch)
 	})
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
-	d.in = in
+	d.in, d.cancelWrites = in, cancelWrites
 	d.mu.Unlock()
 	defer func() {
 		if err := in.Close(writeCtx); err != nil && ctx.Err() == nil {
@@ -235,12 +236,17 @@ func (d *destinationServer) Stop(ctx context.Context, req pconnector.Destination
 	}
 }
 
-// Teardown waits for Run to end and tears the connector down. It works
-// whether or not Configure, Open or Run ever happened.
+// Teardown cancels writes still in progress (Stop has written and acked
+// everything Conduit waits for; acks for anything else can no longer reach
+// it), waits for Run to end and tears the connector down. It works whether
+// or not Configure, Open or Run ever happened.
 func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.DestinationTeardownRequest) (pconnector.DestinationTeardownResponse, error) {
 	d.mu.Lock()
-	dst, running, runDone := d.dst, d.running, d.runDone
+	dst, running, runDone, cancelWrites := d.dst, d.running, d.runDone, d.cancelWrites
 	d.mu.Unlock()
+	if cancelWrites != nil {
+		cancelWrites()
+	}
 	if running {
 		select {
 		case <-runDone:

@@ -17,12 +17,17 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("connector panicked in %s: %v", e.Call, e.Value)
 }
 
-// guard runs f and converts a panic into a *PanicError.
+// guard runs f and converts a panic into a *PanicError, including one in
+// the Error method of the error f returns (a typed nil pointer, typically),
+// which would otherwise crash the process wherever the error is printed.
 func guard(call string, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Call: call, Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return f()
+	if err = f(); err != nil {
+		_ = err.Error()
+	}
+	return err
 }

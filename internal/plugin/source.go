@@ -83,25 +83,14 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	if err != nil {
 		return err
 	}
-	readCtx, stopRead := context.WithCancel(ctx)
-	defer stopRead()
-	s.mu.Lock()
-	if s.stopRead != nil {
-		s.mu.Unlock()
-		return status.Error(codes.FailedPrecondition, "source is already running")
-	}
-	s.stopRead = stopRead
-	s.readDone = make(chan struct{})
-	s.runDone = make(chan struct{})
-	runDone := s.runDone
-	s.mu.Unlock()
-
 	send := func(records []opencdc.Record) error {
 		if err := stream.Server().Send(pconnector.SourceRunResponse{Records: records}); err != nil {
 			return fmt.Errorf("send records to Conduit: %w", err)
 		}
 		return nil
 	}
+	// The batcher exists before Stop can see that Run started, so that Stop
+	// always flushes what the reader collected.
 	var out *batcher.Batcher[opencdc.Record]
 	if policy, ok := middleware.PolicyOf(src); ok {
 		out, err = batcher.New(policy, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
@@ -110,10 +99,22 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.out = out
-		s.mu.Unlock()
 	}
+	readCtx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
+	s.mu.Lock()
+	if s.stopRead != nil {
+		s.mu.Unlock()
+		if out != nil {
+			_ = out.Close(ctx)
+		}
+		return status.Error(codes.FailedPrecondition, "source is already running")
+	}
+	s.stopRead, s.out = stopRead, out
+	s.readDone = make(chan struct{})
+	s.runDone = make(chan struct{})
+	runDone := s.runDone
+	s.mu.Unlock()
 
 	failed := make(chan error, 2)
 	go func() {
