@@ -1,14 +1,15 @@
 # make build     builds the example plugins into bin/
 # make pipeline  runs generator → log over the plugin protocol and prints what flowed
 # make test      runs every test, including end-to-end tests in real Conduit
-# make bench     runs the benchmarks, connkit's plugins side by side with the incumbent's
+# make bench     runs the benchmarks and a sweep of generator → log, connkit's plugins
+#                side by side with the incumbent's, into bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
 CACHE_DIR       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/connkit
 CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
 INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
-BENCH_RECORDS   ?= 300000
+BENCH_RECORDS   ?= 100000
 PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log
 
 # Some Conduit modules are not in the public checksum database.
@@ -50,9 +51,16 @@ $(INCUMBENT_BIN)/log: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.su
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-log/cmd/connector
 
+# The incumbent's schema middleware needs Conduit's schema service, which
+# the bench host does not serve; raw payloads have no schema anyway.
+NO_SCHEMA = sdk.schema.extract.key.enabled=false sdk.schema.extract.payload.enabled=false
+
 bench: build incumbent
 	$(GO) test -run '^$$' -bench . ./batcher ./internal/plugin ./examples/generator
-	CONNKIT_BIN=$(CURDIR)/bin INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -run '^$$' -bench Pipeline -benchtime $(BENCH_RECORDS)x -count 3 ./internal/e2e
+	$(GO) run ./internal/cmd/bench sweep -out bench/results -records $(BENCH_RECORDS) \
+		-destination-config level=trace -vs-destination-config level=trace \
+		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log \
+		$(foreach kv,$(NO_SCHEMA),-vs-source-config $(kv) -vs-destination-config $(kv))
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
