@@ -1,0 +1,119 @@
+// Package postgres is a destination that writes records to PostgreSQL with
+// set-based statements: each run of consecutive records for the same table
+// and operation becomes one statement over arrays of values.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/connkit/connkit/sdk"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Version is the connector's version, set at build time with -ldflags -X.
+var Version = "v0.1.0"
+
+// Connector is the postgres plugin.
+var Connector = sdk.Connector{
+	Name:        "postgres",
+	Version:     Version,
+	Summary:     "Writes records to PostgreSQL tables.",
+	Description: "Creates, snapshots and updates upsert on the key (a plain insert when a record has no key); deletes delete by key. Structured payloads and raw JSON objects map to columns by name. Consecutive records for the same table and operation are written with one statement.",
+	Author:      "connkit",
+	Destination: sdk.NewDestination(New),
+}
+
+// Config is the destination's configuration.
+type Config struct {
+	URL   string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db. The password never appears in logs or errors."`
+	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included. Default: each record's opencdc.collection metadata."`
+	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key."`
+}
+
+// Destination writes records to PostgreSQL.
+type Destination struct {
+	cfg  Config
+	pool *pgxpool.Pool
+
+	mu     sync.Mutex
+	tables map[string]*table // by name as configured or given in metadata
+}
+
+// New returns a destination; it connects in Open.
+func New(cfg Config) (*Destination, error) {
+	if _, err := pgxpool.ParseConfig(cfg.URL); err != nil {
+		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
+	}
+	return &Destination{cfg: cfg, tables: map[string]*table{}}, nil
+}
+
+// Open connects to the database.
+func (d *Destination) Open(ctx context.Context) error {
+	pool, err := pgxpool.New(ctx, d.cfg.URL)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %s", redact(err, d.cfg.URL))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return fmt.Errorf("connect to PostgreSQL: %s", redact(err, d.cfg.URL))
+	}
+	d.pool = pool
+	return nil
+}
+
+// Teardown closes the connections.
+func (d *Destination) Teardown(context.Context) error {
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// Write writes records in order, one statement per run of records with the
+// same table and operation. On failure it returns how many leading records
+// are committed and an error naming the first record that is not, its table
+// and the database's reason.
+func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	runs, n, err := d.plan(ctx, records)
+	for _, r := range runs {
+		if werr := d.writeRun(ctx, r); werr != nil {
+			return r.start + werr.index, werr.err
+		}
+	}
+	return n, err
+}
+
+// redact removes the password of url from err's message.
+func redact(err error, url string) string {
+	msg := err.Error()
+	if cfg, perr := pgconn.ParseConfig(url); perr == nil && cfg.Password != "" {
+		msg = strings.ReplaceAll(msg, cfg.Password, "xxxxx")
+	}
+	return msg
+}
+
+// isConnectionLoss reports whether err means the connection broke, so that
+// the statement is worth one retry on a fresh connection.
+func isConnectionLoss(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" // connection exception, admin shutdown
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || isNetworkError(err)
+}
+
+func isNetworkError(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"connection reset", "broken pipe", "unexpected EOF", "connection refused", "conn closed", "closed pool", "failed to connect"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}

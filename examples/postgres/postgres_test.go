@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/connkit/connkit/internal/pgtest"
+	"github.com/connkit/connkit/sdk"
+	"github.com/jackc/pgx/v5"
+	"github.com/matryer/is"
+)
+
+var server *pgtest.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var err error
+		if server, err = pgtest.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer server.Stop()
+		return m.Run()
+	}())
+}
+
+var databases atomic.Int64
+
+// setup creates a database with the given tables and returns a connection
+// to it and an opened destination with the given settings.
+func setup(t *testing.T, ddl string, settings map[string]string) (*pgx.Conn, *Destination) {
+	t.Helper()
+	ctx := t.Context()
+	url, err := server.CreateDatabase(ctx, fmt.Sprintf("test_%d", databases.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	raw := map[string]string{"url": url}
+	for k, v := range settings {
+		raw[k] = v
+	}
+	d, err := Connector.Destination.New(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Teardown(context.Background()) })
+	return conn, d.(*Destination)
+}
+
+// rows returns a query's rows, each rendered as its columns' text joined
+// by "|".
+func rows(t *testing.T, conn *pgx.Conn, query string) []string {
+	t.Helper()
+	rs, err := conn.Query(t.Context(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		vals, err := rs.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	return out
+}
+
+func rec(pos string, op sdk.Operation, key, after sdk.Data) sdk.Record {
+	return sdk.Record{Position: sdk.Position(pos), Operation: op, Metadata: sdk.Metadata{}, Key: key, Payload: sdk.Change{After: after}}
+}
+
+func TestOperations(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE users (id bigint PRIMARY KEY, name text, age int, active boolean, seen timestamptz)`, map[string]string{"table": "users"})
+	n, err := d.Write(t.Context(), []sdk.Record{
+		rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, sdk.StructuredData{"name": "ann", "age": 31, "active": true, "seen": "2026-01-02T03:04:05Z"}),
+		rec("2", sdk.OperationSnapshot, sdk.RawData(`{"id": 2}`), sdk.RawData(`{"name": "bob", "age": 40}`)),
+		rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 3}, sdk.StructuredData{"name": "cid"}),
+		rec("4", sdk.OperationUpdate, sdk.StructuredData{"id": 1}, sdk.StructuredData{"name": "ann", "age": 32, "active": false, "seen": nil}),
+		rec("5", sdk.OperationDelete, sdk.StructuredData{"id": 3}, nil),
+		rec("6", sdk.OperationUpdate, sdk.RawData(`{"id": 4}`), sdk.RawData(`{"name": "dee"}`)), // an update of a missing row inserts it
+	})
+	is.NoErr(err)
+	is.Equal(n, 6)
+	is.Equal(rows(t, conn, `SELECT id, name, age, active, seen IS NULL FROM users ORDER BY id`), []string{
+		"1|ann|32|false|true",
+		"2|bob|40|<nil>|true",
+		"4|dee|<nil>|<nil>|true",
+	})
+}
+
+func TestKeysAndNames(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `
+		CREATE SCHEMA "Sales";
+		CREATE TABLE "Sales"."Order Lines" (order_id int, line int, "Item" text, PRIMARY KEY (order_id, line));
+		CREATE TABLE events (at text, what text)`, nil)
+	lines := func(pos string, op sdk.Operation, order, line int, item any) sdk.Record {
+		r := rec(pos, op, sdk.StructuredData{"order_id": order, "line": line}, sdk.StructuredData{"Item": item})
+		r.Metadata.SetCollection(`"Sales"."Order Lines"`)
+		return r
+	}
+	event := func(pos, what string) sdk.Record {
+		r := rec(pos, sdk.OperationCreate, nil, sdk.StructuredData{"at": pos, "what": what})
+		r.Metadata.SetCollection("events")
+		return r
+	}
+	n, err := d.Write(t.Context(), []sdk.Record{
+		lines("1", sdk.OperationCreate, 1, 1, "apple"),
+		lines("2", sdk.OperationCreate, 1, 2, "pear"),
+		event("3", "opened"),
+		event("4", "opened"), // no key: plain inserts, both kept
+		lines("5", sdk.OperationCreate, 1, 1, "plum"),
+		lines("6", sdk.OperationCreate, 1, 1, "fig"), // same key twice in a run: the last wins
+		lines("7", sdk.OperationDelete, 1, 2, nil),
+		lines("8", sdk.OperationCreate, 1, 2, "kiwi"), // re-created after its delete: order matters
+	})
+	is.NoErr(err)
+	is.Equal(n, 8)
+	is.Equal(rows(t, conn, `SELECT order_id, line, "Item" FROM "Sales"."Order Lines" ORDER BY 1, 2`), []string{"1|1|fig", "1|2|kiwi"})
+	is.Equal(rows(t, conn, `SELECT at, what FROM events ORDER BY at`), []string{"3|opened", "4|opened"})
+}
+
+func TestConfiguredKey(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (code text PRIMARY KEY, n int)`, map[string]string{"table": "t", "key": "code"})
+	n, err := d.Write(t.Context(), []sdk.Record{
+		rec("1", sdk.OperationCreate, nil, sdk.RawData(`{"code": "a", "n": 1}`)),
+		rec("2", sdk.OperationCreate, nil, sdk.RawData(`{"code": "a", "n": 2}`)),
+	})
+	is.NoErr(err)
+	is.Equal(n, 2)
+	is.Equal(rows(t, conn, `SELECT code, n FROM t`), []string{"a|2"})
+}
+
+// TestPoisonRecords puts a record the database rejects at the start, the
+// middle and the end of a batch: the records before it are committed and
+// acked, and the error names it, its table and the database's reason.
+func TestPoisonRecords(t *testing.T) {
+	for _, at := range []int{0, 3, 5} {
+		t.Run(fmt.Sprintf("at %d", at), func(t *testing.T) {
+			is := is.New(t)
+			conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL)`, map[string]string{"table": "t"})
+			var batch []sdk.Record
+			for i := range 6 {
+				n := any(i)
+				if i == at {
+					n = "not a number"
+				}
+				batch = append(batch, rec(fmt.Sprint(i), sdk.OperationCreate, sdk.StructuredData{"id": i}, sdk.StructuredData{"n": n}))
+			}
+			n, err := d.Write(t.Context(), batch)
+			is.Equal(n, at)
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), fmt.Sprintf(`record at position "%d": table t: invalid input syntax for type integer: "not a number"`, at)))
+			is.Equal(len(rows(t, conn, `SELECT id FROM t`)), at) // exactly the records before it
+		})
+	}
+}
+
+func TestMissingTableAndColumn(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, nil)
+	r := rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, nil)
+	r.Metadata.SetCollection("t")
+	missing := rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, nil)
+	missing.Metadata.SetCollection("nope")
+	n, err := d.Write(t.Context(), []sdk.Record{r, missing})
+	is.Equal(n, 1)
+	is.True(strings.Contains(err.Error(), `record at position "2": table nope does not exist`))
+	is.Equal(rows(t, conn, `SELECT id FROM t`), []string{"1"})
+
+	extra := rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 3}, sdk.StructuredData{"colour": "red"})
+	extra.Metadata.SetCollection("t")
+	n, err = d.Write(t.Context(), []sdk.Record{extra})
+	is.Equal(n, 0)
+	is.True(strings.Contains(err.Error(), `record at position "3": column "colour" does not exist in table t`))
+
+	bad := rec("4", sdk.OperationCreate, sdk.RawData("id=4"), nil)
+	bad.Metadata.SetCollection("t")
+	_, err = d.Write(t.Context(), []sdk.Record{bad})
+	is.True(strings.Contains(err.Error(), `record at position "4": the key is raw data but not a JSON object`))
+}
+
+// TestServerRestartedMidStream restarts PostgreSQL between two writes:
+// the write on a dropped connection is retried on a fresh one.
+func TestServerRestartedMidStream(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, map[string]string{"table": "t"})
+	_, err := d.Write(t.Context(), []sdk.Record{rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, nil)})
+	is.NoErr(err)
+	is.NoErr(server.Restart())
+	is.NoErr(server.WaitReady(t.Context()))
+	n, err := d.Write(t.Context(), []sdk.Record{rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, nil)})
+	is.NoErr(err)
+	is.Equal(n, 1)
+	conn.Close(t.Context())
+	conn, err = pgx.Connect(t.Context(), d.cfg.URL)
+	is.NoErr(err)
+	defer conn.Close(t.Context())
+	is.Equal(rows(t, conn, `SELECT id FROM t ORDER BY id`), []string{"1", "2"})
+}
+
+func TestPasswordNeverShown(t *testing.T) {
+	d, err := New(Config{URL: "postgres://user:s3cret-pw@127.0.0.1:1/db?connect_timeout=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Open(t.Context())
+	if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = New(Config{URL: "postgres://user:s3cret-pw@127.0.0.1:notaport/db"})
+	if err == nil || strings.Contains(err.Error(), "s3cret-pw") || !strings.Contains(err.Error(), `parameter "url"`) {
+		t.Fatalf("got %v", err)
+	}
+}

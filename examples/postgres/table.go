@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// table is what the destination knows of a table: read from the catalog
+// once, then cached.
+type table struct {
+	name  string            // as configured, for messages
+	ident string            // quoted, possibly schema-qualified
+	types map[string]string // column name → type, as format_type spells it
+}
+
+// table returns the table called name: "table" or "schema.table", each
+// part used as written (a part may be double-quoted to contain a dot).
+func (d *Destination) table(ctx context.Context, name string) (*table, error) {
+	d.mu.Lock()
+	t, ok := d.tables[name]
+	d.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	parts, err := splitName(name)
+	if err != nil {
+		return nil, err
+	}
+	ident := pgx.Identifier(parts).Sanitize()
+	rows, err := d.pool.Query(ctx, `
+		SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+		FROM pg_attribute a
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, ident)
+	if err != nil {
+		return nil, fmt.Errorf("read the columns of table %s: %s", name, redact(err, d.cfg.URL))
+	}
+	t = &table{name: name, ident: ident, types: map[string]string{}}
+	for rows.Next() {
+		var col, typ string
+		if err := rows.Scan(&col, &typ); err != nil {
+			return nil, err
+		}
+		t.types[col] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the columns of table %s: %s", name, redact(err, d.cfg.URL))
+	}
+	if len(t.types) == 0 {
+		return nil, fmt.Errorf("table %s does not exist (or has no columns)", name)
+	}
+	d.mu.Lock()
+	d.tables[name] = t
+	d.mu.Unlock()
+	return t, nil
+}
+
+// splitName splits a table name at dots outside double quotes.
+func splitName(name string) ([]string, error) {
+	var parts []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '"' && quoted && i+1 < len(name) && name[i+1] == '"':
+			cur.WriteByte('"')
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == '.' && !quoted:
+			parts = append(parts, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	parts = append(parts, cur.String())
+	if quoted || len(parts) > 2 || parts[0] == "" || parts[len(parts)-1] == "" {
+		return nil, fmt.Errorf("table name %q: expected table or schema.table", name)
+	}
+	return parts, nil
+}
