@@ -100,13 +100,16 @@ func TestOperations(t *testing.T) {
 		rec("4", sdk.OperationUpdate, sdk.StructuredData{"id": 1}, sdk.StructuredData{"name": "ann", "age": 32, "active": false, "seen": nil}),
 		rec("5", sdk.OperationDelete, sdk.StructuredData{"id": 3}, nil),
 		rec("6", sdk.OperationUpdate, sdk.RawData(`{"id": 4}`), sdk.RawData(`{"name": "dee"}`)), // an update of a missing row inserts it
+		// Over the protocol, structured numbers arrive as doubles.
+		rec("7", sdk.OperationCreate, sdk.StructuredData{"id": float64(1533676440)}, sdk.StructuredData{"age": float64(7)}),
 	})
 	is.NoErr(err)
-	is.Equal(n, 6)
+	is.Equal(n, 7)
 	is.Equal(rows(t, conn, `SELECT id, name, age, active, seen IS NULL FROM users ORDER BY id`), []string{
 		"1|ann|32|false|true",
 		"2|bob|40|<nil>|true",
 		"4|dee|<nil>|<nil>|true",
+		"1533676440|<nil>|7|<nil>|true",
 	})
 }
 
@@ -148,10 +151,11 @@ func TestConfiguredKey(t *testing.T) {
 	n, err := d.Write(t.Context(), []sdk.Record{
 		rec("1", sdk.OperationCreate, nil, sdk.RawData(`{"code": "a", "n": 1}`)),
 		rec("2", sdk.OperationCreate, nil, sdk.RawData(`{"code": "a", "n": 2}`)),
+		rec("3", sdk.OperationCreate, sdk.RawData("b"), sdk.RawData(`{"n": 3}`)), // a plain raw key is the key column's value
 	})
 	is.NoErr(err)
-	is.Equal(n, 2)
-	is.Equal(rows(t, conn, `SELECT code, n FROM t`), []string{"a|2"})
+	is.Equal(n, 3)
+	is.Equal(rows(t, conn, `SELECT code, n FROM t ORDER BY code`), []string{"a|2", "b|3"})
 }
 
 // TestPoisonRecords puts a record the database rejects at the start, the

@@ -80,6 +80,9 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record) (*run, err
 		return nil, err
 	}
 	key, err := fields("key", rec.Key)
+	if raw, ok := rec.Key.(sdk.RawData); err != nil && ok && len(d.cfg.Key) == 1 {
+		key, err = map[string]any{d.cfg.Key[0]: string(raw)}, nil // a plain raw key is the one key column's value
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -301,9 +304,11 @@ func text(v any) (s string, null bool) {
 	case int32:
 		return strconv.FormatInt(int64(v), 10), false
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64), false
+		// Structured data crosses the protocol with every number a double:
+		// no exponent, so integral values still parse as integers.
+		return strconv.FormatFloat(v, 'f', -1, 64), false
 	case float32:
-		return strconv.FormatFloat(float64(v), 'g', -1, 32), false
+		return strconv.FormatFloat(float64(v), 'f', -1, 32), false
 	case time.Time:
 		return v.Format(time.RFC3339Nano), false
 	case []byte:

@@ -50,7 +50,7 @@ func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"connkit-generator", "connkit-log"} {
+	for _, name := range []string{"connkit-generator", "connkit-log", "connkit-postgres"} {
 		if err := os.Symlink(binary(name), filepath.Join(dir, "connectors", name)); err != nil {
 			t.Fatal(err)
 		}
@@ -277,5 +277,50 @@ func TestConduit(t *testing.T) {
 				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 			}
 		})
+	}
+}
+
+// TestConduitPostgres runs standalone:generator → standalone:postgres in
+// real Conduit and checks the rows in the table.
+func TestConduitPostgres(t *testing.T) {
+	const records = 10000
+	url := database(t)
+	pipeline := fmt.Sprintf(`version: "2.2"
+pipelines:
+  - id: e2e
+    status: running
+    connectors:
+      - id: generator
+        type: source
+        plugin: standalone:generator
+        settings:
+          format.type: structured
+          format.options.name: string
+          format.options.n: int
+          recordCount: "%d"
+      - id: postgres
+        type: destination
+        plugin: standalone:postgres
+        settings:
+          url: %q
+          table: generated
+          key: seq
+          sdk.batch.size: "1000"
+          sdk.batch.delay: "50ms"
+`, records, url)
+	is := is.New(t)
+	c := startConduit(t, pipeline)
+	acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
+	c.waitFor(fmt.Sprintf("%d acked records", records), 3*time.Minute, func() (bool, string) {
+		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
+			t.Fatalf("pipeline degraded: %s", errText)
+		}
+		n := c.metric(acked)
+		return n >= records, fmt.Sprintf("%s %v", acked, n)
+	})
+	is.Equal(count(t, url, `SELECT count(*) FROM generated`), int64(records))
+	c.stop()
+	if p := c.problems(); len(p) > 0 {
+		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 	}
 }

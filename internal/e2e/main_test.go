@@ -6,11 +6,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/connkit/connkit/internal/pgtest"
 )
 
-// binDir holds connkit-generator and connkit-log; faultyBin is the test
-// plugin in ./faulty.
-var binDir, faultyBin string
+// binDir holds connkit's plugins; faultyBin is the test plugin in ./faulty;
+// pg is a PostgreSQL server for the tests that need one.
+var (
+	binDir, faultyBin string
+	pg                *pgtest.Server
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -22,7 +27,8 @@ func run(m *testing.M) int {
 	if binDir == "" {
 		pkgs = append(pkgs,
 			"github.com/connkit/connkit/examples/generator/cmd/connkit-generator",
-			"github.com/connkit/connkit/examples/log/cmd/connkit-log")
+			"github.com/connkit/connkit/examples/log/cmd/connkit-log",
+			"github.com/connkit/connkit/examples/postgres/cmd/connkit-postgres")
 	}
 	testBin, err := os.MkdirTemp("", "connkit-e2e-")
 	if err != nil {
@@ -41,6 +47,11 @@ func run(m *testing.M) int {
 		binDir = testBin
 	}
 	binDir, _ = filepath.Abs(binDir)
+	if pg, err = pgtest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer pg.Stop()
 	return m.Run()
 }
 
