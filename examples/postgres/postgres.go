@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,6 +40,7 @@ type Config struct {
 // Destination writes records to PostgreSQL.
 type Destination struct {
 	cfg  Config
+	keys []string // the configured key columns, sorted
 	pool *pgxpool.Pool
 
 	mu     sync.Mutex
@@ -50,7 +52,7 @@ func New(cfg Config) (*Destination, error) {
 	if _, err := pgxpool.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
-	return &Destination{cfg: cfg, tables: map[string]*table{}}, nil
+	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}}, nil
 }
 
 // Open connects to the database.

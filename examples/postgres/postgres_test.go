@@ -240,3 +240,47 @@ func TestPasswordNeverShown(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// BenchmarkWrite measures Write in process: batches of upserts into a
+// 4-column table, as the plugin gets them from the batching middleware.
+func BenchmarkWrite(b *testing.B) {
+	for _, size := range []int{1, 100, 10000} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			conn, err := pgx.Connect(b.Context(), url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			if _, err := conn.Exec(b.Context(), `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`); err != nil {
+				b.Fatal(err)
+			}
+			dd, err := Connector.Destination.New(map[string]string{"url": url, "table": "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := dd.(*Destination)
+			if err := d.Open(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			defer d.Teardown(context.Background())
+			batch := make([]sdk.Record, size)
+			id := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range batch {
+					id++
+					batch[i] = rec(fmt.Sprint(id), sdk.OperationCreate, sdk.StructuredData{"id": float64(id)},
+						sdk.StructuredData{"a": "row", "b": "a text column of moderate length", "n": float64(id % 1000)})
+				}
+				if _, err := d.Write(b.Context(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // class is what a statement does with its rows.
@@ -50,8 +51,9 @@ func (r *run) same(o *run) bool {
 // cover the records before it and the error names it.
 func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, error) {
 	var runs []*run
+	prev := &run{}
 	for i, rec := range records {
-		r, err := d.planRecord(ctx, rec)
+		r, err := d.planRecord(ctx, rec, prev)
 		if err != nil {
 			return runs, i, fmt.Errorf("record at position %q: %w", rec.Position, err)
 		}
@@ -61,12 +63,14 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 		}
 		r.start = i
 		runs = append(runs, r)
+		prev = r
 	}
 	return runs, len(records), nil
 }
 
-// planRecord makes a run of one record.
-func (d *Destination) planRecord(ctx context.Context, rec sdk.Record) (*run, error) {
+// planRecord makes a run of one record. prev is the run before it, whose
+// key and column lists it shares when it can.
+func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, prev *run) (*run, error) {
 	name := d.cfg.Table
 	if name == "" {
 		c, err := rec.Metadata.GetCollection()
@@ -86,11 +90,9 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record) (*run, err
 	if err != nil {
 		return nil, err
 	}
-	keys := d.cfg.Key
+	keys := d.keys
 	if len(keys) == 0 {
-		keys = slices.Sorted(maps.Keys(key))
-	} else {
-		keys = slices.Sorted(slices.Values(keys))
+		keys = sortedKeys(key, prev.keys)
 	}
 	r := &run{table: t, keys: keys}
 	values := map[string]any{}
@@ -121,7 +123,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record) (*run, err
 	if r.class == remove {
 		r.columns = keys
 	} else {
-		r.columns = slices.Sorted(maps.Keys(values))
+		r.columns = sortedKeys(values, prev.columns)
 	}
 	for _, c := range r.columns {
 		if _, ok := t.types[c]; !ok {
@@ -130,6 +132,24 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record) (*run, err
 	}
 	r.rows = []row{{position: rec.Position, values: values}}
 	return r, nil
+}
+
+// sortedKeys returns m's keys, sorted: like is when they are the same set,
+// which saves sorting for every record of a run.
+func sortedKeys(m map[string]any, like []string) []string {
+	if len(m) == len(like) {
+		same := true
+		for _, k := range like {
+			if _, ok := m[k]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return like
+		}
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // fields returns structured data, or raw data holding a JSON object, as a
@@ -230,11 +250,10 @@ func keyOf(keys []string, r row) string {
 func (r *run) statement(rows []row) (string, []any) {
 	args := make([]any, len(r.columns))
 	for c, col := range r.columns {
-		vals := make([]*string, len(rows))
+		vals := make([]pgtype.Text, len(rows))
 		for i, row := range rows {
-			if s, null := text(row.values[col]); !null {
-				vals[i] = &s
-			}
+			s, null := text(row.values[col])
+			vals[i] = pgtype.Text{String: s, Valid: !null}
 		}
 		args[c] = vals
 	}

@@ -234,9 +234,18 @@ func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, r
 	slices.Sort(latencies)
 	st.Latencies = latencies
 	if _, err := dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(fmt.Sprint(n))}); err != nil {
-		return st, fmt.Errorf("destination Stop: %w", err)
+		return st, &StopError{err}
 	}
 	cancel()
 	_, err = dst.Teardown(context.WithoutCancel(ctx), pconnector.DestinationTeardownRequest{})
 	return st, err
 }
+
+// StopError is a destination's Stop failing after every record was acked:
+// the figures measured stand, the plugin is at fault.
+type StopError struct{ Err error }
+
+func (e *StopError) Error() string {
+	return "destination Stop failed after every record was acked: " + e.Err.Error()
+}
+func (e *StopError) Unwrap() error { return e.Err }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/connkit/connkit/internal/chart"
 	"github.com/connkit/connkit/internal/host"
 )
 
@@ -211,4 +213,34 @@ func oneLine(err error) string {
 		s = s[:80] + "…"
 	}
 	return strings.ReplaceAll(s, "|", "/")
+}
+
+// charts draws throughput and p50 ack latency per batch size: a colour per
+// payload size, solid lines for the first pair and dashed for the second.
+func charts(cells []cell, pairs []pair, batches, payloads []int) (throughput, latency string) {
+	var tp, lat []chart.Series
+	for pi, p := range pairs {
+		for yi, payload := range payloads {
+			t := chart.Series{Label: p.name + ", " + bytesLabel(payload), Color: chart.Palette[yi%len(chart.Palette)], Dashed: pi == 1}
+			l := t
+			for _, batch := range batches {
+				tv, lv := math.NaN(), math.NaN()
+				for _, c := range cells {
+					if c.pair == p.name && c.payload == payload && c.batch == batch && c.err == nil {
+						tv = rate(c)
+						lv = float64(c.res.Latency(0.5).Microseconds()) / 1000
+					}
+				}
+				t.Values = append(t.Values, tv)
+				l.Values = append(l.Values, lv)
+			}
+			tp, lat = append(tp, t), append(lat, l)
+		}
+	}
+	labels := make([]string, len(batches))
+	for i, b := range batches {
+		labels[i] = strconv.Itoa(b)
+	}
+	return chart.Line("Throughput by batch size", "batch size", "records/s", labels, tp, false),
+		chart.Line("Median ack latency by batch size", "batch size", "ms (log scale)", labels, lat, true)
 }

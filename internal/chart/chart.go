@@ -1,4 +1,5 @@
-package main
+// Package chart draws simple SVG line charts for benchmark results.
+package chart
 
 import (
 	"fmt"
@@ -7,53 +8,25 @@ import (
 	"strings"
 )
 
-// series is one line of a chart: a value per x position, NaN where missing.
-type series struct {
-	label  string
-	color  string
-	dashed bool
-	values []float64
+// Series is one line of a chart: a value per x position, NaN where missing.
+type Series struct {
+	Label  string
+	Color  string
+	Dashed bool
+	Values []float64
 }
 
-var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+// Palette holds distinct colours for series.
+var Palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
-// charts draws throughput and p50 ack latency per batch size: a colour per
-// payload size, solid lines for the first pair and dashed for the second.
-func charts(cells []cell, pairs []pair, batches, payloads []int) (throughput, latency string) {
-	var tp, lat []series
-	for pi, p := range pairs {
-		for yi, payload := range payloads {
-			t := series{label: p.name + ", " + bytesLabel(payload), color: palette[yi%len(palette)], dashed: pi == 1}
-			l := t
-			for _, batch := range batches {
-				tv, lv := math.NaN(), math.NaN()
-				for _, c := range cells {
-					if c.pair == p.name && c.payload == payload && c.batch == batch && c.err == nil {
-						tv = rate(c)
-						lv = float64(c.res.Latency(0.5).Microseconds()) / 1000
-					}
-				}
-				t.values = append(t.values, tv)
-				l.values = append(l.values, lv)
-			}
-			tp, lat = append(tp, t), append(lat, l)
-		}
-	}
-	labels := make([]string, len(batches))
-	for i, b := range batches {
-		labels[i] = strconv.Itoa(b)
-	}
-	return lineChart("Throughput by batch size", "records/s", labels, tp, false),
-		lineChart("Median ack latency by batch size", "ms (log scale)", labels, lat, true)
-}
-
-// lineChart renders series over evenly spaced x labels as an SVG document.
-func lineChart(title, yLabel string, xLabels []string, all []series, logY bool) string {
+// Line renders series over evenly spaced x labels as an SVG document, with
+// a linear or logarithmic y axis.
+func Line(title, xLabel, yLabel string, xLabels []string, all []Series, logY bool) string {
 	const w, h, left, right, top, bottom = 760, 420, 80, 220, 40, 50
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range all {
-		for _, v := range s.values {
+		for _, v := range s.Values {
 			if !math.IsNaN(v) && v > 0 {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
@@ -102,25 +75,25 @@ func lineChart(title, yLabel string, xLabels []string, all []series, logY bool) 
 	for i, l := range xLabels {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(i), top+ph+18, l)
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">batch size</text>`+"\n", left+pw/2, h-10)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", left+pw/2, h-10, xLabel)
 	fmt.Fprintf(&b, `<text x="16" y="%.1f" transform="rotate(-90 16 %.1f)" text-anchor="middle">%s</text>`+"\n", top+ph/2, top+ph/2, yLabel)
 	for si, s := range all {
 		dash := ""
-		if s.dashed {
+		if s.Dashed {
 			dash = ` stroke-dasharray="6 4"`
 		}
 		var pts []string
-		for i, v := range s.values {
+		for i, v := range s.Values {
 			if math.IsNaN(v) || v <= 0 {
 				continue
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(i), y(v), s.color)
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(i), y(v), s.Color)
 		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), s.color, dash)
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), s.Color, dash)
 		ly := top + 10 + float64(si)*18
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", left+pw+16, left+pw+40, ly, ly, s.color, dash)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+pw+46, ly+4, s.label)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", left+pw+16, left+pw+40, ly, ly, s.Color, dash)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+pw+46, ly+4, s.Label)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
