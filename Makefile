@@ -41,7 +41,7 @@ $(CONDUIT_BIN): internal/e2e/conduit/go.mod internal/e2e/conduit/go.sum
 
 # The incumbent SDK's generator and log plugins, for side-by-side benchmarks,
 # pinned in a module of their own (internal/e2e/incumbent).
-incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log
+incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres
 
 $(INCUMBENT_BIN)/generator: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
 	@mkdir -p $(dir $@)
@@ -50,6 +50,10 @@ $(INCUMBENT_BIN)/generator: internal/e2e/incumbent/go.mod internal/e2e/incumbent
 $(INCUMBENT_BIN)/log: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-log/cmd/connector
+
+$(INCUMBENT_BIN)/postgres: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
+	@mkdir -p $(dir $@)
+	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-postgres/cmd/connector
 
 # The incumbent's schema middleware needs Conduit's schema service, which
 # the bench host does not serve; raw payloads have no schema anyway.
@@ -61,6 +65,8 @@ bench: build incumbent
 		-destination-config level=trace -vs-destination-config level=trace \
 		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log \
 		$(foreach kv,$(NO_SCHEMA),-vs-source-config $(kv) -vs-destination-config $(kv))
+	$(GO) run ./internal/cmd/bench postgres -out bench/results -records 50000 \
+		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-vs-config $(kv))
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -52,6 +52,14 @@ func TestBenchCommand(t *testing.T) {
 	svg, _ := os.ReadFile(filepath.Join(dir, "throughput.svg"))
 	is.Equal(strings.Count(string(svg), "<polyline"), 4) // two pairs × two payload sizes
 
+	url, err := pg.CreateDatabase(t.Context(), "bench_command")
+	is.NoErr(err)
+	pgOut := run("postgres", "-plugin", binary("connkit-postgres"), "-url", url, "-batch-sizes", "1,10", "-records", "300", "-out", dir)
+	is.True(strings.Contains(pgOut, "| 10 |"))
+	is.True(!strings.Contains(pgOut, "failed")) // every run left its 300 rows
+	_, err = os.Stat(filepath.Join(dir, "postgres.svg"))
+	is.NoErr(err)
+
 	// Bad flags are errors that say what was expected.
 	out, err = exec.Command(bench, "sweep", "-engine", "v3").CombinedOutput()
 	is.True(err != nil)
