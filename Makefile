@@ -9,7 +9,7 @@ CONDUIT_VERSION := v0.14.0
 CACHE_DIR       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/connkit
 CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
 INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
-BENCH_RECORDS   ?= 100000
+BENCH_RECORDS   ?= 300000
 PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres
 
 # Some Conduit modules are not in the public checksum database.
