@@ -155,6 +155,20 @@ func (c *conduit) waitFor(what string, timeout time.Duration, cond func() (bool,
 	}
 }
 
+// waitForAcked waits until Conduit reports n records through pipeline e2e,
+// failing at once if the pipeline degrades.
+func (c *conduit) waitForAcked(n int) {
+	c.t.Helper()
+	acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
+	c.waitFor(fmt.Sprintf("%d acked records", n), 3*time.Minute, func() (bool, string) {
+		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
+			c.t.Fatalf("pipeline degraded: %s", errText)
+		}
+		got := c.metric(acked)
+		return got >= float64(n), fmt.Sprintf("%s %v", acked, got)
+	})
+}
+
 // pipelineState returns the status and error Conduit's API reports.
 func (c *conduit) pipelineState(id string) (status, errText string) {
 	resp, err := http.Get(c.httpURL + "/v1/pipelines/" + id)
@@ -207,8 +221,10 @@ func (c *conduit) problems() []string {
 	return out
 }
 
-// pipelineFile is a generator → log pipeline with extra settings for each.
-func pipelineFile(records int, source, destination map[string]string) string {
+// pipelineFile is a pipeline e2e from standalone:generator, making records
+// of three structured fields, to a destination plugin, each with extra
+// settings.
+func pipelineFile(records int, source map[string]string, destination string, destSettings map[string]string) string {
 	settings := func(m map[string]string) string {
 		var b strings.Builder
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -226,16 +242,15 @@ pipelines:
         plugin: standalone:generator
         settings:
           format.type: structured
-          format.options.id: int
           format.options.name: string
+          format.options.n: int
           format.options.at: time
           recordCount: "%d"
-%s      - id: log
+%s      - id: destination
         type: destination
-        plugin: standalone:log
+        plugin: standalone:%s
         settings:
-          level: trace
-%s`, records, settings(source), settings(destination))
+%s`, records, settings(source), destination, settings(destSettings))
 }
 
 // TestConduit runs standalone:generator → standalone:log in real Conduit,
@@ -258,16 +273,9 @@ func TestConduit(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			c := startConduit(t, pipelineFile(records, tt.source, tt.destination), tt.flags...)
-			acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
-			c.waitFor(fmt.Sprintf("%d acked records", records), 3*time.Minute, func() (bool, string) {
-				if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
-					t.Fatalf("pipeline degraded: %s", errText)
-				}
-				n := c.metric(acked)
-				return n >= records, fmt.Sprintf("%s %v", acked, n)
-			})
-			is.Equal(c.metric(acked), float64(records)) // exactly: no record twice
+			c := startConduit(t, pipelineFile(records, tt.source, "log", merge(map[string]string{"level": "trace"}, tt.destination)), tt.flags...)
+			c.waitForAcked(records)
+			is.Equal(c.metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // exactly: no record twice
 			is.Equal(c.metric(`conduit_connector_bytes_count{pipeline_name="e2e",plugin="standalone:log",type="destination"}`), float64(records))
 			status, errText := c.pipelineState("e2e")
 			is.Equal(status, "STATUS_RUNNING")
@@ -285,39 +293,12 @@ func TestConduit(t *testing.T) {
 func TestConduitPostgres(t *testing.T) {
 	const records = 10000
 	url := database(t)
-	pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: standalone:generator
-        settings:
-          format.type: structured
-          format.options.name: string
-          format.options.n: int
-          recordCount: "%d"
-      - id: postgres
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %q
-          table: generated
-          key: seq
-          sdk.batch.size: "1000"
-          sdk.batch.delay: "50ms"
-`, records, url)
+	pipeline := pipelineFile(records, nil, "postgres", map[string]string{
+		"url": url, "table": "generated", "key": "seq", "sdk.batch.size": "1000", "sdk.batch.delay": "50ms",
+	})
 	is := is.New(t)
 	c := startConduit(t, pipeline)
-	acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
-	c.waitFor(fmt.Sprintf("%d acked records", records), 3*time.Minute, func() (bool, string) {
-		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
-			t.Fatalf("pipeline degraded: %s", errText)
-		}
-		n := c.metric(acked)
-		return n >= records, fmt.Sprintf("%s %v", acked, n)
-	})
+	c.waitForAcked(records)
 	is.Equal(count(t, url, `SELECT count(*) FROM generated`), int64(records))
 	c.stop()
 	if p := c.problems(); len(p) > 0 {

@@ -61,24 +61,10 @@ func usage() {
 	os.Exit(2)
 }
 
-// settings collects repeated key=value flags.
-type settings map[string]string
-
-func (s settings) String() string { return fmt.Sprint(map[string]string(s)) }
-
-func (s settings) Set(kv string) error {
-	k, v, ok := strings.Cut(kv, "=")
-	if !ok {
-		return fmt.Errorf("%q is not key=value", kv)
-	}
-	s[k] = v
-	return nil
-}
-
 func sourceMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("source", flag.ExitOnError)
 	path := fs.String("plugin", "bin/connkit-generator", "source plugin binary")
-	config := settings{}
+	config := host.Settings{}
 	fs.Var(config, "config", "source parameter as key=value (repeatable)")
 	records := fs.Int64("records", 100000, "records to read")
 	_ = fs.Parse(args)
@@ -100,7 +86,7 @@ func sourceMode(ctx context.Context, args []string) error {
 func destinationMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("destination", flag.ExitOnError)
 	path := fs.String("plugin", "bin/connkit-log", "destination plugin binary")
-	config := settings{}
+	config := host.Settings{}
 	fs.Var(config, "config", "destination parameter as key=value, e.g. sdk.batch.size=1000 (repeatable)")
 	records := fs.Int64("records", 100000, "records to send")
 	payload := fs.Int("payload", 1024, "raw payload size in bytes (ignored with -fields)")

@@ -28,8 +28,8 @@ const benchTable = `CREATE TABLE IF NOT EXISTS bench (id bigint PRIMARY KEY, a t
 // side. Each run starts from an empty table and ends by counting its rows.
 func postgresMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("postgres", flag.ExitOnError)
-	a := pair{sourceCfg: settings{}, destCfg: settings{}}
-	b := pair{sourceCfg: settings{}, destCfg: settings{}}
+	a := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
+	b := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
 	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
 	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "destination plugin")
 	fs.Var(a.destCfg, "config", "extra parameter as key=value (repeatable)")
@@ -82,7 +82,7 @@ func postgresMode(ctx context.Context, args []string) error {
 			if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
 				return err
 			}
-			cfg := settings{"url": *url, "table": "bench", "sdk.batch.size": strconv.Itoa(batch)}
+			cfg := host.Settings{"url": *url, "table": "bench", "sdk.batch.size": strconv.Itoa(batch)}
 			for k, v := range p.destCfg {
 				cfg[k] = v
 			}
@@ -178,7 +178,7 @@ func postgresMode(ctx context.Context, args []string) error {
 }
 
 // feedPostgres sends n records, keyed by id, to a destination plugin.
-func feedPostgres(ctx context.Context, path string, cfg settings, n int64, perMessage int) (host.Stats, error) {
+func feedPostgres(ctx context.Context, path string, cfg host.Settings, n int64, perMessage int) (host.Stats, error) {
 	dst, kill, err := launchDestination(path, cfg)
 	if err != nil {
 		return host.Stats{}, err

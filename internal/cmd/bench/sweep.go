@@ -20,7 +20,7 @@ import (
 type pair struct {
 	name                string
 	source, destination string
-	sourceCfg, destCfg  settings
+	sourceCfg, destCfg  host.Settings
 }
 
 // cell is one measured pipeline run.
@@ -33,8 +33,8 @@ type cell struct {
 
 func sweepMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sweep", flag.ExitOnError)
-	a := pair{sourceCfg: settings{}, destCfg: settings{}}
-	b := pair{sourceCfg: settings{}, destCfg: settings{}}
+	a := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
+	b := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
 	fs.StringVar(&a.name, "name", "connkit", "name of the plugin pair")
 	fs.StringVar(&a.source, "source", "bin/connkit-generator", "source plugin: a generator that takes format.type=file and format.options.path")
 	fs.StringVar(&a.destination, "destination", "bin/connkit-log", "destination plugin")
@@ -130,8 +130,8 @@ func ints(flagName, list string) ([]int, error) {
 
 // runPair runs one source → destination pipeline of n records.
 func runPair(ctx context.Context, p pair, payloadFile string, batch int, n int64, engine string) (host.Result, error) {
-	srcCfg := settings{"format.type": "file", "format.options.path": payloadFile}
-	dstCfg := settings{}
+	srcCfg := host.Settings{"format.type": "file", "format.options.path": payloadFile}
+	dstCfg := host.Settings{}
 	if engine == "v2" {
 		srcCfg["sdk.batch.size"] = strconv.Itoa(batch)
 	} else {

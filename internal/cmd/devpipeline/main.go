@@ -13,28 +13,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
 )
 
-type settings map[string]string
-
-func (s settings) String() string { return fmt.Sprint(map[string]string(s)) }
-
-func (s settings) Set(kv string) error {
-	k, v, ok := strings.Cut(kv, "=")
-	if !ok {
-		return fmt.Errorf("%q is not key=value", kv)
-	}
-	s[k] = v
-	return nil
-}
-
 func main() {
-	srcConfig, dstConfig := settings{}, settings{}
+	srcConfig, dstConfig := host.Settings{}, host.Settings{}
 	srcPath := flag.String("source", "bin/connkit-generator", "source plugin binary")
 	dstPath := flag.String("destination", "bin/connkit-log", "destination plugin binary")
 	flag.Var(srcConfig, "source-config", "source parameter as key=value (repeatable)")
@@ -52,7 +38,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, srcPath string, srcConfig settings, dstPath string, dstConfig settings, records int64, perMessage bool, logLevel string) error {
+func run(ctx context.Context, srcPath string, srcConfig host.Settings, dstPath string, dstConfig host.Settings, records int64, perMessage bool, logLevel string) error {
 	srcPlugin, err := host.Launch(srcPath, host.Options{ConnectorID: "devpipeline:source", LogLevel: logLevel, Log: os.Stdout, HostLogLevel: "info"})
 	if err != nil {
 		return err
