@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,7 @@ func TestBenchCommand(t *testing.T) {
 	svg, _ := os.ReadFile(filepath.Join(dir, "throughput.svg"))
 	is.Equal(strings.Count(string(svg), "<polyline"), 4) // two pairs × two payload sizes
 
-	url, err := pg.CreateDatabase(t.Context(), "bench_command")
+	url, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("bench_command_%d", databases.Add(1)))
 	is.NoErr(err)
 	pgOut := run("postgres", "-plugin", binary("connkit-postgres"), "-url", url, "-batch-sizes", "1,10", "-records", "300", "-out", dir)
 	is.True(strings.Contains(pgOut, "| 10 |"))
