@@ -15,7 +15,8 @@ import (
 // gets an error that says so. Both are reported so the connector's author
 // can find the bug. n == len(records) with an error acks everything: the
 // records were written, and the returned error is the caller's to log.
-func settle(records []opencdc.Record, n int, err error) (acks []pconnector.DestinationRunResponseAck, nackErr error) {
+// acked is how many leading records the acks confirm.
+func settle(records []opencdc.Record, n int, err error) (acks []pconnector.DestinationRunResponseAck, acked int, nackErr error) {
 	switch {
 	case n < 0 || n > len(records):
 		nackErr = fmt.Errorf("destination broke the Write contract: returned n=%d for %d records, expected 0 <= n <= %d", n, len(records), len(records))
@@ -42,5 +43,5 @@ func settle(records []opencdc.Record, n int, err error) (acks []pconnector.Desti
 			acks[i].Error = msg
 		}
 	}
-	return acks, nackErr
+	return acks, n, nackErr
 }

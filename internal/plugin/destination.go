@@ -173,11 +173,10 @@ func (d *destinationServer) write(ctx context.Context, dst Destination, stream p
 		n, err = dst.Write(ctx, records)
 		return err
 	})
-	acks, nackErr := settle(records, n, werr)
+	acks, acked, nackErr := settle(records, n, werr)
 	switch {
 	case nackErr != nil:
-		k := countAcked(acks)
-		d.log.Error("records not written", "position", string(records[k].Position), "count", len(acks)-k, "error", nackErr)
+		d.log.Error("records not written", "position", string(records[acked].Position), "count", len(acks)-acked, "error", nackErr)
 	case werr != nil:
 		d.log.Warn("Write wrote every record but returned an error", "error", werr)
 	}
@@ -186,14 +185,6 @@ func (d *destinationServer) write(ctx context.Context, dst Destination, stream p
 	}
 	d.advance(records[len(records)-1].Position)
 	return nil
-}
-
-func countAcked(acks []pconnector.DestinationRunResponseAck) int {
-	n := 0
-	for n < len(acks) && acks[n].Error == "" {
-		n++
-	}
-	return n
 }
 
 // advance records that every record up to pos has been acked or nacked.
