@@ -158,7 +158,7 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 // with a cancellation are still passed on: they have been read, and the
 // source may not produce them again.
 func (s *sourceServer) read(ctx context.Context, src Source, send func([]opencdc.Record) error, out *batcher.Batcher[opencdc.Record]) error {
-	next := s.reader(src, out)
+	next := readerFor(src)
 	// Adding to the batcher outlives ctx: a record read is never dropped.
 	addCtx := context.WithoutCancel(ctx)
 	for {
@@ -189,9 +189,9 @@ func (s *sourceServer) read(ctx context.Context, src Source, send func([]opencdc
 	}
 }
 
-// reader returns how to read from src: with ReadBatch when the source has
+// readerFor returns how to read from src: with ReadBatch when the source has
 // it, in batches of up to the policy's count.
-func (s *sourceServer) reader(src Source, out *batcher.Batcher[opencdc.Record]) func(context.Context) ([]opencdc.Record, error) {
+func readerFor(src Source) func(context.Context) ([]opencdc.Record, error) {
 	if br, ok := middleware.Find[batchReader](src); ok {
 		max := defaultReadBatch
 		if policy, _ := middleware.PolicyOf(src); policy.Count > 0 {
