@@ -2,13 +2,16 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
+	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
 	"github.com/connkit/connkit/internal/logging"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -44,15 +47,34 @@ func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 // Logs go to stderr as JSON lines Conduit re-logs at their level.
 func Serve(c Connector, s Settings, stderr io.Writer) error {
 	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
+	newDestination := func() pconnector.DestinationPlugin {
+		return newDestinationServer(destinationOrNot(c.NewDestination), log)
+	}
 	return server.Serve(
 		func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
 		func() pconnector.SourcePlugin { return newSourceServer(sourceOrNot(c.NewSource), log) },
-		func() pconnector.DestinationPlugin {
-			return newDestinationServer(destinationOrNot(c.NewDestination), log)
-		},
+		newDestination,
 		server.WithGRPCServerOptions(ServerOptions(s, log)...),
+		decodeRecordsV2(newDestination),
 	)
 }
+
+// decodeRecordsV2 serves protocol version 2, the one Conduit speaks, with a
+// destination whose Run stream decodes records itself.
+func decodeRecordsV2(newDestination func() pconnector.DestinationPlugin) server.Option {
+	return serveOption(func(cfg *goplugin.ServeConfig) error {
+		set, ok := cfg.VersionedPlugins[v2.Version]
+		if !ok {
+			return fmt.Errorf("plugin: the protocol serves no version %d", v2.Version)
+		}
+		set["destination"] = destinationV2{newDestination: newDestination}
+		return nil
+	})
+}
+
+type serveOption func(*goplugin.ServeConfig) error
+
+func (f serveOption) ApplyOption(cfg *goplugin.ServeConfig) error { return f(cfg) }
 
 const (
 	windowSize = 8 << 20
@@ -65,6 +87,7 @@ const (
 func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.MaxReceiveSize),
+		grpc.ForceServerCodecV2(newWireCodec()),
 		// Batches of records make messages of megabytes; windows and buffers
 		// sized for them save flow-control round trips on every message.
 		grpc.InitialWindowSize(windowSize),

@@ -1,0 +1,237 @@
+package plugin
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
+	"github.com/conduitio/conduit-connector-protocol/pconnector/v2/fromproto"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/matryer/is"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// wireRecords are records covering every part of the format.
+func wireRecords() []opencdc.Record {
+	return []opencdc.Record{
+		{},
+		{Position: opencdc.Position("p1"), Operation: opencdc.OperationCreate},
+		{
+			Position:  opencdc.Position("p2"),
+			Operation: opencdc.OperationUpdate,
+			Metadata:  opencdc.Metadata{"opencdc.collection": "users", "": "empty key", "x": ""},
+			Key:       opencdc.RawData("k"),
+			Payload:   opencdc.Change{Before: opencdc.RawData(`{"a":1}`), After: opencdc.RawData{}},
+		},
+		{
+			Position:  opencdc.Position{},
+			Operation: opencdc.OperationDelete,
+			Key:       opencdc.StructuredData{"id": 7.0, "tenant": "ü"},
+		},
+		{
+			Position:  opencdc.Position("p4"),
+			Operation: opencdc.OperationSnapshot,
+			Key:       opencdc.StructuredData{},
+			Payload: opencdc.Change{After: opencdc.StructuredData{
+				"null":   nil,
+				"num":    -1.5,
+				"big":    math.MaxFloat64,
+				"inf":    math.Inf(1),
+				"-inf":   math.Inf(-1),
+				"nan":    math.NaN(),
+				"str":    "text",
+				"empty":  "",
+				"true":   true,
+				"false":  false,
+				"nested": map[string]any{"a": map[string]any{"b": []any{1.0, "two", nil, true, map[string]any{}, []any{}}}},
+				"list":   []any{},
+			}},
+		},
+		{Position: opencdc.Position("p5"), Operation: opencdc.Operation(42)},
+	}
+}
+
+// viaProto is what the protocol's own conversion makes of b.
+func viaProto(t testing.TB, b []byte) []opencdc.Record {
+	var req connectorv2.Destination_Run_Request
+	if err := proto.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	r, err := fromproto.DestinationRunRequest(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Records
+}
+
+func marshalRequest(t testing.TB, records []opencdc.Record) []byte {
+	req := &connectorv2.Destination_Run_Request{}
+	for _, r := range records {
+		p := &opencdcv1.Record{}
+		if err := r.ToProto(p); err != nil {
+			t.Fatal(err)
+		}
+		req.Records = append(req.Records, p)
+	}
+	b, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRecordDecoderMatchesProtocol(t *testing.T) {
+	is := is.New(t)
+	b := marshalRequest(t, wireRecords())
+	var d recordDecoder
+	got, err := d.runRequest(b, nil)
+	is.NoErr(err)
+	want := viaProto(t, b)
+	is.Equal(len(got), len(want))
+	for i := range want {
+		is.Equal(got[i], want[i]) // record i
+	}
+	// A second request of the same shape decodes the same.
+	again, err := d.runRequest(b, nil)
+	is.NoErr(err)
+	is.Equal(again, got)
+}
+
+// Fields the format does not know, and known fields with another wire type,
+// are skipped as the generated code skips them.
+func TestRecordDecoderSkipsUnknownFields(t *testing.T) {
+	is := is.New(t)
+	rec := marshalRequest(t, []opencdc.Record{{Position: opencdc.Position("p"), Key: opencdc.StructuredData{"id": 1.0}}})
+	_, _, n := protowire.ConsumeTag(rec)
+	inner, _ := protowire.ConsumeBytes(rec[n:])
+	var r []byte
+	r = protowire.AppendTag(r, 99, protowire.BytesType)
+	r = protowire.AppendBytes(r, []byte("unknown"))
+	r = protowire.AppendTag(r, recordPosition, protowire.VarintType) // wrong type
+	r = protowire.AppendVarint(r, 5)
+	r = protowire.AppendTag(r, 98, protowire.Fixed32Type)
+	r = protowire.AppendFixed32(r, 1)
+	r = append(r, inner...)
+	var b []byte
+	b = protowire.AppendTag(b, 7, protowire.VarintType)
+	b = protowire.AppendVarint(b, 1)
+	b = protowire.AppendTag(b, runRequestRecords, protowire.BytesType)
+	b = protowire.AppendBytes(b, r)
+
+	var d recordDecoder
+	got, err := d.runRequest(b, nil)
+	is.NoErr(err)
+	is.Equal(got, viaProto(t, b))
+}
+
+func TestRecordDecoderRejectsMalformedInput(t *testing.T) {
+	valid := marshalRequest(t, wireRecords())
+	badUTF8 := marshalRequest(t, []opencdc.Record{{Metadata: opencdc.Metadata{"k": "v"}}})
+	badUTF8 = append([]byte{}, badUTF8...)
+	badUTF8[len(badUTF8)-1] = 0xff
+	for name, b := range map[string][]byte{
+		"truncated":       valid[:len(valid)-3],
+		"bad tag":         {0x00},
+		"length too long": {0x0a, 0x7f, 0x01},
+		"invalid UTF-8":   badUTF8,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var d recordDecoder
+			if _, err := d.runRequest(b, nil); err == nil {
+				t.Fatal("decoded malformed input without an error")
+			}
+			if err := proto.Unmarshal(b, &connectorv2.Destination_Run_Request{}); err == nil {
+				t.Fatal("the generated code accepts this input: the test is wrong")
+			}
+		})
+	}
+}
+
+// Any input the generated code accepts decodes to the same records; no input
+// panics.
+func FuzzRecordDecoder(f *testing.F) {
+	f.Add(marshalRequest(f, wireRecords()))
+	for _, r := range wireRecords() {
+		f.Add(marshalRequest(f, []opencdc.Record{r}))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d recordDecoder
+		got, err := d.runRequest(b, nil)
+		var req connectorv2.Destination_Run_Request
+		if proto.Unmarshal(b, &req) != nil || hasRepeatedMessageField(b) {
+			return // generated code merges repeated message fields; Conduit never sends them
+		}
+		want, werr := fromproto.DestinationRunRequest(&req)
+		if werr != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the generated code decodes this input, the decoder fails: %v", err)
+		}
+		if (len(got) > 0 || len(want.Records) > 0) && !reflect.DeepEqual(got, want.Records) {
+			t.Fatalf("decoded\n%v\nthe generated code decodes\n%v", got, want.Records)
+		}
+	})
+}
+
+// hasRepeatedMessageField reports whether any record in the request b has a
+// singular message field more than once, at any depth the decoder knows.
+func hasRepeatedMessageField(b []byte) bool {
+	var repeated func(b []byte, depth int) bool
+	repeated = func(b []byte, depth int) bool {
+		seen := map[protowire.Number]bool{}
+		found := false
+		_ = fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+			if typ != protowire.BytesType {
+				return nil
+			}
+			if depth > 0 && seen[num] {
+				found = true
+			}
+			seen[num] = true
+			if depth < 6 && repeated(v, depth+1) {
+				found = true
+			}
+			return nil
+		})
+		return found
+	}
+	return repeated(b, 0)
+}
+
+func BenchmarkDecodeRunRequest(b *testing.B) {
+	records := make([]opencdc.Record, 1000)
+	for i := range records {
+		records[i] = opencdc.Record{
+			Position:  opencdc.Position(fmt.Sprint(i)),
+			Operation: opencdc.OperationCreate,
+			Metadata:  opencdc.Metadata{"opencdc.collection": "bench"},
+			Key:       opencdc.StructuredData{"id": float64(i)},
+			Payload: opencdc.Change{After: opencdc.StructuredData{
+				"a": fmt.Sprint("row-", i), "b": "a text column of moderate length", "n": float64(i % 1000),
+			}},
+		}
+	}
+	msg := marshalRequest(b, records)
+	b.Run("protocol", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			viaProto(b, msg)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+	})
+	b.Run("decoder", func(b *testing.B) {
+		b.ReportAllocs()
+		var d recordDecoder
+		for b.Loop() {
+			if _, err := d.runRequest(msg, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+	})
+}
