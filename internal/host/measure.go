@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 )
 
 // Stats describe one measured run.
@@ -153,58 +158,65 @@ func payloadSize(r *opencdcv1.Record) int {
 // messages of perMessage records, without waiting for acks (as Conduit
 // does), checks that every ack arrives in order and positive, then stops
 // and tears the destination down. Positions are "1", "2", ...
+//
+// Every message is encoded before the clock starts, so that the figures
+// measure the destination and not the cost of making its input.
 func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, record func(i int64) opencdc.Record) (Stats, error) {
 	if perMessage < 1 {
 		return Stats{}, errors.New("host: perMessage must be at least 1")
 	}
+	var st Stats
+	msgs := make([]encoded, 0, (n+int64(perMessage)-1)/int64(perMessage))
+	for first := int64(1); first <= n; first += int64(perMessage) {
+		req := &connectorv2.Destination_Run_Request{}
+		for i := first; i < first+int64(perMessage) && i <= n; i++ {
+			r := record(i)
+			r.Position = opencdc.Position(strconv.FormatInt(i, 10))
+			p := &opencdcv1.Record{}
+			if err := r.ToProto(p); err != nil {
+				return Stats{}, fmt.Errorf("record %d: %w", i, err)
+			}
+			req.Records = append(req.Records, p)
+			if r.Payload.After != nil {
+				st.Bytes += int64(len(r.Payload.After.Bytes()))
+			}
+		}
+		b, err := proto.Marshal(req)
+		if err != nil {
+			return Stats{}, fmt.Errorf("encode message %d: %w", len(msgs)+1, err)
+		}
+		msgs = append(msgs, encoded{b, len(req.Records)})
+	}
+
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := dst.runProto(runCtx)
+	stream, err := dst.runProto(runCtx, grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")}))
 	if err != nil {
 		return Stats{}, fmt.Errorf("destination Run: %w", err)
 	}
 	var (
 		mu   sync.Mutex
 		sent = make([]time.Time, 0, n)
-		st   Stats
 	)
 	sendErr := make(chan error, 1)
 	start := time.Now()
 	go func() {
 		sendErr <- func() error {
-			batch := make([]*opencdcv1.Record, 0, perMessage)
-			flush := func() error {
+			for _, m := range msgs {
 				now := time.Now()
 				mu.Lock()
-				for range batch {
+				for range m.records {
 					sent = append(sent, now)
 				}
-				st.Messages++
 				mu.Unlock()
-				err := stream.Send(&connectorv2.Destination_Run_Request{Records: batch})
-				batch = make([]*opencdcv1.Record, 0, perMessage)
-				return err
-			}
-			for i := int64(1); i <= n; i++ {
-				r := record(i)
-				r.Position = opencdc.Position(fmt.Sprint(i))
-				p := &opencdcv1.Record{}
-				if err := r.ToProto(p); err != nil {
-					return fmt.Errorf("record %d: %w", i, err)
-				}
-				mu.Lock()
-				st.Bytes += int64(len(r.Payload.After.Bytes()))
-				mu.Unlock()
-				batch = append(batch, p)
-				if len(batch) == perMessage || i == n {
-					if err := flush(); err != nil {
-						return fmt.Errorf("send: %w", err)
-					}
+				if err := stream.SendMsg(m); err != nil {
+					return fmt.Errorf("send: %w", err)
 				}
 			}
 			return nil
 		}()
 	}()
+	st.Messages = int64(len(msgs))
 
 	latencies := make([]time.Duration, 0, n)
 	for next := int64(1); next <= n; {
@@ -214,7 +226,7 @@ func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, r
 		}
 		now := time.Now()
 		for _, a := range resp.GetAcks() {
-			if want := fmt.Sprint(next); string(a.GetPosition()) != want {
+			if want := strconv.FormatInt(next, 10); string(a.GetPosition()) != want {
 				return st, fmt.Errorf("ack for position %q, expected %q", a.GetPosition(), want)
 			}
 			if a.GetError() != "" {
@@ -249,3 +261,20 @@ func (e *StopError) Error() string {
 	return "destination Stop failed after every record was acked: " + e.Err.Error()
 }
 func (e *StopError) Unwrap() error { return e.Err }
+
+// encoded is a message in its wire form.
+type encoded struct {
+	b       []byte
+	records int
+}
+
+// encodedCodec sends encoded messages as they are and everything else as
+// gRPC's protobuf codec does.
+type encodedCodec struct{ encoding.CodecV2 }
+
+func (c encodedCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(encoded); ok {
+		return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
+	}
+	return c.CodecV2.Marshal(v)
+}

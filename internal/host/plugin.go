@@ -50,13 +50,13 @@ type SourcePlugin interface {
 	sourceClient
 	// runProto opens the Run stream in the protocol's own message types,
 	// which Pipeline forwards without converting records.
-	runProto(ctx context.Context) (connectorv2.SourcePlugin_RunClient, error)
+	runProto(ctx context.Context, opts ...grpc.CallOption) (connectorv2.SourcePlugin_RunClient, error)
 }
 
 // DestinationPlugin is a destination served by a launched plugin.
 type DestinationPlugin interface {
 	destinationClient
-	runProto(ctx context.Context) (connectorv2.DestinationPlugin_RunClient, error)
+	runProto(ctx context.Context, opts ...grpc.CallOption) (connectorv2.DestinationPlugin_RunClient, error)
 }
 
 type sourcePlugin struct {
@@ -64,8 +64,8 @@ type sourcePlugin struct {
 	conn *grpc.ClientConn
 }
 
-func (s sourcePlugin) runProto(ctx context.Context) (connectorv2.SourcePlugin_RunClient, error) {
-	return connectorv2.NewSourcePluginClient(s.conn).Run(ctx)
+func (s sourcePlugin) runProto(ctx context.Context, opts ...grpc.CallOption) (connectorv2.SourcePlugin_RunClient, error) {
+	return connectorv2.NewSourcePluginClient(s.conn).Run(ctx, opts...)
 }
 
 type destinationPlugin struct {
@@ -73,8 +73,8 @@ type destinationPlugin struct {
 	conn *grpc.ClientConn
 }
 
-func (d destinationPlugin) runProto(ctx context.Context) (connectorv2.DestinationPlugin_RunClient, error) {
-	return connectorv2.NewDestinationPluginClient(d.conn).Run(ctx)
+func (d destinationPlugin) runProto(ctx context.Context, opts ...grpc.CallOption) (connectorv2.DestinationPlugin_RunClient, error) {
+	return connectorv2.NewDestinationPluginClient(d.conn).Run(ctx, opts...)
 }
 
 // Plugin is a running plugin process.

@@ -69,11 +69,11 @@ func sourceMode(ctx context.Context, args []string) error {
 	records := fs.Int64("records", 100000, "records to read")
 	_ = fs.Parse(args)
 
-	src, kill, err := launchSource(*path, config)
+	src, p, err := launchSource(*path, config)
 	if err != nil {
 		return err
 	}
-	defer kill()
+	defer p.Kill()
 	st, err := host.Drain(ctx, src, *records)
 	if err != nil {
 		return err
@@ -98,11 +98,11 @@ func destinationMode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dst, kill, err := launchDestination(*path, config)
+	dst, p, err := launchDestination(*path, config)
 	if err != nil {
 		return err
 	}
-	defer kill()
+	defer p.Kill()
 	st, err := host.Feed(ctx, dst, *records, *perMessage, newRecord)
 	if err != nil {
 		return err
@@ -153,10 +153,10 @@ func launch(path string) (*host.Plugin, error) {
 	return host.Launch(path, host.Options{ConnectorID: "bench", LogLevel: "info"})
 }
 
-// launchSource starts, configures and opens a source; kill ends the
+// launchSource starts, configures and opens a source; p.Kill ends the
 // process once the source is torn down.
-func launchSource(path string, config map[string]string) (src host.SourcePlugin, kill func(), err error) {
-	p, err := launch(path)
+func launchSource(path string, config map[string]string) (src host.SourcePlugin, p *host.Plugin, err error) {
+	p, err = launch(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,12 +171,12 @@ func launchSource(path string, config map[string]string) (src host.SourcePlugin,
 		p.Kill()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return src, p.Kill, nil
+	return src, p, nil
 }
 
 // launchDestination is launchSource for destinations.
-func launchDestination(path string, config map[string]string) (dst host.DestinationPlugin, kill func(), err error) {
-	p, err := launch(path)
+func launchDestination(path string, config map[string]string) (dst host.DestinationPlugin, p *host.Plugin, err error) {
+	p, err = launch(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,5 +191,5 @@ func launchDestination(path string, config map[string]string) (dst host.Destinat
 		p.Kill()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return dst, p.Kill, nil
+	return dst, p, nil
 }

@@ -143,16 +143,16 @@ func runPair(ctx context.Context, p pair, payloadFile string, batch int, n int64
 	for k, v := range p.destCfg {
 		dstCfg[k] = v
 	}
-	src, killSrc, err := launchSource(p.source, srcCfg)
+	src, srcPlugin, err := launchSource(p.source, srcCfg)
 	if err != nil {
 		return host.Result{}, err
 	}
-	defer killSrc()
-	dst, killDst, err := launchDestination(p.destination, dstCfg)
+	defer srcPlugin.Kill()
+	dst, dstPlugin, err := launchDestination(p.destination, dstCfg)
 	if err != nil {
 		return host.Result{}, err
 	}
-	defer killDst()
+	defer dstPlugin.Kill()
 	return host.Pipeline{Source: src, Destination: dst, Records: n, PerMessage: engine == "default"}.Run(ctx)
 }
 
