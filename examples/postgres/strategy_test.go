@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -65,6 +66,36 @@ func BenchmarkUpsertStrategies(b *testing.B) {
 				b.Fatal(err)
 			}
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage"}, []string{"id", "a", "b", "n"}, pgx.CopyFromRows(values)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO bench SELECT * FROM stage ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, n = EXCLUDED.n`); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("text copy into staging", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			for range rows {
+				next++
+				buf.WriteString(strconv.FormatInt(next, 10))
+				buf.WriteString("\trow\ta text column of moderate length\t")
+				buf.WriteString(strconv.FormatInt(next%1000, 10))
+				buf.WriteByte('\n')
+			}
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS stage (LIKE bench) ON COMMIT DELETE ROWS`); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Conn().PgConn().CopyFrom(ctx, &buf, `COPY stage (id, a, b, n) FROM STDIN`); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO bench SELECT * FROM stage ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, n = EXCLUDED.n`); err != nil {
