@@ -145,6 +145,26 @@ func TestKeysAndNames(t *testing.T) {
 	is.Equal(rows(t, conn, `SELECT at, what FROM events ORDER BY at`), []string{"3|opened", "4|opened"})
 }
 
+// Keys whose parts run together the same way are still different keys, and
+// Write leaves the records it writes as they were.
+func TestCompositeKeysAndRecordsUnchanged(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (a text, b text, n int, PRIMARY KEY (a, b))`, map[string]string{"table": "t"})
+	batch := []sdk.Record{
+		rec("1", sdk.OperationCreate, sdk.StructuredData{"a": "ab", "b": "c"}, sdk.StructuredData{"n": 1}),
+		rec("2", sdk.OperationCreate, sdk.StructuredData{"a": "a", "b": "bc"}, sdk.StructuredData{"n": 2}),
+		rec("3", sdk.OperationCreate, sdk.StructuredData{"a": "1:a", "b": ""}, sdk.StructuredData{"n": 3}),
+		rec("4", sdk.OperationCreate, sdk.StructuredData{"a": "1", "b": "a0:"}, sdk.StructuredData{"n": 4}),
+		rec("5", sdk.OperationCreate, sdk.StructuredData{"a": "a", "b": "bc"}, sdk.StructuredData{"n": 5}),
+	}
+	n, err := d.Write(t.Context(), batch)
+	is.NoErr(err)
+	is.Equal(n, 5)
+	is.Equal(rows(t, conn, `SELECT a, b, n FROM t ORDER BY a, b`), []string{"1|a0:|4", "1:a||3", "a|bc|5", "ab|c|1"})
+	is.Equal(batch[0].Payload.After, sdk.StructuredData{"n": 1}) // the key's columns were not added to the payload
+	is.Equal(batch[0].Key, sdk.StructuredData{"a": "ab", "b": "c"})
+}
+
 func TestConfiguredKey(t *testing.T) {
 	is := is.New(t)
 	conn, d := setup(t, `CREATE TABLE t (code text PRIMARY KEY, n int)`, map[string]string{"table": "t", "key": "code"})

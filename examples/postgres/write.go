@@ -26,10 +26,21 @@ const (
 	remove              // delete
 )
 
-// row is one record's values by column.
+// row is one record's values: key columns come from its key when the key
+// has them, every other column from its payload.
 type row struct {
 	position sdk.Position
+	key      map[string]any
 	values   map[string]any
+}
+
+func (r row) get(col string, isKey bool) any {
+	if isKey {
+		if v, ok := r.key[col]; ok {
+			return v
+		}
+	}
+	return r.values[col]
 }
 
 // run is consecutive records written by one statement: same table, same
@@ -51,56 +62,61 @@ func (r *run) same(o *run) bool {
 // cover the records before it and the error names it.
 func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, error) {
 	var runs []*run
-	prev := &run{}
+	var next run // the record being planned, reused while it joins the last run
 	for i, rec := range records {
-		r, err := d.planRecord(ctx, rec, prev)
+		last := &run{}
+		if len(runs) > 0 {
+			last = runs[len(runs)-1]
+		}
+		rw, err := d.planRecord(ctx, rec, last, &next)
 		if err != nil {
 			return runs, i, fmt.Errorf("record at position %q: %w", rec.Position, err)
 		}
-		if n := len(runs); n > 0 && runs[n-1].same(r) {
-			runs[n-1].rows = append(runs[n-1].rows, r.rows...)
+		if len(runs) > 0 && last.same(&next) {
+			last.rows = append(last.rows, rw)
 			continue
 		}
-		r.start = i
-		runs = append(runs, r)
-		prev = r
+		r := next
+		r.start, r.rows = i, []row{rw}
+		runs = append(runs, &r)
 	}
 	return runs, len(records), nil
 }
 
-// planRecord makes a run of one record. prev is the run before it, whose
-// key and column lists it shares when it can.
-func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, prev *run) (*run, error) {
+// planRecord fills in r's table, class, keys and columns for rec and
+// returns its row. last is the run before it, whose key and column lists
+// it shares when it can.
+func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *run) (row, error) {
 	name := d.cfg.Table
 	if name == "" {
 		c, err := rec.Metadata.GetCollection()
 		if err != nil || c == "" {
-			return nil, errors.New("no table: set the table parameter or the record's opencdc.collection metadata")
+			return row{}, errors.New("no table: set the table parameter or the record's opencdc.collection metadata")
 		}
 		name = c
 	}
 	t, err := d.table(ctx, name)
 	if err != nil {
-		return nil, err
+		return row{}, err
 	}
 	key, err := fields("key", rec.Key)
 	if raw, ok := rec.Key.(sdk.RawData); err != nil && ok && len(d.cfg.Key) == 1 {
 		key, err = map[string]any{d.cfg.Key[0]: string(raw)}, nil // a plain raw key is the one key column's value
 	}
 	if err != nil {
-		return nil, err
+		return row{}, err
 	}
 	keys := d.keys
 	if len(keys) == 0 {
-		keys = sortedKeys(key, prev.keys)
+		keys = sortedKeys(key, nil, last.keys)
 	}
-	r := &run{table: t, keys: keys}
-	values := map[string]any{}
+	*r = run{table: t, keys: keys}
+	var values map[string]any
 	switch rec.Operation {
 	case sdk.OperationDelete:
 		r.class = remove
 		if len(keys) == 0 {
-			return nil, errors.New("a delete needs a key: set the key parameter or give the record a key")
+			return row{}, errors.New("a delete needs a key: set the key parameter or give the record a key")
 		}
 	default:
 		r.class = upsert
@@ -108,39 +124,42 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, prev *run)
 			r.class = insert
 		}
 		if values, err = fields("payload", rec.Payload.After); err != nil {
-			return nil, err
+			return row{}, err
 		}
 	}
 	for _, k := range keys {
-		v, ok := key[k]
-		if !ok {
-			if v, ok = values[k]; !ok {
-				return nil, fmt.Errorf("key column %q has no value in the record's key or payload", k)
+		if _, ok := key[k]; !ok {
+			if _, ok := values[k]; !ok {
+				return row{}, fmt.Errorf("key column %q has no value in the record's key or payload", k)
 			}
 		}
-		values[k] = v
 	}
 	if r.class == remove {
 		r.columns = keys
 	} else {
-		r.columns = sortedKeys(values, prev.columns)
+		r.columns = sortedKeys(values, keys, last.columns)
 	}
 	for _, c := range r.columns {
 		if _, ok := t.types[c]; !ok {
-			return nil, fmt.Errorf("column %q does not exist in table %s", c, t.name)
+			return row{}, fmt.Errorf("column %q does not exist in table %s", c, t.name)
 		}
 	}
-	r.rows = []row{{position: rec.Position, values: values}}
-	return r, nil
+	return row{position: rec.Position, key: key, values: values}, nil
 }
 
-// sortedKeys returns m's keys, sorted: like is when they are the same set,
-// which saves sorting for every record of a run.
-func sortedKeys(m map[string]any, like []string) []string {
-	if len(m) == len(like) {
+// sortedKeys returns the union of m's keys and extra, sorted: like when
+// that is the same set, which saves sorting for every record of a run.
+func sortedKeys(m map[string]any, extra []string, like []string) []string {
+	n := len(m)
+	for _, k := range extra {
+		if _, ok := m[k]; !ok {
+			n++
+		}
+	}
+	if n == len(like) {
 		same := true
 		for _, k := range like {
-			if _, ok := m[k]; !ok {
+			if _, ok := m[k]; !ok && !slices.Contains(extra, k) {
 				same = false
 				break
 			}
@@ -149,7 +168,14 @@ func sortedKeys(m map[string]any, like []string) []string {
 			return like
 		}
 	}
-	return slices.Sorted(maps.Keys(m))
+	out := slices.AppendSeq(make([]string, 0, n), maps.Keys(m))
+	for _, k := range extra {
+		if _, ok := m[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // fields returns structured data, or raw data holding a JSON object, as a
@@ -186,7 +212,9 @@ type runError struct {
 // fault, the run's records are written one at a time, in order, and the
 // first that fails ends the run.
 func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
-	sql, args := r.statement(dedupe(r))
+	cols := r.render()
+	sql := r.statement()
+	args := cols.args(r.dedupe(cols))
 	_, err := d.pool.Exec(ctx, sql, args...)
 	if err != nil && isConnectionLoss(err) && ctx.Err() == nil {
 		_, err = d.pool.Exec(ctx, sql, args...)
@@ -198,65 +226,131 @@ func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 		return &runError{0, fmt.Errorf("record at position %q: table %s: %s", r.rows[0].position, r.table.name, redact(err, d.cfg.URL))}
 	}
 	for i := range r.rows {
-		sql, args := r.statement(r.rows[i : i+1])
-		if _, err := d.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := d.pool.Exec(ctx, sql, cols.args([]int{i})...); err != nil {
 			return &runError{i, fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, message(err))}
 		}
 	}
 	return nil
 }
 
-// dedupe keeps, for each key, the last row: one statement cannot touch a
-// row twice, and the last record's values are what the ordered stream
-// means. Rows without a key are all kept.
-func dedupe(r *run) []row {
+// textColumns are a run's values in PostgreSQL's text format, one slice
+// per column.
+type textColumns struct {
+	values [][]string
+	null   [][]bool
+}
+
+func (r *run) render() textColumns {
+	cols := textColumns{values: make([][]string, len(r.columns)), null: make([][]bool, len(r.columns))}
+	for c, col := range r.columns {
+		isKey := slices.Contains(r.keys, col)
+		values, null := make([]string, len(r.rows)), make([]bool, len(r.rows))
+		for i, rw := range r.rows {
+			values[i], null[i] = text(rw.get(col, isKey))
+		}
+		cols.values[c], cols.null[c] = values, null
+	}
+	return cols
+}
+
+// dedupe returns the rows to write, for each key the last: one statement
+// cannot touch a row twice, and the last record's values are what the
+// ordered stream means. nil means every row.
+func (r *run) dedupe(cols textColumns) []int {
 	if r.class == insert || len(r.rows) < 2 {
-		return r.rows
+		return nil
+	}
+	var keyCols []int
+	for c, col := range r.columns {
+		if slices.Contains(r.keys, col) {
+			keyCols = append(keyCols, c)
+		}
+	}
+	// keyOf is row i's key, unambiguous across columns; a key with a NULL
+	// matches no other, so such rows are all kept.
+	keyOf := func(i int) (string, bool) {
+		for _, c := range keyCols {
+			if cols.null[c][i] {
+				return "", false
+			}
+		}
+		if len(keyCols) == 1 {
+			return cols.values[keyCols[0]][i], true
+		}
+		var b strings.Builder
+		for _, c := range keyCols {
+			v := cols.values[c][i]
+			b.WriteString(strconv.Itoa(len(v)))
+			b.WriteByte(':')
+			b.WriteString(v)
+		}
+		return b.String(), true
 	}
 	last := make(map[string]int, len(r.rows))
-	for i, row := range r.rows {
-		last[keyOf(r.keys, row)] = i
+	for i := range r.rows {
+		if k, ok := keyOf(i); ok {
+			last[k] = i
+		}
 	}
 	if len(last) == len(r.rows) {
-		return r.rows
+		return nil
 	}
-	out := make([]row, 0, len(last))
-	for i, row := range r.rows {
-		if last[keyOf(r.keys, row)] == i {
-			out = append(out, row)
+	keep := make([]int, 0, len(r.rows))
+	for i := range r.rows {
+		if k, ok := keyOf(i); !ok || last[k] == i {
+			keep = append(keep, i)
 		}
 	}
-	return out
-}
-
-func keyOf(keys []string, r row) string {
-	var b strings.Builder
-	for _, k := range keys {
-		s, null := text(r.values[k])
-		if null {
-			b.WriteString("\x00n")
-		} else {
-			b.WriteString(strconv.Quote(s))
-		}
-		b.WriteByte(0)
+	if len(keep) == len(r.rows) {
+		return nil
 	}
-	return b.String()
+	return keep
 }
 
-// statement returns the SQL and arguments writing rows: one text array per
-// column, cast to the column's type in SQL. The SQL depends only on the
+// args are the statement's arguments for the rows at indexes rows (nil:
+// every row): one text array per column.
+func (cols textColumns) args(rows []int) []any {
+	args := make([]any, len(cols.values))
+	for c := range cols.values {
+		args[c] = textArray{cols.values[c], cols.null[c], rows}
+	}
+	return args
+}
+
+// textArray is a text[] parameter holding values[rows[i]] (values[i] when
+// rows is nil), NULL where null is set. It hands pgx pointers to its
+// elements, so that encoding it allocates nothing per element.
+type textArray struct {
+	values []string
+	null   []bool
+	rows   []int
+}
+
+func (a textArray) Dimensions() []pgtype.ArrayDimension {
+	n := len(a.values)
+	if a.rows != nil {
+		n = len(a.rows)
+	}
+	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
+}
+
+func (a textArray) Index(i int) any {
+	if a.rows != nil {
+		i = a.rows[i]
+	}
+	if a.null[i] {
+		return nil
+	}
+	return &a.values[i]
+}
+
+func (a textArray) IndexType() any { return new(string) }
+
+// statement returns the SQL writing the run's rows from one text array per
+// column, each cast to its column's type in SQL. It depends only on the
 // table, the class and the columns, never on the rows, so the prepared
 // statement cache serves every batch of the same shape.
-func (r *run) statement(rows []row) (string, []any) {
-	args := make([]any, len(r.columns))
-	for c, col := range r.columns {
-		vals := make([]pgtype.Text, len(rows))
-		for i, row := range rows {
-			s, null := text(row.values[col])
-			vals[i] = pgtype.Text{String: s, Valid: !null}
-		}
-		args[c] = vals
-	}
+func (r *run) statement() string {
 	var b strings.Builder
 	params := make([]string, len(r.columns))
 	aliases := make([]string, len(r.columns))
@@ -275,7 +369,7 @@ func (r *run) statement(rows []row) (string, []any) {
 			}
 			b.WriteString("t." + quote(col) + " = " + casts[c])
 		}
-		return b.String(), args
+		return b.String()
 	}
 	cols := make([]string, len(r.columns))
 	for c, col := range r.columns {
@@ -300,7 +394,7 @@ func (r *run) statement(rows []row) (string, []any) {
 			b.WriteString(" DO UPDATE SET " + strings.Join(set, ", "))
 		}
 	}
-	return b.String(), args
+	return b.String()
 }
 
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
