@@ -65,7 +65,7 @@ bench: build incumbent
 		-destination-config level=trace -vs-destination-config level=trace \
 		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log \
 		$(foreach kv,$(NO_SCHEMA),-vs-source-config $(kv) -vs-destination-config $(kv))
-	$(GO) run ./internal/cmd/bench postgres -out bench/results -records 50000 \
+	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-vs-config $(kv))
 
 check:
