@@ -110,6 +110,12 @@ func isConnectionLoss(err error) bool {
 	return pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || isNetworkError(err)
 }
 
+// isUniqueViolation reports whether err is a unique constraint's violation.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
 func isNetworkError(err error) bool {
 	msg := err.Error()
 	for _, s := range []string{"connection reset", "broken pipe", "unexpected EOF", "connection refused", "conn closed", "closed pool", "failed to connect"} {

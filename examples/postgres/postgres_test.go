@@ -165,6 +165,54 @@ func TestCompositeKeysAndRecordsUnchanged(t *testing.T) {
 	is.Equal(batch[0].Key, sdk.StructuredData{"a": "ab", "b": "c"})
 }
 
+// Creates are tried as plain inserts first; rows that exist already make
+// them upserts, and a unique constraint other than the key still fails at
+// the record that breaks it.
+func TestCreatesOfExistingRows(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY, email text UNIQUE, n int);
+		INSERT INTO t VALUES (1, 'a@x', 0), (2, 'b@x', 0)`, map[string]string{"table": "t"})
+	n, err := d.Write(t.Context(), []sdk.Record{
+		rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 3}, sdk.StructuredData{"email": "c@x", "n": 1}),
+		rec("2", sdk.OperationSnapshot, sdk.StructuredData{"id": 1}, sdk.StructuredData{"email": "a@x", "n": 2}), // exists
+	})
+	is.NoErr(err)
+	is.Equal(n, 2)
+	n, err = d.Write(t.Context(), []sdk.Record{
+		rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 4}, sdk.StructuredData{"email": "d@x", "n": 3}),
+		rec("4", sdk.OperationCreate, sdk.StructuredData{"id": 5}, sdk.StructuredData{"email": "b@x", "n": 4}), // email taken
+		rec("5", sdk.OperationCreate, sdk.StructuredData{"id": 6}, sdk.StructuredData{"email": "e@x", "n": 5}),
+	})
+	is.Equal(n, 1)
+	is.True(err != nil && strings.Contains(err.Error(), `record at position "4": table t: duplicate key value violates unique constraint "t_email_key"`))
+	is.Equal(rows(t, conn, `SELECT id, email, n FROM t ORDER BY id`), []string{"1|a@x|2", "2|b@x|0", "3|c@x|1", "4|d@x|3"})
+}
+
+func TestInsertFirstBacksOff(t *testing.T) {
+	is := is.New(t)
+	var f insertFirst
+	tries := func(runs int) (n int) {
+		for range runs {
+			if f.try() {
+				n++
+			}
+		}
+		return n
+	}
+	is.Equal(tries(3), 3) // no conflicts yet: every run tries
+	f.failed()
+	is.Equal(tries(2), 1) // skips 1
+	f.failed()
+	is.Equal(tries(3), 1) // skips 2
+	for range 10 {
+		f.failed()
+	}
+	is.Equal(tries(65), 1) // skips at most 64
+	f.succeeded()
+	f.failed()
+	is.Equal(tries(2), 1) // a success starts over
+}
+
 func TestConfiguredKey(t *testing.T) {
 	is := is.New(t)
 	conn, d := setup(t, `CREATE TABLE t (code text PRIMARY KEY, n int)`, map[string]string{"table": "t", "key": "code"})

@@ -21,7 +21,8 @@ import (
 type class int
 
 const (
-	upsert class = iota // create, snapshot, update with a key
+	upsert class = iota // update with a key
+	create              // create, snapshot with a key: an upsert, tried as a plain insert first
 	insert              // create, snapshot, update without a key
 	remove              // delete
 )
@@ -119,9 +120,13 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 			return row{}, errors.New("a delete needs a key: set the key parameter or give the record a key")
 		}
 	default:
-		r.class = upsert
-		if len(keys) == 0 {
+		switch {
+		case len(keys) == 0:
 			r.class = insert
+		case rec.Operation == sdk.OperationUpdate:
+			r.class = upsert
+		default:
+			r.class = create
 		}
 		if values, err = fields("payload", rec.Payload.After); err != nil {
 			return row{}, err
@@ -213,15 +218,36 @@ type runError struct {
 // first that fails ends the run.
 func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 	cols := r.render()
-	sql := r.statement()
+	sql := r.statement(r.class)
 	args := cols.args(r.dedupe(cols))
-	_, err := d.pool.Exec(ctx, sql, args...)
-	if err != nil && isConnectionLoss(err) && ctx.Err() == nil {
-		_, err = d.pool.Exec(ctx, sql, args...)
+	exec := func(sql string) error {
+		_, err := d.pool.Exec(ctx, sql, args...)
+		if err != nil && isConnectionLoss(err) && ctx.Err() == nil {
+			_, err = d.pool.Exec(ctx, sql, args...)
+		}
+		return err
 	}
-	if err == nil {
-		return nil
+	if r.class == create && r.table.newRows.try() {
+		err := exec(r.statement(insert))
+		if err == nil {
+			r.table.newRows.succeeded()
+			return nil
+		}
+		if !isUniqueViolation(err) {
+			return d.runFailed(ctx, r, sql, cols, err)
+		}
+		r.table.newRows.failed()
 	}
+	if err := exec(sql); err != nil {
+		return d.runFailed(ctx, r, sql, cols, err)
+	}
+	return nil
+}
+
+// runFailed reports which of a run's records failed to write with err:
+// the first, if the connection broke; otherwise the first that fails
+// written alone with sql, the records before it written.
+func (d *Destination) runFailed(ctx context.Context, r *run, sql string, cols textColumns, err error) *runError {
 	if isConnectionLoss(err) || ctx.Err() != nil {
 		return &runError{0, fmt.Errorf("record at position %q: table %s: %s", r.rows[0].position, r.table.name, redact(err, d.cfg.URL))}
 	}
@@ -346,11 +372,11 @@ func (a textArray) Index(i int) any {
 
 func (a textArray) IndexType() any { return new(string) }
 
-// statement returns the SQL writing the run's rows from one text array per
-// column, each cast to its column's type in SQL. It depends only on the
-// table, the class and the columns, never on the rows, so the prepared
-// statement cache serves every batch of the same shape.
-func (r *run) statement() string {
+// statement returns the SQL writing the run's rows as class c from one text
+// array per column, each cast to its column's type in SQL. It depends only
+// on the table, the class and the columns, never on the rows, so the
+// prepared statement cache serves every batch of the same shape.
+func (r *run) statement(c class) string {
 	var b strings.Builder
 	params := make([]string, len(r.columns))
 	aliases := make([]string, len(r.columns))
@@ -361,7 +387,7 @@ func (r *run) statement() string {
 		casts[c] = aliases[c] + "::" + r.table.types[col]
 	}
 	source := "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
-	if r.class == remove {
+	if c == remove {
 		b.WriteString("DELETE FROM " + r.table.ident + " AS t USING " + source + " WHERE ")
 		for c, col := range r.columns {
 			if c > 0 {
@@ -376,7 +402,7 @@ func (r *run) statement() string {
 		cols[c] = quote(col)
 	}
 	b.WriteString("INSERT INTO " + r.table.ident + " (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(casts, ", ") + " FROM " + source)
-	if r.class == upsert {
+	if c == upsert || c == create {
 		keys := make([]string, len(r.keys))
 		for i, k := range r.keys {
 			keys[i] = quote(k)
