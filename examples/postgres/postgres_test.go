@@ -275,6 +275,24 @@ func TestMissingTableAndColumn(t *testing.T) {
 	is.True(strings.Contains(err.Error(), `record at position "4": the key is raw data but not a JSON object`))
 }
 
+// An upsert needs a constraint on the key columns; deleting by key does not.
+func TestKeyWithoutConstraint(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (id int, n int, UNIQUE (id, n)); INSERT INTO t VALUES (1, 1), (2, 2)`, map[string]string{"table": "t"})
+	for _, op := range []sdk.Operation{sdk.OperationCreate, sdk.OperationUpdate} {
+		n, err := d.Write(t.Context(), []sdk.Record{rec("1", op, sdk.StructuredData{"id": 3}, sdk.StructuredData{"n": 3})})
+		is.Equal(n, 0)
+		is.True(err != nil && strings.Contains(err.Error(), `record at position "1": table t has no primary key or unique constraint on exactly the key columns (id)`))
+	}
+	n, err := d.Write(t.Context(), []sdk.Record{
+		rec("2", sdk.OperationDelete, sdk.StructuredData{"id": 1}, nil),
+		rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 4, "n": 4}, nil), // the key matches the constraint
+	})
+	is.NoErr(err)
+	is.Equal(n, 2)
+	is.Equal(rows(t, conn, `SELECT id, n FROM t ORDER BY id`), []string{"2|2", "4|4"})
+}
+
 // TestServerRestartedMidStream restarts PostgreSQL between two writes:
 // the write on a dropped connection is retried on a fresh one.
 func TestServerRestartedMidStream(t *testing.T) {

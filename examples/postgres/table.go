@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,19 @@ type table struct {
 	name    string            // as configured, for messages
 	ident   string            // quoted, possibly schema-qualified
 	types   map[string]string // column name → type, as format_type spells it
+	unique  [][]string        // the columns of each primary key or unique constraint, sorted
 	newRows insertFirst       // only Write touches it, and Write is never concurrent
+}
+
+// upsertable reports whether an upsert on keys (sorted) has a constraint
+// to detect its conflicts.
+func (t *table) upsertable(keys []string) bool {
+	for _, u := range t.unique {
+		if slices.Equal(u, keys) {
+			return true
+		}
+	}
+	return false
 }
 
 // insertFirst decides whether a run of creates is worth trying as a plain
@@ -77,6 +90,19 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	}
 	if len(t.types) == 0 {
 		return nil, fmt.Errorf("table %s does not exist (or has no columns)", name)
+	}
+	// Unique indexes on plain columns, without a predicate: the ones
+	// ON CONFLICT (columns) can use.
+	rows, err = d.pool.Query(ctx, `
+		SELECT array_agg(a.attname::text ORDER BY a.attname)
+		FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND NOT 0 = ANY (i.indkey)
+		GROUP BY i.indexrelid`, ident)
+	if err != nil {
+		return nil, fmt.Errorf("read the unique constraints of table %s: %s", name, redact(err, d.cfg.URL))
+	}
+	if t.unique, err = pgx.CollectRows(rows, pgx.RowTo[[]string]); err != nil {
+		return nil, fmt.Errorf("read the unique constraints of table %s: %s", name, redact(err, d.cfg.URL))
 	}
 	d.mu.Lock()
 	d.tables[name] = t

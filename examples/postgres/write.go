@@ -149,6 +149,9 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 			return row{}, fmt.Errorf("column %q does not exist in table %s", c, t.name)
 		}
 	}
+	if (r.class == upsert || r.class == create) && !t.upsertable(keys) {
+		return row{}, fmt.Errorf("table %s has no primary key or unique constraint on exactly the key columns (%s), which an upsert needs: add one, or set the key parameter to the columns of one", t.name, strings.Join(keys, ", "))
+	}
 	return row{position: rec.Position, key: key, values: values}, nil
 }
 
