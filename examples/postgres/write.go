@@ -221,8 +221,15 @@ type runError struct {
 // first that fails ends the run.
 func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 	cols := r.render()
-	sql := r.statement(r.class)
-	args := cols.args(r.dedupe(cols))
+	keep := r.dedupe(cols)
+	single := len(r.rows) == 1 || len(keep) == 1
+	args := cols.args(keep)
+	if single {
+		args = cols.row(0)
+		if keep != nil {
+			args = cols.row(keep[0])
+		}
+	}
 	exec := func(sql string) error {
 		_, err := d.pool.Exec(ctx, sql, args...)
 		if err != nil && isConnectionLoss(err) && ctx.Err() == nil {
@@ -231,31 +238,32 @@ func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 		return err
 	}
 	if r.class == create && r.table.newRows.try() {
-		err := exec(r.statement(insert))
+		err := exec(r.statement(insert, single))
 		if err == nil {
 			r.table.newRows.succeeded()
 			return nil
 		}
 		if !isUniqueViolation(err) {
-			return d.runFailed(ctx, r, sql, cols, err)
+			return d.runFailed(ctx, r, cols, err)
 		}
 		r.table.newRows.failed()
 	}
-	if err := exec(sql); err != nil {
-		return d.runFailed(ctx, r, sql, cols, err)
+	if err := exec(r.statement(r.class, single)); err != nil {
+		return d.runFailed(ctx, r, cols, err)
 	}
 	return nil
 }
 
 // runFailed reports which of a run's records failed to write with err:
 // the first, if the connection broke; otherwise the first that fails
-// written alone with sql, the records before it written.
-func (d *Destination) runFailed(ctx context.Context, r *run, sql string, cols textColumns, err error) *runError {
+// written alone, the records before it written.
+func (d *Destination) runFailed(ctx context.Context, r *run, cols textColumns, err error) *runError {
 	if isConnectionLoss(err) || ctx.Err() != nil {
 		return &runError{0, fmt.Errorf("record at position %q: table %s: %s", r.rows[0].position, r.table.name, redact(err, d.cfg.URL))}
 	}
+	sql := r.statement(r.class, true)
 	for i := range r.rows {
-		if _, err := d.pool.Exec(ctx, sql, cols.args([]int{i})...); err != nil {
+		if _, err := d.pool.Exec(ctx, sql, cols.row(i)...); err != nil {
 			return &runError{i, fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, message(err))}
 		}
 	}
@@ -346,6 +354,18 @@ func (cols textColumns) args(rows []int) []any {
 	return args
 }
 
+// row are the arguments of the single-row statement for row i: a *string
+// per column, nil for NULL.
+func (cols textColumns) row(i int) []any {
+	args := make([]any, len(cols.values))
+	for c := range cols.values {
+		if !cols.null[c][i] {
+			args[c] = &cols.values[c][i]
+		}
+	}
+	return args
+}
+
 // textArray is a text[] parameter holding values[rows[i]] (values[i] when
 // rows is nil), NULL where null is set. It hands pgx pointers to its
 // elements, so that encoding it allocates nothing per element.
@@ -375,36 +395,54 @@ func (a textArray) Index(i int) any {
 
 func (a textArray) IndexType() any { return new(string) }
 
-// statement returns the SQL writing the run's rows as class c from one text
-// array per column, each cast to its column's type in SQL. It depends only
-// on the table, the class and the columns, never on the rows, so the
-// prepared statement cache serves every batch of the same shape.
-func (r *run) statement(c class) string {
-	var b strings.Builder
-	params := make([]string, len(r.columns))
-	aliases := make([]string, len(r.columns))
-	casts := make([]string, len(r.columns))
-	for c, col := range r.columns {
-		params[c] = "$" + strconv.Itoa(c+1) + "::text[]"
-		aliases[c] = "v" + strconv.Itoa(c+1)
-		casts[c] = aliases[c] + "::" + r.table.types[col]
+// statement returns the SQL writing the run's rows as class c, from one
+// text array per column or, for a single row, one text per column; each is
+// cast to its column's type in SQL. It depends only on the table, the
+// class, the columns and single, never on the values, so the prepared
+// statement cache serves every batch of the same shape. One row through
+// VALUES costs the database less than through unnest.
+func (r *run) statement(c class, single bool) string {
+	values := make([]string, len(r.columns)) // each column's value, cast
+	var source string                        // where they come from, for several rows
+	if single {
+		for i, col := range r.columns {
+			values[i] = "$" + strconv.Itoa(i+1) + "::text::" + r.table.types[col]
+		}
+	} else {
+		params := make([]string, len(r.columns))
+		aliases := make([]string, len(r.columns))
+		for i, col := range r.columns {
+			params[i] = "$" + strconv.Itoa(i+1) + "::text[]"
+			aliases[i] = "v" + strconv.Itoa(i+1)
+			values[i] = aliases[i] + "::" + r.table.types[col]
+		}
+		source = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
 	}
-	source := "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
+	var b strings.Builder
 	if c == remove {
-		b.WriteString("DELETE FROM " + r.table.ident + " AS t USING " + source + " WHERE ")
-		for c, col := range r.columns {
-			if c > 0 {
+		b.WriteString("DELETE FROM " + r.table.ident + " AS t")
+		if !single {
+			b.WriteString(" USING " + source)
+		}
+		b.WriteString(" WHERE ")
+		for i, col := range r.columns {
+			if i > 0 {
 				b.WriteString(" AND ")
 			}
-			b.WriteString("t." + quote(col) + " = " + casts[c])
+			b.WriteString("t." + quote(col) + " = " + values[i])
 		}
 		return b.String()
 	}
 	cols := make([]string, len(r.columns))
-	for c, col := range r.columns {
-		cols[c] = quote(col)
+	for i, col := range r.columns {
+		cols[i] = quote(col)
 	}
-	b.WriteString("INSERT INTO " + r.table.ident + " (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(casts, ", ") + " FROM " + source)
+	b.WriteString("INSERT INTO " + r.table.ident + " (" + strings.Join(cols, ", ") + ")")
+	if single {
+		b.WriteString(" VALUES (" + strings.Join(values, ", ") + ")")
+	} else {
+		b.WriteString(" SELECT " + strings.Join(values, ", ") + " FROM " + source)
+	}
 	if c == upsert || c == create {
 		keys := make([]string, len(r.keys))
 		for i, k := range r.keys {
