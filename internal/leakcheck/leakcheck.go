@@ -14,23 +14,37 @@ import (
 // it if goroutines started since are still running after a grace period.
 func Check(t testing.TB) {
 	t.Helper()
-	before := goroutines()
+	before := Snapshot()
 	t.Cleanup(func() {
-		var leaked []string
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			leaked = leaked[:0]
-			for id, stack := range goroutines() {
-				if _, ok := before[id]; !ok && !ignored(stack) {
-					leaked = append(leaked, stack)
-				}
-			}
-			if len(leaked) == 0 {
-				return
+		if leaked := before.Leaked(5 * time.Second); len(leaked) > 0 {
+			t.Errorf("%d goroutines leaked:\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+		}
+	})
+}
+
+// Goroutines are the goroutines running at one moment, by id.
+type Goroutines map[string]string
+
+// Snapshot returns the goroutines running now.
+func Snapshot() Goroutines { return goroutines() }
+
+// Leaked waits up to grace for the goroutines started since g was taken to
+// end, and returns the stacks of those still running, sorted.
+func (g Goroutines) Leaked(grace time.Duration) []string {
+	var leaked []string
+	for deadline := time.Now().Add(grace); ; time.Sleep(10 * time.Millisecond) {
+		leaked = leaked[:0]
+		for id, stack := range goroutines() {
+			if _, ok := g[id]; !ok && !ignored(stack) {
+				leaked = append(leaked, stack)
 			}
 		}
-		slices.Sort(leaked)
-		t.Errorf("%d goroutines leaked:\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-	})
+		if len(leaked) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	slices.Sort(leaked)
+	return leaked
 }
 
 // ignored are goroutines owned by the runtime or by libraries' process-wide
@@ -49,7 +63,7 @@ func ignored(stack string) bool {
 }
 
 // goroutines returns the stacks of all goroutines by id.
-func goroutines() map[string]string {
+func goroutines() Goroutines {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -59,7 +73,7 @@ func goroutines() map[string]string {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	out := map[string]string{}
+	out := Goroutines{}
 	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
 		header, _, _ := strings.Cut(string(g), "\n")
 		// "goroutine 12 [chan receive]:"
