@@ -1,0 +1,340 @@
+package sdktest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/connkit/connkit/sdk"
+)
+
+func runDestination(t tb, s DestinationSuite) {
+	t.Helper()
+	before := leakcheck.Snapshot()
+	s.Records = withDefault(s.Records, 20)
+	s.Timeout = withDefault(s.Timeout, time.Minute)
+	if s.Record == nil {
+		s.Record = TestRecord
+	}
+	r := destinationRole(s)
+	runChecks(t, specChecks(r), s.Skip, s.Timeout)
+	runners := []runner{inProcess{s.Connector}}
+	if s.Plugin != "" {
+		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
+	}
+	for _, run := range runners {
+		t.Run(run.name(), func(t tb) {
+			checks := destinationChecks(s, run)
+			if _, ok := run.(outOfProcess); ok {
+				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
+			} else {
+				checks = append(checks, check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }})
+			}
+			runChecks(t, checks, s.Skip, s.Timeout)
+		})
+	}
+	noLeaks(t, before)
+}
+
+// dstInstance is a configured and opened destination.
+type dstInstance struct {
+	c      destinationClient
+	writes *writeLog // nil out of process
+	run    *destinationRun
+	torn   bool
+}
+
+func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string) *dstInstance {
+	t.Helper()
+	c, writes := r.destination(t)
+	if _, err := c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg}); err != nil {
+		t.Fatalf("Configure fails: %v", err)
+	}
+	if _, err := c.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
+		t.Fatalf("Open fails: %v", err)
+	}
+	inst := &dstInstance{c: c, writes: writes}
+	t.Cleanup(func() {
+		if !inst.torn {
+			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+			defer cancel()
+			_ = inst.teardown(ctx)
+		}
+	})
+	run, err := startDestination(ctx, c)
+	if err != nil {
+		t.Fatalf("Run fails: %v", err)
+	}
+	inst.run = run
+	return inst
+}
+
+func (i *dstInstance) teardown(ctx context.Context) error {
+	i.torn = true
+	if i.run != nil {
+		i.run.close()
+	}
+	_, err := i.c.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	return err
+}
+
+func (i *dstInstance) mustTeardown(t tb) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := i.teardown(ctx); err != nil {
+		t.Errorf("Teardown fails: %v\nTeardown must release what Open acquired and return, also after Stop.", err)
+	}
+}
+
+// write sends records one per message, as Conduit's default engine does,
+// then, if stop, stops the destination at the last one without waiting
+// for acks, as Conduit does; it fails the check unless every record is
+// acknowledged.
+func (i *dstInstance) write(t tb, ctx context.Context, records []opencdc.Record, stop bool) {
+	t.Helper()
+	if err := i.run.send(records, 1); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if stop {
+		i.stop(t, ctx, records[len(records)-1].Position)
+	}
+	if _, err := i.run.wait(ctx, records); err != nil {
+		t.Fatalf("writing %d records: %v", len(records), err)
+	}
+}
+
+func (i *dstInstance) stop(t tb, ctx context.Context, last opencdc.Position) {
+	t.Helper()
+	stopCtx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	if _, err := i.c.Stop(stopCtx, pconnector.DestinationStopRequest{LastPosition: last}); err != nil {
+		t.Fatalf("Stop(%q) fails: %v\nStop waits until the last record is written: Write must return promptly, also for a partial batch.", last, err)
+	}
+}
+
+func destinationChecks(s DestinationSuite, r runner) []check {
+	n := s.Records
+	creates := func() []opencdc.Record {
+		first := nextIDs(n)
+		recs := make([]opencdc.Record, n)
+		for i := range recs {
+			op := sdk.OperationCreate
+			if i%4 == 3 {
+				op = sdk.OperationSnapshot
+			}
+			recs[i] = s.Record(first+i, op, i%2 == 0)
+		}
+		return recs
+	}
+	return []check{
+		{"OpenTeardown", func(t tb, ctx context.Context) {
+			c, _ := r.destination(t)
+			if _, err := c.Teardown(ctx, pconnector.DestinationTeardownRequest{}); err != nil {
+				t.Errorf("Teardown without Configure fails: %v", err)
+			}
+			c, _ = r.destination(t)
+			if _, err := c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: s.Config}); err != nil {
+				t.Fatalf("Configure fails: %v", err)
+			}
+			if _, err := c.Teardown(ctx, pconnector.DestinationTeardownRequest{}); err != nil {
+				t.Errorf("Teardown without Open fails: %v\nTeardown may come without Open (Conduit validates configurations that way): release only what was acquired", err)
+			}
+			c, _ = r.destination(t)
+			if _, err := c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: s.Config}); err != nil {
+				t.Fatalf("Configure fails: %v", err)
+			}
+			if _, err := c.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
+				t.Fatalf("Open fails: %v", err)
+			}
+			if _, err := c.Teardown(ctx, pconnector.DestinationTeardownRequest{}); err != nil {
+				t.Errorf("Teardown after Open, without Run, fails: %v", err)
+			}
+		}},
+		{"Lifecycle", func(t tb, ctx context.Context) {
+			checkLifecycle(t, ctx, s.Config, func() lifecycleClient {
+				c, _ := r.destination(t)
+				return destinationLifecycle{c}
+			})
+		}},
+		{"Write/Operations", func(t tb, ctx context.Context) {
+			// Every operation, with raw and structured data; the delete and
+			// update follow a create of the same record.
+			var recs []opencdc.Record
+			for _, structured := range []bool{false, true} {
+				id := nextIDs(3)
+				recs = append(recs,
+					s.Record(id, sdk.OperationCreate, structured),
+					s.Record(id, sdk.OperationUpdate, structured),
+					s.Record(id+1, sdk.OperationSnapshot, structured),
+					s.Record(id+2, sdk.OperationCreate, structured),
+					s.Record(id+2, sdk.OperationDelete, structured))
+			}
+			for i := range recs {
+				recs[i].Position = opencdc.Position(fmt.Sprintf("%s-%d", recs[i].Position, i))
+			}
+			inst := openDestination(t, ctx, r, s.Config)
+			if err := inst.run.send(recs, 1); err != nil {
+				t.Fatalf("%v", err)
+			}
+			acked, err := inst.run.wait(ctx, recs)
+			if err != nil {
+				what := ""
+				if acked < len(recs) {
+					what = fmt.Sprintf(" (a %s with %s data)", recs[acked].Operation, dataKind(recs[acked].Key))
+				}
+				t.Fatalf("the destination failed a record%s: %v\nA destination must write every operation, with raw and structured keys and payloads.", what, err)
+			}
+			inst.stop(t, ctx, recs[len(recs)-1].Position)
+			inst.mustTeardown(t)
+		}},
+		{"RoundTrip", func(t tb, ctx context.Context) {
+			if s.ReadBack == nil {
+				t.Skipf("set DestinationSuite.ReadBack to check that what is acknowledged is really written")
+			}
+			recs := creates()
+			inst := openDestination(t, ctx, r, s.Config)
+			inst.write(t, ctx, recs, true)
+			inst.mustTeardown(t)
+			checkReadBack(t, ctx, s, recs)
+		}},
+		{"Stop", func(t tb, ctx context.Context) {
+			recs := creates()
+			inst := openDestination(t, ctx, r, s.Config)
+			inst.write(t, ctx, recs, true)
+			inst.mustTeardown(t)
+		}},
+		{"Batching/Size", func(t tb, ctx context.Context) {
+			const size = 6 // the records do not fill the last batch
+			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.size": fmt.Sprint(size)}))
+			recs := creates()
+			inst.write(t, ctx, recs, true)
+			inst.mustTeardown(t)
+			checkWrites(t, inst.writes, len(recs), size, fmt.Sprintf("sdk.batch.size=%d", size))
+			checkReadBack(t, ctx, s, recs)
+		}},
+		{"Batching/Delay", func(t tb, ctx context.Context) {
+			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.delay": "20ms"}))
+			recs := creates()
+			inst.write(t, ctx, recs, false) // the delay alone must flush
+			inst.stop(t, ctx, recs[len(recs)-1].Position)
+			inst.mustTeardown(t)
+			checkWrites(t, inst.writes, len(recs), 0, "sdk.batch.delay=20ms")
+			checkReadBack(t, ctx, s, recs)
+		}},
+		{"Batching/Bytes", func(t tb, ctx context.Context) {
+			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.bytes": "1"}))
+			recs := creates()
+			inst.write(t, ctx, recs, true)
+			inst.mustTeardown(t)
+			checkWrites(t, inst.writes, len(recs), 1, "sdk.batch.bytes=1")
+			checkReadBack(t, ctx, s, recs)
+		}},
+	}
+}
+
+// checkWrites checks how the plugin server called Write, in process.
+func checkWrites(t tb, writes *writeLog, total, max int, settings string) {
+	t.Helper()
+	if writes == nil {
+		return
+	}
+	sizes, concurrent := writes.calls()
+	sum := 0
+	for _, n := range sizes {
+		sum += n
+		if n == 0 || (max > 0 && n > max) {
+			t.Errorf("with %s, Write was called with batches of %v records: the batching middleware is not honoured (is the connector's Middleware replaced?)", settings, sizes)
+			break
+		}
+	}
+	if sum != total {
+		t.Errorf("with %s, Write was called with %d records in all (batches %v), %d were sent", settings, sum, sizes, total)
+	}
+	if concurrent {
+		t.Errorf("Write was called concurrently with itself")
+	}
+}
+
+// checkReadBack checks that ReadBack finds each record written, once, with
+// its payload's fields.
+func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []opencdc.Record) {
+	t.Helper()
+	if s.ReadBack == nil {
+		return
+	}
+	read, err := s.ReadBack(ctx)
+	if err != nil {
+		t.Fatalf("DestinationSuite.ReadBack fails: %v", err)
+	}
+	missing, duplicated, differ := findWritten(written, read)
+	if len(missing) > 0 {
+		t.Errorf("%d acknowledged records are not in the destination's system: %s\nAcknowledge only what is durably written (Write's n counts the leading records written).", len(missing), strings.Join(missing, ", "))
+	}
+	if len(duplicated) > 0 {
+		t.Errorf("records were written more than once: %s", strings.Join(duplicated, ", "))
+	}
+	if len(differ) > 0 {
+		t.Errorf("records read back differ from what was written: %s", strings.Join(differ, "; "))
+	}
+}
+
+// checkWriteContract calls the configured destination's Write directly and
+// checks its results keep the io.Writer-like contract, also when its
+// context is cancelled, the failure the kit can inject into any connector.
+func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
+	d, err := s.Connector.ConfigureDestination(s.Config)
+	if err != nil {
+		t.Fatalf("Configure fails: %v", err)
+	}
+	if err := d.Open(ctx); err != nil {
+		t.Fatalf("Open fails: %v", err)
+	}
+	defer func() {
+		if err := d.Teardown(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("Teardown fails: %v", err)
+		}
+	}()
+	write := func(ctx context.Context, what string, recs []opencdc.Record) (int, error) {
+		t.Helper()
+		before := cloneRecords(recs)
+		n, err := d.Write(ctx, recs)
+		switch {
+		case n < 0 || n > len(recs):
+			t.Errorf("Write of %d records %s returned n=%d: n must be between 0 and the number of records", len(recs), what, n)
+		case n < len(recs) && err == nil:
+			t.Errorf("Write of %d records %s returned n=%d and no error: a short write must return an error saying why", len(recs), what, n)
+		}
+		if !reflect.DeepEqual(before, recs) {
+			t.Errorf("Write %s modified the records it was given: it must not modify the slice or the records", what)
+		}
+		return max(0, min(n, len(recs))), err
+	}
+	recs := make([]opencdc.Record, s.Records)
+	first := nextIDs(len(recs))
+	for i := range recs {
+		recs[i] = s.Record(first+i, sdk.OperationCreate, i%2 == 1)
+	}
+	half := len(recs) / 2
+	n, err := write(ctx, "", recs[:half])
+	if n < half {
+		t.Errorf("Write of %d records wrote %d without a failure being injected: %v", half, n, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	m, _ := write(cancelled, "with a cancelled context", recs[half:])
+	checkReadBack(t, ctx, s, recs[:half+m])
+}
+
+func cloneRecords(recs []opencdc.Record) []opencdc.Record {
+	out := make([]opencdc.Record, len(recs))
+	for i, r := range recs {
+		out[i] = r.Clone()
+	}
+	return out
+}

@@ -1,0 +1,229 @@
+package sdktest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+)
+
+// sourceRun is a source's Run stream, read by a goroutine of its own as
+// Conduit does.
+type sourceRun struct {
+	client sourceClient
+	stream pconnector.SourceRunStreamClient
+	cancel context.CancelFunc
+	msgs   chan []opencdc.Record
+	failed chan error // the stream's end, once
+	done   chan struct{}
+
+	mu       sync.Mutex
+	received []opencdc.Record
+	messages []int // records per message
+}
+
+func startSource(ctx context.Context, c sourceClient) (*sourceRun, error) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stream := c.NewStream()
+	if err := c.Run(runCtx, stream); err != nil {
+		cancel()
+		return nil, err
+	}
+	r := &sourceRun{client: c, stream: stream.Client(), cancel: cancel, msgs: make(chan []opencdc.Record, 1024), failed: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for {
+			resp, err := r.stream.Recv()
+			if err != nil {
+				r.failed <- err
+				return
+			}
+			if len(resp.Records) == 0 {
+				continue
+			}
+			r.mu.Lock()
+			r.received = append(r.received, resp.Records...)
+			r.messages = append(r.messages, len(resp.Records))
+			r.mu.Unlock()
+			select {
+			case r.msgs <- resp.Records:
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	return r, nil
+}
+
+// close ends the stream, as Conduit does before Teardown.
+func (r *sourceRun) close() {
+	r.cancel()
+	<-r.done
+}
+
+// next returns the next message's records.
+func (r *sourceRun) next(ctx context.Context) ([]opencdc.Record, error) {
+	select {
+	case recs := <-r.msgs:
+		return recs, nil
+	case err := <-r.failed:
+		r.failed <- err
+		return nil, fmt.Errorf("the Run stream ended: %w", err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// read returns at least n records, acknowledging each message's records
+// once ack of them is true.
+func (r *sourceRun) read(ctx context.Context, n int, ack func(opencdc.Record) bool) ([]opencdc.Record, error) {
+	var out []opencdc.Record
+	for len(out) < n {
+		recs, err := r.next(ctx)
+		if err != nil {
+			return out, fmt.Errorf("after %d of %d records: %w", len(out), n, err)
+		}
+		out = append(out, recs...)
+		var acks []opencdc.Position
+		for _, rec := range recs {
+			if ack != nil && ack(rec) {
+				acks = append(acks, rec.Position)
+			}
+		}
+		if len(acks) > 0 {
+			if err := r.stream.Send(pconnector.SourceRunRequest{AckPositions: acks}); err != nil {
+				return out, fmt.Errorf("send acks: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// until reads records, acking them if ack, until the one at pos arrived.
+func (r *sourceRun) until(ctx context.Context, pos opencdc.Position, ack bool) ([]opencdc.Record, error) {
+	var out []opencdc.Record
+	for {
+		recs, err := r.next(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, recs...)
+		if ack {
+			acks := make([]opencdc.Position, len(recs))
+			for i, rec := range recs {
+				acks[i] = rec.Position
+			}
+			if err := r.stream.Send(pconnector.SourceRunRequest{AckPositions: acks}); err != nil {
+				return out, fmt.Errorf("send acks: %w", err)
+			}
+		}
+		for _, rec := range recs {
+			if bytes.Equal(rec.Position, pos) {
+				return out, nil
+			}
+		}
+	}
+}
+
+// all returns every record received so far and the sizes of their messages.
+func (r *sourceRun) all() ([]opencdc.Record, []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]opencdc.Record(nil), r.received...), append([]int(nil), r.messages...)
+}
+
+// destinationRun is a destination's Run stream.
+type destinationRun struct {
+	stream pconnector.DestinationRunStreamClient
+	cancel context.CancelFunc
+	acks   chan pconnector.DestinationRunResponseAck
+	failed chan error
+	done   chan struct{}
+}
+
+func startDestination(ctx context.Context, c destinationClient) (*destinationRun, error) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stream := c.NewStream()
+	if err := c.Run(runCtx, stream); err != nil {
+		cancel()
+		return nil, err
+	}
+	r := &destinationRun{stream: stream.Client(), cancel: cancel, acks: make(chan pconnector.DestinationRunResponseAck, 1<<14), failed: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for {
+			resp, err := r.stream.Recv()
+			if err != nil {
+				r.failed <- err
+				return
+			}
+			for _, a := range resp.Acks {
+				select {
+				case r.acks <- a:
+				case <-runCtx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return r, nil
+}
+
+func (r *destinationRun) close() {
+	r.cancel()
+	<-r.done
+}
+
+// send sends records in messages of perMessage records, without waiting
+// for acks, as Conduit does.
+func (r *destinationRun) send(records []opencdc.Record, perMessage int) error {
+	for len(records) > 0 {
+		n := min(perMessage, len(records))
+		if err := r.stream.Send(pconnector.DestinationRunRequest{Records: records[:n]}); err != nil {
+			return fmt.Errorf("send records: %w", err)
+		}
+		records = records[n:]
+	}
+	return nil
+}
+
+// ackError is a record the destination nacked.
+type ackError struct {
+	Position opencdc.Position
+	Message  string
+}
+
+func (e *ackError) Error() string {
+	return fmt.Sprintf("the destination nacked position %q: %s", e.Position, e.Message)
+}
+
+// wait receives the acks of records, checks they come in order, and
+// returns how many were positive before the first nack, and that nack.
+func (r *destinationRun) wait(ctx context.Context, records []opencdc.Record) (acked int, err error) {
+	var nack error
+	for i, rec := range records {
+		var a pconnector.DestinationRunResponseAck
+		select {
+		case a = <-r.acks:
+		case err := <-r.failed:
+			r.failed <- err
+			return acked, errors.Join(nack, fmt.Errorf("the Run stream ended after %d of %d acks: %w", i, len(records), err))
+		case <-ctx.Done():
+			return acked, errors.Join(nack, fmt.Errorf("waiting for the ack of position %q (%d of %d acked): %w", rec.Position, i, len(records), ctx.Err()))
+		}
+		if !bytes.Equal(a.Position, rec.Position) {
+			return acked, errors.Join(nack, fmt.Errorf("ack for position %q where %q was expected: acks must come in the order records were sent", a.Position, rec.Position))
+		}
+		if a.Error != "" && nack == nil {
+			nack = &ackError{Position: a.Position, Message: a.Error}
+		}
+		if nack == nil {
+			acked++
+		}
+	}
+	return acked, nack
+}

@@ -1,0 +1,250 @@
+package sdktest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
+	"github.com/connkit/connkit/internal/host"
+	"github.com/connkit/connkit/internal/plugin"
+	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// The protocol's clients, as Conduit uses them.
+type (
+	sourceClient interface {
+		pconnector.SourcePlugin
+		NewStream() pconnector.SourceRunStream
+	}
+	destinationClient interface {
+		pconnector.DestinationPlugin
+		NewStream() pconnector.DestinationRunStream
+	}
+)
+
+// runner starts connector instances for the checks, each in a fresh plugin
+// server (as Conduit starts a plugin process per connector), torn down when
+// the check ends.
+type runner interface {
+	name() string
+	source(t tb) sourceClient
+	// destination returns the destination and, in process, the log of the
+	// connector's Write calls.
+	destination(t tb) (destinationClient, *writeLog)
+	specifier(t tb) pconnector.SpecifierPlugin
+}
+
+// inProcess serves the connector from this process over gRPC, through the
+// same plugin server a plugin binary runs: fast, and debuggable with the
+// test.
+type inProcess struct{ c sdk.Connector }
+
+func (inProcess) name() string { return "InProcess" }
+
+func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lis := bufconn.Listen(1 << 20)
+	s := grpc.NewServer(plugin.ServerOptions(plugin.Settings{LogLevel: slog.LevelWarn, MaxReceiveSize: plugin.DefaultMaxReceiveSize}, log)...)
+	plugin.Register(s, pc, log)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = s.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///sdktest",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		s.Stop()
+		<-served
+		t.Fatalf("connect to the in-process plugin server: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		s.Stop()
+		<-served
+	})
+	return conn
+}
+
+func (r inProcess) spec() pconnector.Specification {
+	return pconnector.Specification{Name: r.c.Name, Version: r.c.Version}
+}
+
+func (r inProcess) source(t tb) sourceClient {
+	t.Helper()
+	pc := plugin.Connector{Spec: r.spec(), NewSource: func(raw map[string]string) (plugin.Source, error) {
+		return r.c.ConfigureSource(raw)
+	}}
+	return clientv2.NewSourcePluginClient(r.serve(t, pc))
+}
+
+func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
+	t.Helper()
+	log := &writeLog{}
+	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, error) {
+		d, err := r.c.ConfigureDestination(raw)
+		if err != nil {
+			return nil, err
+		}
+		return observed{Destination: d, log: log}, nil
+	}}
+	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
+}
+
+func (r inProcess) specifier(t tb) pconnector.SpecifierPlugin {
+	return clientv2.NewSpecifierPluginClient(r.serve(t, plugin.Connector{Spec: r.spec()}))
+}
+
+// writeLog records how the plugin server called the connector's Write.
+type writeLog struct {
+	mu         sync.Mutex
+	sizes      []int
+	running    atomic.Int32
+	concurrent bool
+}
+
+func (l *writeLog) calls() (sizes []int, concurrent bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]int(nil), l.sizes...), l.concurrent
+}
+
+// observed is the outermost layer around a configured destination; it
+// records every Write and unwraps to the rest, so the server still finds
+// the batching policy and the hooks.
+type observed struct {
+	middleware.Destination
+	log *writeLog
+}
+
+func (o observed) Write(ctx context.Context, records []opencdc.Record) (int, error) {
+	if o.log.running.Add(1) > 1 {
+		o.log.mu.Lock()
+		o.log.concurrent = true
+		o.log.mu.Unlock()
+	}
+	defer o.log.running.Add(-1)
+	o.log.mu.Lock()
+	o.log.sizes = append(o.log.sizes, len(records))
+	o.log.mu.Unlock()
+	return o.Destination.Write(ctx, records)
+}
+
+func (o observed) Unwrap() middleware.Destination { return o.Destination }
+
+// outOfProcess launches the plugin binary for every instance and drives it
+// over the protocol with the protocol's own client, as Conduit does.
+type outOfProcess struct{ binary string }
+
+func (outOfProcess) name() string { return "Plugin" }
+
+func (r outOfProcess) launch(t tb) *host.Plugin {
+	t.Helper()
+	p, err := host.Launch(r.binary, host.Options{ConnectorID: "sdktest", LogLevel: "warn", Log: newTestLog(t)})
+	if err != nil {
+		t.Fatalf("launch the plugin %s: %v", r.binary, err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+func (r outOfProcess) source(t tb) sourceClient {
+	t.Helper()
+	src, err := r.launch(t).Source()
+	if err != nil {
+		t.Fatalf("plugin %s: dispense the source: %v", r.binary, err)
+	}
+	return src
+}
+
+func (r outOfProcess) destination(t tb) (destinationClient, *writeLog) {
+	t.Helper()
+	dst, err := r.launch(t).Destination()
+	if err != nil {
+		t.Fatalf("plugin %s: dispense the destination: %v", r.binary, err)
+	}
+	return dst, nil
+}
+
+func (r outOfProcess) specifier(t tb) pconnector.SpecifierPlugin {
+	t.Helper()
+	s, err := r.launch(t).Specifier()
+	if err != nil {
+		t.Fatalf("plugin %s: dispense the specifier: %v", r.binary, err)
+	}
+	return s
+}
+
+// buildPlugin returns the plugin binary for plugin: plugin itself if it is
+// a file, else the binary go build makes of the main package it names.
+func buildPlugin(t tb, pluginPath string) string {
+	t.Helper()
+	if fi, err := os.Stat(pluginPath); err == nil && !fi.IsDir() {
+		abs, _ := filepath.Abs(pluginPath)
+		return abs
+	}
+	bin := filepath.Join(t.TempDir(), "plugin")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, pluginPath)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s (the suite's Plugin): %v\n%s", pluginPath, err, out)
+	}
+	return bin
+}
+
+// Plugin returns what a suite's Plugin field should be for a plugin built
+// into $CONNKIT_BIN (as make test does) or, without it, built by the suite
+// from the main package pkg.
+func Plugin(binary, pkg string) string {
+	if dir := os.Getenv("CONNKIT_BIN"); dir != "" {
+		if p := filepath.Join(dir, binary); fileExists(p) {
+			return p
+		}
+	}
+	return pkg
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// testLog passes log lines to the test's log until the test ends.
+type testLog struct {
+	mu   sync.Mutex
+	t    tb
+	done bool
+}
+
+func newTestLog(t tb) *testLog {
+	l := &testLog{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+	})
+	return l
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Logf("connector: %s", strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,313 @@
+package sdktest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/leakcheck"
+)
+
+// stopTimeout bounds Stop and Teardown: they must return promptly, and this
+// is generous for a loaded machine.
+const stopTimeout = 15 * time.Second
+
+func runSource(t tb, s SourceSuite) {
+	t.Helper()
+	before := leakcheck.Snapshot()
+	s.Records = withDefault(s.Records, 20)
+	s.Timeout = withDefault(s.Timeout, time.Minute)
+	r := sourceRole(s)
+	runChecks(t, specChecks(r), s.Skip, s.Timeout)
+	runners := []runner{inProcess{s.Connector}}
+	if s.Plugin != "" {
+		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
+	}
+	for _, run := range runners {
+		t.Run(run.name(), func(t tb) {
+			checks := sourceChecks(s, run)
+			if _, ok := run.(outOfProcess); ok {
+				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
+			}
+			runChecks(t, checks, s.Skip, s.Timeout)
+		})
+	}
+	noLeaks(t, before)
+}
+
+// srcInstance is a configured and opened source.
+type srcInstance struct {
+	c    sourceClient
+	run  *sourceRun
+	torn bool
+}
+
+func openSource(t tb, ctx context.Context, r runner, cfg map[string]string, from opencdc.Position) *srcInstance {
+	t.Helper()
+	c := r.source(t)
+	if _, err := c.Configure(ctx, pconnector.SourceConfigureRequest{Config: cfg}); err != nil {
+		t.Fatalf("Configure fails: %v", err)
+	}
+	if _, err := c.Open(ctx, pconnector.SourceOpenRequest{Position: from}); err != nil {
+		t.Fatalf("Open(%q) fails: %v", from, err)
+	}
+	inst := &srcInstance{c: c}
+	t.Cleanup(func() {
+		if !inst.torn {
+			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+			defer cancel()
+			_ = inst.teardown(ctx)
+		}
+	})
+	return inst
+}
+
+func (i *srcInstance) start(t tb, ctx context.Context) *sourceRun {
+	t.Helper()
+	run, err := startSource(ctx, i.c)
+	if err != nil {
+		t.Fatalf("Run fails: %v", err)
+	}
+	i.run = run
+	return run
+}
+
+// teardown closes the Run stream, as Conduit does, and tears down.
+func (i *srcInstance) teardown(ctx context.Context) error {
+	i.torn = true
+	if i.run != nil {
+		i.run.close()
+	}
+	_, err := i.c.Teardown(ctx, pconnector.SourceTeardownRequest{})
+	return err
+}
+
+func (i *srcInstance) mustTeardown(t tb) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := i.teardown(ctx); err != nil {
+		t.Errorf("Teardown fails: %v\nTeardown must release what Open acquired and return, also after Stop.", err)
+	}
+}
+
+// stop stops the source as Conduit does, acking what arrives until the
+// position Stop returned, and returns the records that arrived meanwhile.
+func (i *srcInstance) stop(t tb, ctx context.Context) (opencdc.Position, []opencdc.Record) {
+	t.Helper()
+	stopCtx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	resp, err := i.c.Stop(stopCtx, pconnector.SourceStopRequest{})
+	if err != nil {
+		t.Fatalf("Stop fails: %v\nStop must return promptly: Read (or ReadBatch) must return as soon as its context is done.", err)
+	}
+	if len(resp.LastPosition) == 0 {
+		return nil, nil
+	}
+	got, err := i.run.until(stopCtx, resp.LastPosition, true)
+	if err != nil {
+		t.Fatalf("Stop returned position %q, but the record with it never arrived: %v", resp.LastPosition, err)
+	}
+	for j, rec := range got {
+		if bytes.Equal(rec.Position, resp.LastPosition) && j != len(got)-1 {
+			t.Errorf("records arrived after position %q, which Stop returned as the last one", resp.LastPosition)
+		}
+	}
+	return resp.LastPosition, got
+}
+
+func ackAll(opencdc.Record) bool { return true }
+
+func sourceChecks(s SourceSuite, r runner) []check {
+	n := s.Records
+	return []check{
+		{"OpenTeardown", func(t tb, ctx context.Context) {
+			c := r.source(t)
+			if _, err := c.Teardown(ctx, pconnector.SourceTeardownRequest{}); err != nil {
+				t.Errorf("Teardown without Configure fails: %v\nConduit tears down connectors it never configured; the SDK handles this, so a failure here is the SDK's", err)
+			}
+			c = r.source(t)
+			if _, err := c.Configure(ctx, pconnector.SourceConfigureRequest{Config: s.Config}); err != nil {
+				t.Fatalf("Configure fails: %v", err)
+			}
+			if _, err := c.Teardown(ctx, pconnector.SourceTeardownRequest{}); err != nil {
+				t.Errorf("Teardown without Open fails: %v\nTeardown may come without Open (Conduit validates configurations that way): release only what was acquired", err)
+			}
+			inst := openSource(t, ctx, r, s.Config, nil)
+			inst.mustTeardown(t)
+		}},
+		{"Lifecycle", func(t tb, ctx context.Context) {
+			checkLifecycle(t, ctx, s.Config, func() lifecycleClient { return sourceLifecycle{r.source(t)} })
+		}},
+		{"Read", func(t tb, ctx context.Context) {
+			inst := openSource(t, ctx, r, s.Config, nil)
+			recs, err := inst.start(t, ctx).read(ctx, n, ackAll)
+			if err != nil {
+				t.Fatalf("reading %d records: %v", n, err)
+			}
+			checkRecords(t, recs)
+			inst.stop(t, ctx)
+			inst.mustTeardown(t)
+		}},
+		{"Resume", func(t tb, ctx context.Context) { checkResume(t, ctx, s, r) }},
+		{"Stop", func(t tb, ctx context.Context) {
+			inst := openSource(t, ctx, r, s.Config, nil)
+			run := inst.start(t, ctx)
+			first, err := run.read(ctx, 1, ackAll)
+			if err != nil {
+				t.Fatalf("reading the first record: %v", err)
+			}
+			last, _ := inst.stop(t, ctx)
+			if last == nil {
+				t.Errorf("Stop returned no position after %d records were sent: it must return the last one sent", len(first))
+			}
+			all, _ := run.all()
+			if len(all) > 0 && !bytes.Equal(all[len(all)-1].Position, last) {
+				t.Errorf("Stop returned %q, but the last record sent was %q", last, all[len(all)-1].Position)
+			}
+			inst.mustTeardown(t)
+		}},
+		{"Batching/Size", func(t tb, ctx context.Context) {
+			const size = 7
+			inst := openSource(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.size": fmt.Sprint(size), "sdk.batch.delay": "1h"}), nil)
+			run := inst.start(t, ctx)
+			if _, err := run.read(ctx, n, ackAll); err != nil {
+				t.Fatalf("reading %d records with sdk.batch.size=%d: %v", n, size, err)
+			}
+			inst.stop(t, ctx) // flushes the partial batch
+			_, messages := run.all()
+			for _, m := range messages {
+				if m > size {
+					t.Fatalf("a message carried %d records with sdk.batch.size=%d (messages: %v)", m, size, messages)
+				}
+			}
+			inst.mustTeardown(t)
+		}},
+		{"Batching/Bytes", func(t tb, ctx context.Context) {
+			inst := openSource(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.bytes": "1"}), nil)
+			run := inst.start(t, ctx)
+			if _, err := run.read(ctx, n, ackAll); err != nil {
+				t.Fatalf("reading %d records with sdk.batch.bytes=1: %v", n, err)
+			}
+			inst.stop(t, ctx)
+			if _, messages := run.all(); slices.ContainsFunc(messages, func(m int) bool { return m != 1 }) {
+				t.Errorf("with sdk.batch.bytes=1 every record must travel alone; messages carried %v records", messages)
+			}
+			inst.mustTeardown(t)
+		}},
+		{"Batching/Delay", func(t tb, ctx context.Context) {
+			inst := openSource(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.delay": "10ms"}), nil)
+			if _, err := inst.start(t, ctx).read(ctx, n, ackAll); err != nil {
+				t.Fatalf("reading %d records with only sdk.batch.delay set: %v", n, err)
+			}
+			inst.stop(t, ctx)
+			inst.mustTeardown(t)
+		}},
+	}
+}
+
+// checkRecords checks what a source read is well-formed.
+func checkRecords(t tb, recs []opencdc.Record) {
+	t.Helper()
+	seen := make(map[string]bool, len(recs))
+	ops := map[string]int{}
+	kinds := map[string]int{}
+	for i, rec := range recs {
+		if len(rec.Position) == 0 {
+			t.Errorf("record %d has no position: every record needs a non-empty position, unique within the source", i)
+			continue
+		}
+		if seen[string(rec.Position)] {
+			t.Errorf("position %q was read twice: positions must be unique", rec.Position)
+		}
+		seen[string(rec.Position)] = true
+		switch rec.Operation {
+		case opencdc.OperationCreate, opencdc.OperationUpdate, opencdc.OperationSnapshot:
+			if rec.Payload.After == nil {
+				t.Errorf("record %q (%s) has no payload after: a %s carries the data in Payload.After", rec.Position, rec.Operation, rec.Operation)
+			}
+		case opencdc.OperationDelete:
+			if rec.Key == nil {
+				t.Errorf("record %q is a delete without a key: a delete must say what it deletes", rec.Position)
+			}
+		default:
+			t.Errorf("record %q has operation %v: use create, update, delete or snapshot", rec.Position, rec.Operation)
+		}
+		ops[rec.Operation.String()]++
+		kinds[dataKind(rec.Payload.After)]++
+	}
+	t.Logf("read %d records: operations %v, payloads %v", len(recs), ops, kinds)
+}
+
+func dataKind(d opencdc.Data) string {
+	switch d.(type) {
+	case nil:
+		return "none"
+	case opencdc.StructuredData:
+		return "structured"
+	default:
+		return "raw"
+	}
+}
+
+// checkResume reads records, acknowledges only the first half, and
+// restarts the source from the last acknowledged position: it must deliver
+// the unacknowledged records next, and none of the acknowledged ones.
+func checkResume(t tb, ctx context.Context, s SourceSuite, r runner) {
+	n, k := s.Records, s.Records/2
+	inst := openSource(t, ctx, r, s.Config, nil)
+	run := inst.start(t, ctx)
+	acked := 0
+	first, err := run.read(ctx, n, func(opencdc.Record) bool { acked++; return acked <= k })
+	if err != nil {
+		t.Fatalf("reading %d records: %v", n, err)
+	}
+	inst.torn = true // a crash: no Stop
+	run.close()
+	if _, err := inst.c.Teardown(ctx, pconnector.SourceTeardownRequest{}); err != nil {
+		t.Errorf("Teardown fails: %v", err)
+	}
+	from := first[k-1].Position
+	again := openSource(t, ctx, r, s.Config, from)
+	second, err := again.start(t, ctx).read(ctx, n-k, ackAll)
+	if err != nil {
+		t.Fatalf("reading %d records after resuming from %q: %v", n-k, from, err)
+	}
+	ackedPos := map[string]bool{}
+	for _, rec := range first[:k] {
+		ackedPos[string(rec.Position)] = true
+	}
+	for _, rec := range second {
+		if ackedPos[string(rec.Position)] {
+			t.Fatalf("after Open(%q) the source delivered %q again, which was acknowledged before the restart: Open must resume right after the position it is given", from, rec.Position)
+		}
+	}
+	for i, rec := range first[k:n] {
+		if i >= len(second) || !bytes.Equal(second[i].Position, rec.Position) {
+			got := "nothing"
+			if i < len(second) {
+				got = fmt.Sprintf("%q", second[i].Position)
+			}
+			t.Fatalf("after Open(%q) the source delivered %s where %q was expected: it read %s before the restart and never got its ack, so it must deliver it again, in order (positions before: %s)",
+				from, got, rec.Position, rec.Position, positions(first))
+		}
+	}
+	again.stop(t, ctx)
+	again.mustTeardown(t)
+}
+
+func positions(recs []opencdc.Record) string {
+	var b strings.Builder
+	for i, r := range recs {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%q", r.Position)
+	}
+	return b.String()
+}
