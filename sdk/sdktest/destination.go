@@ -210,6 +210,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst.mustTeardown(t)
 		}},
 		{"Batching/Size", func(t tb, ctx context.Context) {
+			needParam(t, destinationRole(s), "sdk.batch.size")
 			const size = 6 // the records do not fill the last batch
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.size": fmt.Sprint(size)}))
 			recs := creates()
@@ -219,6 +220,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			checkReadBack(t, ctx, s, recs)
 		}},
 		{"Batching/Delay", func(t tb, ctx context.Context) {
+			needParam(t, destinationRole(s), "sdk.batch.delay")
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.delay": "20ms"}))
 			recs := creates()
 			inst.write(t, ctx, recs, false) // the delay alone must flush
@@ -228,6 +230,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			checkReadBack(t, ctx, s, recs)
 		}},
 		{"Batching/Bytes", func(t tb, ctx context.Context) {
+			needParam(t, destinationRole(s), "sdk.batch.bytes")
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.bytes": "1"}))
 			recs := creates()
 			inst.write(t, ctx, recs, true)
@@ -321,9 +324,9 @@ func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
 		recs[i] = s.Record(first+i, sdk.OperationCreate, i%2 == 1)
 	}
 	half := len(recs) / 2
-	n, err := write(ctx, "", recs[:half])
+	n, err := write(ctx, "with a live context", recs[:half])
 	if n < half {
-		t.Errorf("Write of %d records wrote %d without a failure being injected: %v", half, n, err)
+		t.Errorf("Write of %d records wrote %d with nothing going wrong: %v", half, n, err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -2,7 +2,6 @@ package sdktest
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -246,5 +245,3 @@ func (l *testLog) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-var _ = fmt.Sprint

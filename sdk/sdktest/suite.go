@@ -38,6 +38,7 @@ type SourceSuite struct {
 	Timeout time.Duration
 	// Skip names checks not to run, each with the reason, which the test
 	// log shows: "Resume": "the source cannot restart from a position".
+	// A name skips the checks under it too ("Batching"), in both modes.
 	Skip map[string]string
 }
 
@@ -80,8 +81,10 @@ func runChecks(t tb, checks []check, skip map[string]string, timeout time.Durati
 	t.Helper()
 	for _, c := range checks {
 		t.Run(c.name, func(t tb) {
-			if why, ok := skip[c.name]; ok {
-				t.Skipf("skipped by the suite: %s", why)
+			for name, why := range skip {
+				if name == c.name || strings.HasPrefix(c.name, name+"/") {
+					t.Skipf("skipped by the suite: %s", why)
+				}
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), timeout)
 			defer cancel()
@@ -93,7 +96,7 @@ func runChecks(t tb, checks []check, skip map[string]string, timeout time.Durati
 // noLeaks checks that the goroutines the suite's checks started have ended.
 func noLeaks(t tb, before leakcheck.Goroutines) {
 	t.Run("NoGoroutineLeaks", func(t tb) {
-		if leaked := before.Leaked(10 * time.Second); len(leaked) > 0 {
+		if leaked := before.Leaked(leakGrace); len(leaked) > 0 {
 			t.Errorf("%d goroutines started during the suite are still running after every connector was torn down: Teardown must stop what Open and the other calls started, and Read and Write must return when their context is done. Their stacks:\n\n%s",
 				len(leaked), strings.Join(leaked, "\n\n"))
 		}
@@ -132,3 +135,6 @@ func Destination(t *testing.T, s DestinationSuite) {
 	t.Helper()
 	runDestination(testingT{t}, s)
 }
+
+// leakGrace is how long goroutines get to end after the last check.
+var leakGrace = 10 * time.Second

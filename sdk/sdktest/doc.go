@@ -1,0 +1,79 @@
+// Package sdktest is the test kit for connector authors: conformance suites
+// that prove a source or destination keeps the contracts Conduit relies on,
+// and fault injection helpers for a destination's own tests.
+//
+// # The suites
+//
+// Run [Source] or [Destination] from a plain Go test:
+//
+//	func TestConformance(t *testing.T) {
+//		sdktest.Destination(t, sdktest.DestinationSuite{
+//			Connector: myconnector.Connector,
+//			Config:    map[string]string{"path": filepath.Join(t.TempDir(), "out.jsonl")},
+//			ReadBack:  readTheFile, // optional: lets the kit check what was written
+//			Plugin:    "./cmd/my-plugin", // optional: also run over the real protocol
+//		})
+//	}
+//
+// Every check is a subtest with a stable name, so one can be run alone
+// (go test -run 'TestConformance/InProcess/Stop') or skipped through the
+// suite's Skip field; a failure says what to fix.
+//
+// The runtime checks run in process: the connector is served by the same
+// plugin server a plugin binary runs, over gRPC inside the test process,
+// so they are fast, see the race detector, and stop at breakpoints. With
+// Plugin set they run again against the plugin binary, launched and driven
+// with the protocol's own client as Conduit does (subtests InProcess and
+// Plugin). [Plugin] reuses a binary built into $CONNKIT_BIN.
+//
+// # What the suites check
+//
+// Both roles:
+//   - Specification: a name, a semantic version with a leading v, a
+//     description for every parameter, defaults that pass their own
+//     validations.
+//   - Configure/Valid, Configure/MissingRequired, Configure/BadValues:
+//     the suite's Config is accepted; leaving out a required parameter, an
+//     unknown parameter, a value of the wrong type, outside its bounds or
+//     not among its allowed values, and each configuration in Invalid are
+//     rejected in Configure with an error that names the parameter.
+//   - Specify (Plugin only): the binary's specification over the protocol
+//     is the Connector's.
+//   - OpenTeardown: Teardown without Configure, without Open, and after
+//     Open without Run.
+//   - Lifecycle: OnCreated, OnUpdated and OnDeleted (also without
+//     Configure) succeed, in Conduit's orders.
+//   - Batching/Size, Batching/Delay, Batching/Bytes: the sdk.batch.*
+//     settings are honoured (skipped for connectors without them).
+//   - NoGoroutineLeaks: after every check, no goroutine is left running.
+//
+// Sources:
+//   - Read: records have unique, non-empty positions and a valid
+//     operation, with a payload for creates, updates and snapshots and a key
+//     for deletes; the test log summarises operations and payload kinds.
+//   - Resume: after acknowledging half of what it read and restarting from
+//     the last acknowledged position, the source delivers the unacknowledged
+//     records again, in order, and none of the acknowledged ones.
+//   - Stop: Stop returns promptly with the position of the last record
+//     sent; that record arrives; acks after Stop are accepted; Teardown
+//     succeeds. With sdk.batch.size, Stop sends the partial batch.
+//
+// Destinations:
+//   - Write/Operations: creates, updates, snapshots and deletes, with raw
+//     (JSON) and structured keys and payloads, are all acknowledged.
+//   - RoundTrip (with ReadBack): every acknowledged record is in the
+//     destination's system, once, with its payload's fields.
+//   - Stop: Stop at the last record, sent before any ack arrived, returns
+//     once everything is acknowledged.
+//   - WriteContract (in process): Write returns 0 <= n <= len(records), an
+//     error whenever n < len(records), does not modify its input, and keeps
+//     to this when its context is cancelled; with ReadBack, the n records
+//     it reports are really written.
+//
+// # Faults
+//
+// [FailAt], [FailAfter] and [DropAt] wrap a destination to make a Write
+// fail at a record, after a while, or with the connection dropped under
+// it; [Proxy] is a TCP proxy between a connector and its system whose
+// [Proxy.Drop] breaks every connection through it.
+package sdktest

@@ -1,0 +1,41 @@
+package sdktest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/sdktest"
+)
+
+func ExampleFailAt() {
+	m := &memory{}
+	d := sdktest.FailAt(m, 2, errors.New("disk full"))
+	n, err := d.Write(context.Background(), []sdk.Record{
+		sdktest.TestRecord(1, sdk.OperationCreate, true),
+		sdktest.TestRecord(2, sdk.OperationCreate, true),
+		sdktest.TestRecord(3, sdk.OperationCreate, true),
+	})
+	fmt.Println(n, err, len(m.written))
+	// Output: 2 disk full 2
+}
+
+func ExampleTestRecord() {
+	r := sdktest.TestRecord(7, sdk.OperationUpdate, false)
+	fmt.Println(string(r.Position), r.Operation, string(r.Key.Bytes()), string(r.Payload.After.Bytes()))
+	// Output: sdktest-7 update {"id":7} {"id":7,"name":"sdktest-7"}
+}
+
+func ExampleNewProxy() {
+	p, err := sdktest.NewProxy("127.0.0.1:5432") // the system's address
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	// Configure the connector with p.Addr() instead of the system's
+	// address; p.Drop() breaks its connections, for example through DropAt.
+	fmt.Println(p.Addr() != "")
+	// Output: true
+}

@@ -1,0 +1,194 @@
+package sdktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// fakeConfig is the fakes' configuration.
+type fakeConfig struct {
+	Mode  string `param:"mode" default:"normal" validate:"inclusion=normal|other" desc:"What the fake does."`
+	Count int    `param:"count" default:"0" validate:"gt=-1" desc:"A number."`
+}
+
+// sourceBug is how a fake source is broken.
+type sourceBug int
+
+const (
+	sourceOK              sourceBug = iota
+	sourceIgnoresPosition           // restarts from the beginning
+	sourceSkipsAhead                // resumes two records too late
+	sourceNoPosition                // records without positions
+	sourceIgnoresContext            // Read does not return when its context is done
+	sourceLeaks                     // Open starts a goroutine Teardown does not stop
+	sourceFailingHook               // OnCreated fails
+)
+
+// fakeSource reads records "1", "2", ... after its Open position, as fast
+// as it is asked, broken as bug says.
+type fakeSource struct {
+	bug  sourceBug
+	leak chan struct{} // the leaked goroutine waits for it
+
+	mu   sync.Mutex
+	next int
+}
+
+func (s *fakeSource) Open(_ context.Context, from sdk.Position) error {
+	if s.bug == sourceLeaks {
+		go func() { <-s.leak }()
+	}
+	if from == nil || s.bug == sourceIgnoresPosition {
+		return nil
+	}
+	n, err := strconv.Atoi(string(from))
+	if err != nil {
+		return fmt.Errorf("bad position %q", from)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = n
+	if s.bug == sourceSkipsAhead {
+		s.next += 2
+	}
+	return nil
+}
+
+func (s *fakeSource) Read(ctx context.Context) (sdk.Record, error) {
+	s.mu.Lock()
+	started := s.next > 0
+	s.mu.Unlock()
+	if s.bug == sourceIgnoresContext && started {
+		time.Sleep(3 * time.Second) // whatever ctx says
+	} else if err := ctx.Err(); err != nil {
+		return sdk.Record{}, err
+	}
+	s.mu.Lock()
+	s.next++
+	n := s.next
+	s.mu.Unlock()
+	r := sdk.Record{
+		Position:  sdk.Position(strconv.Itoa(n)),
+		Operation: sdk.OperationCreate,
+		Key:       sdk.StructuredData{"id": n},
+		Payload:   sdk.Change{After: sdk.RawData(fmt.Sprintf(`{"id":%d}`, n))},
+	}
+	if s.bug == sourceNoPosition {
+		r.Position = nil
+	}
+	return r, nil
+}
+
+func (s *fakeSource) Teardown(context.Context) error { return nil }
+
+type failingHook struct{ *fakeSource }
+
+func (failingHook) OnCreated(context.Context) error { return errors.New("hook exploded") }
+
+func sourceConnector(bug sourceBug, leak chan struct{}) sdk.Connector {
+	return sdk.Connector{
+		Name:    "fake",
+		Version: "v0.1.0",
+		Source: sdk.NewSource(func(fakeConfig) (sdk.Source, error) {
+			s := &fakeSource{bug: bug, leak: leak}
+			if bug == sourceFailingHook {
+				return failingHook{s}, nil
+			}
+			return s, nil
+		}),
+	}
+}
+
+// destinationBug is how a fake destination is broken.
+type destinationBug int
+
+const (
+	destinationOK            destinationBug = iota
+	destinationShortWrite                   // returns n < len with a nil error
+	destinationOvercounts                   // returns n > len
+	destinationLies                         // acknowledges without writing
+	destinationDuplicates                   // writes every record twice
+	destinationModifies                     // changes the records it is given
+	destinationRejectsDelete                // fails every delete
+	destinationFailingHook                  // OnDeleted fails
+)
+
+// store is the fake destination's system.
+type store struct {
+	mu      sync.Mutex
+	records []sdk.Record
+}
+
+func (s *store) readBack(context.Context) ([]sdk.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sdk.Record(nil), s.records...), nil
+}
+
+type fakeDestination struct {
+	bug   destinationBug
+	store *store
+}
+
+func (d *fakeDestination) Open(context.Context) error     { return nil }
+func (d *fakeDestination) Teardown(context.Context) error { return nil }
+
+func (d *fakeDestination) Write(_ context.Context, records []sdk.Record) (int, error) {
+	switch d.bug {
+	case destinationShortWrite:
+		if len(records) > 1 {
+			d.keep(records[:len(records)-1])
+			return len(records) - 1, nil
+		}
+	case destinationOvercounts:
+		d.keep(records)
+		return len(records) + 1, nil
+	case destinationLies:
+		return len(records), nil
+	case destinationDuplicates:
+		d.keep(records)
+	case destinationModifies:
+		records[0].Position = sdk.Position("changed")
+	case destinationRejectsDelete:
+		for i, r := range records {
+			if r.Operation == sdk.OperationDelete {
+				d.keep(records[:i])
+				return i, errors.New("cannot delete")
+			}
+		}
+	}
+	d.keep(records)
+	return len(records), nil
+}
+
+func (d *fakeDestination) keep(records []sdk.Record) {
+	d.store.mu.Lock()
+	defer d.store.mu.Unlock()
+	for _, r := range records {
+		d.store.records = append(d.store.records, r.Clone())
+	}
+}
+
+type failingDeleteHook struct{ *fakeDestination }
+
+func (failingDeleteHook) OnDeleted(context.Context) error { return errors.New("hook exploded") }
+
+func destinationConnector(bug destinationBug, s *store) sdk.Connector {
+	return sdk.Connector{
+		Name:    "fake",
+		Version: "v0.1.0",
+		Destination: sdk.NewDestination(func(fakeConfig) (sdk.Destination, error) {
+			d := &fakeDestination{bug: bug, store: s}
+			if bug == destinationFailingHook {
+				return failingDeleteHook{d}, nil
+			}
+			return d, nil
+		}),
+	}
+}

@@ -1,0 +1,185 @@
+package sdktest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/connkit/connkit/sdk"
+	"github.com/matryer/is"
+)
+
+// runSourceSuite runs the source suite on c under a recorder and returns
+// what it found.
+func runSourceSuite(t *testing.T, s SourceSuite) *results {
+	t.Helper()
+	rec, res := newRecorder(t)
+	if s.Timeout == 0 {
+		s.Timeout = 30 * time.Second
+	}
+	rec.Run("Suite", func(t tb) { runSource(t, s) })
+	rec.finish()
+	return res
+}
+
+func runDestinationSuite(t *testing.T, s DestinationSuite) *results {
+	t.Helper()
+	rec, res := newRecorder(t)
+	if s.Timeout == 0 {
+		s.Timeout = 30 * time.Second
+	}
+	rec.Run("Suite", func(t tb) { runDestination(t, s) })
+	rec.finish()
+	return res
+}
+
+func TestSourceSuitePassesAGoodSource(t *testing.T) {
+	leakcheck.Check(t)
+	is := is.New(t)
+	res := runSourceSuite(t, SourceSuite{Connector: sourceConnector(sourceOK, nil)})
+	is.Equal(res.failedChecks(), nil) // a good source passes
+	for _, name := range []string{"Specification", "Configure/BadValues", "InProcess/Read", "InProcess/Resume", "InProcess/Stop", "InProcess/Batching/Size", "NoGoroutineLeaks"} {
+		found := false
+		for _, ran := range res.ran {
+			found = found || strings.HasSuffix(ran, "/"+name)
+		}
+		is.True(found) // every check runs
+	}
+}
+
+func TestSourceSuiteFindsBrokenSources(t *testing.T) {
+	tests := []struct {
+		name    string
+		bug     sourceBug
+		check   string // the check that must fail
+		message string // what its message must say
+	}{
+		{"restarts from the beginning", sourceIgnoresPosition, "InProcess/Resume", "again, which was acknowledged before the restart"},
+		{"skips records on resume", sourceSkipsAhead, "InProcess/Resume", "must deliver it again"},
+		{"records without positions", sourceNoPosition, "InProcess/Read", "without a position"},
+		{"Read ignores its context", sourceIgnoresContext, "InProcess/Stop", "Stop must return promptly"},
+		{"a lifecycle hook fails", sourceFailingHook, "InProcess/Lifecycle", "OnCreated fails"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			s := SourceSuite{Connector: sourceConnector(tt.bug, nil), Records: 10}
+			if tt.bug == sourceIgnoresContext {
+				s.Timeout = 2 * time.Second
+				s.Skip = map[string]string{"Read": "slow", "Resume": "slow", "Batching": "slow"}
+			}
+			res := runSourceSuite(t, s)
+			checks, messages := res.failures(tt.check)
+			is.True(len(checks) > 0) // the check fails
+			if !strings.Contains(messages, tt.message) {
+				t.Errorf("%s failed, saying\n%s\nwhich does not say %q", tt.check, messages, tt.message)
+			}
+		})
+	}
+}
+
+func TestSuiteFindsGoroutineLeaks(t *testing.T) {
+	is := is.New(t)
+	defer func(g time.Duration) { leakGrace = g }(leakGrace)
+	leakGrace = 500 * time.Millisecond
+	leak := make(chan struct{})
+	defer close(leak)
+	res := runSourceSuite(t, SourceSuite{Connector: sourceConnector(sourceLeaks, leak), Records: 5})
+	checks, messages := res.failures("NoGoroutineLeaks")
+	is.Equal(len(checks), 1)
+	is.True(strings.Contains(messages, "fakeSource).Open")) // the leaked goroutine's stack
+}
+
+func TestSpecificationChecks(t *testing.T) {
+	type undocumented struct {
+		Mode string `param:"mode"`
+	}
+	type rejects struct {
+		Mode string `param:"mode" default:"a" desc:"A mode."`
+	}
+	newSource := func(name, version string, factory sdk.Factory[sdk.Source]) sdk.Connector {
+		return sdk.Connector{Name: name, Version: version, Source: factory}
+	}
+	src := func(any) (sdk.Source, error) { return &fakeSource{}, nil }
+	tests := []struct {
+		name    string
+		c       sdk.Connector
+		invalid []Invalid
+		check   string
+		message string
+	}{
+		{"no version", newSource("fake", "", sdk.NewSource(func(fakeConfig) (sdk.Source, error) { return src(nil) })),
+			nil, "Specification", "not a semantic version"},
+		{"no name", newSource("", "v1.0.0", sdk.NewSource(func(fakeConfig) (sdk.Source, error) { return src(nil) })),
+			nil, "Specification", "Connector.Name is empty"},
+		{"undocumented parameter", newSource("fake", "v1.0.0", sdk.NewSource(func(undocumented) (sdk.Source, error) { return src(nil) })),
+			nil, "Specification", `parameter "mode" has no description`},
+		{"accepts a bad value", newSource("fake", "v1.0.0", sdk.NewSource(func(rejects) (sdk.Source, error) { return src(nil) })),
+			[]Invalid{{Config: map[string]string{"mode": "zzz"}, Param: "mode"}}, "Configure/BadValues", "Configure accepts map[mode:zzz]"},
+		{"an error that does not name the parameter", newSource("fake", "v1.0.0", sdk.NewSource(func(c rejects) (sdk.Source, error) {
+			if c.Mode == "b" {
+				return nil, errors.New("no")
+			}
+			return src(nil)
+		})), []Invalid{{Config: map[string]string{"mode": "b"}, Param: "mode"}}, "Configure/BadValues", "does not name the parameter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			rec, res := newRecorder(t)
+			rec.Run("Suite", func(t tb) {
+				runChecks(t, specChecks(role{name: "source", suite: "SourceSuite", c: tt.c, invalid: tt.invalid, params: sourceRole(SourceSuite{}).params, configure: sourceRole(SourceSuite{Connector: tt.c}).configure}), nil, time.Minute)
+			})
+			rec.finish()
+			checks, messages := res.failures(tt.check)
+			is.True(len(checks) > 0) // the check fails
+			if !strings.Contains(messages, tt.message) {
+				t.Errorf("%s failed, saying\n%s\nwhich does not say %q", tt.check, messages, tt.message)
+			}
+		})
+	}
+}
+
+func TestDestinationSuitePassesAGoodDestination(t *testing.T) {
+	leakcheck.Check(t)
+	is := is.New(t)
+	st := &store{}
+	res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, st), ReadBack: st.readBack})
+	is.Equal(res.failedChecks(), nil) // a good destination passes
+	_, skipped := res.skipped["Suite/InProcess/RoundTrip"]
+	is.True(!skipped) // with ReadBack, the round trip runs
+}
+
+func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
+	tests := []struct {
+		name    string
+		bug     destinationBug
+		check   string
+		message string
+	}{
+		{"short write without an error", destinationShortWrite, "InProcess/WriteContract", "a short write must return an error"},
+		{"short write over the protocol", destinationShortWrite, "InProcess/Batching/Size", "broke the Write contract: wrote 5 of 6 records but returned no error"},
+		{"n larger than the records", destinationOvercounts, "InProcess/WriteContract", "n must be between 0 and the number of records"},
+		{"acks what it did not write", destinationLies, "InProcess/RoundTrip", "acknowledged records are not in the destination's system"},
+		{"writes twice", destinationDuplicates, "InProcess/RoundTrip", "written more than once"},
+		{"modifies its input", destinationModifies, "InProcess/WriteContract", "must not modify"},
+		{"fails deletes", destinationRejectsDelete, "InProcess/Write/Operations", "a delete with raw data"},
+		{"a lifecycle hook fails", destinationFailingHook, "InProcess/Lifecycle", "OnDeleted without Configure fails"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			st := &store{}
+			// Stop waits for acks that never come when the positions are
+			// changed: do not wait long.
+			res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(tt.bug, st), ReadBack: st.readBack, Records: 10, Timeout: 5 * time.Second})
+			checks, messages := res.failures(tt.check)
+			is.True(len(checks) > 0) // the check fails
+			if !strings.Contains(messages, tt.message) {
+				t.Errorf("%s failed, saying\n%s\nwhich does not say %q", tt.check, messages, tt.message)
+			}
+		})
+	}
+}
