@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+
+	"github.com/connkit/connkit/examples/postgres"
+	"github.com/connkit/connkit/internal/pgtest"
+	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/sdktest"
+	"github.com/jackc/pgx/v5"
+	"github.com/matryer/is"
+)
+
+// database starts a PostgreSQL server of this file's own, creates a
+// database with the suite's table and returns its URL and a connection.
+func database(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	server, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Stop() })
+	dbURL, err := server.CreateDatabase(t.Context(), "sdktest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(t.Context(), `CREATE TABLE sdktest (id bigint PRIMARY KEY, name text)`); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL, conn
+}
+
+// readBack returns the table's rows as records with structured payloads.
+func readBack(conn *pgx.Conn) func(context.Context) ([]sdk.Record, error) {
+	return func(ctx context.Context) ([]sdk.Record, error) {
+		rows, err := conn.Query(ctx, `SELECT id, name FROM sdktest`)
+		if err != nil {
+			return nil, err
+		}
+		var out []sdk.Record
+		var id int64
+		var name string
+		_, err = pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+			out = append(out, sdk.Record{Payload: sdk.Change{After: sdk.StructuredData{"id": id, "name": name}}})
+			return nil
+		})
+		return out, err
+	}
+}
+
+func TestConformance(t *testing.T) {
+	dbURL, conn := database(t)
+	sdktest.Destination(t, sdktest.DestinationSuite{
+		Connector: postgres.Connector,
+		Config:    map[string]string{"url": dbURL, "table": "sdktest"},
+		ReadBack:  readBack(conn),
+		Invalid:   []sdktest.Invalid{{Config: map[string]string{"url": "postgres://host:notaport/db"}, Param: "url"}},
+		Plugin:    sdktest.Plugin("connkit-postgres", "./cmd/connkit-postgres"),
+	})
+}
+
+// A connection that breaks between two writes costs nothing: the
+// destination retries the statement on a fresh connection.
+func TestWriteSurvivesADroppedConnection(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	dbURL, conn := database(t)
+	u, err := url.Parse(dbURL)
+	is.NoErr(err)
+	proxy, err := sdktest.NewProxy(u.Host)
+	is.NoErr(err)
+	defer proxy.Close()
+	u.Host = proxy.Addr()
+
+	d, err := postgres.Connector.ConfigureDestination(map[string]string{"url": u.String(), "table": "sdktest"})
+	is.NoErr(err)
+	d = sdktest.DropAt(d, 5, proxy.Drop)
+	is.NoErr(d.Open(ctx))
+	defer d.Teardown(context.Background())
+
+	var recs []sdk.Record
+	for i := range 10 {
+		recs = append(recs, sdktest.TestRecord(i, sdk.OperationCreate, i%2 == 0))
+	}
+	n, err := d.Write(ctx, recs[:5])
+	is.NoErr(err)
+	is.Equal(n, 5)
+	n, err = d.Write(ctx, recs[5:]) // the connection breaks before this one
+	is.NoErr(err)
+	is.Equal(n, 5)
+
+	got, err := readBack(conn)(ctx)
+	is.NoErr(err)
+	is.Equal(len(got), 10)
+}
