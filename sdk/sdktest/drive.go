@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -20,6 +21,8 @@ type sourceRun struct {
 	msgs   chan []opencdc.Record
 	failed chan error // the stream's end, once
 	done   chan struct{}
+
+	consumed []opencdc.Record // what next returned, by the check's goroutine only
 
 	mu       sync.Mutex
 	received []opencdc.Record
@@ -69,6 +72,7 @@ func (r *sourceRun) close() {
 func (r *sourceRun) next(ctx context.Context) ([]opencdc.Record, error) {
 	select {
 	case recs := <-r.msgs:
+		r.consumed = append(r.consumed, recs...)
 		return recs, nil
 	case err := <-r.failed:
 		r.failed <- err
@@ -103,30 +107,25 @@ func (r *sourceRun) read(ctx context.Context, n int, ack func(opencdc.Record) bo
 	return out, nil
 }
 
-// until reads records, acking them if ack, until the one at pos arrived.
+// until reads records, acking them if ack, until the one at pos has
+// arrived, and returns every record consumed so far.
 func (r *sourceRun) until(ctx context.Context, pos opencdc.Position, ack bool) ([]opencdc.Record, error) {
-	var out []opencdc.Record
-	for {
+	for !slices.ContainsFunc(r.consumed, func(rec opencdc.Record) bool { return bytes.Equal(rec.Position, pos) }) {
 		recs, err := r.next(ctx)
 		if err != nil {
-			return out, err
+			return r.consumed, err
 		}
-		out = append(out, recs...)
 		if ack {
 			acks := make([]opencdc.Position, len(recs))
 			for i, rec := range recs {
 				acks[i] = rec.Position
 			}
 			if err := r.stream.Send(pconnector.SourceRunRequest{AckPositions: acks}); err != nil {
-				return out, fmt.Errorf("send acks: %w", err)
-			}
-		}
-		for _, rec := range recs {
-			if bytes.Equal(rec.Position, pos) {
-				return out, nil
+				return r.consumed, fmt.Errorf("send acks: %w", err)
 			}
 		}
 	}
+	return r.consumed, nil
 }
 
 // all returns every record received so far and the sizes of their messages.
