@@ -10,7 +10,7 @@ CACHE_DIR       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/connkit
 CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
 INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
-PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres
+PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl
 
 # Some Conduit modules are not in the public checksum database.
 export GONOSUMDB := github.com/conduitio,buf.build

@@ -1,0 +1,131 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// DestinationConfig is the destination's configuration.
+type DestinationConfig struct {
+	Path string `param:"path" validate:"required" desc:"The file to append records to; created if missing."`
+	Sync bool   `param:"sync" default:"true" desc:"Sync the file to disk before acknowledging each Write; false leaves durability to the operating system."`
+}
+
+// Destination appends records to a file, one JSON line each.
+type Destination struct {
+	cfg  DestinationConfig
+	f    *os.File
+	size int64 // bytes of whole lines in the file
+	buf  bytes.Buffer
+}
+
+// NewDestination returns a destination; it opens the file in Open.
+func NewDestination(cfg DestinationConfig) (*Destination, error) {
+	return &Destination{cfg: cfg}, nil
+}
+
+// Open opens the file for appending. A last line left incomplete by a
+// crash is cut off: it was never acknowledged.
+func (d *Destination) Open(context.Context) error {
+	f, err := os.OpenFile(d.cfg.Path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	size, err := wholeLines(f)
+	if err == nil {
+		err = f.Truncate(size)
+	}
+	if err == nil {
+		_, err = f.Seek(size, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open %s: %w", d.cfg.Path, err)
+	}
+	d.f, d.size = f, size
+	return nil
+}
+
+// wholeLines returns the length of f up to the end of its last complete
+// line.
+func wholeLines(f *os.File) (int64, error) {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 4096)
+	for pos := end; pos > 0; {
+		n := min(int64(len(buf)), pos)
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return pos + int64(i) + 1, nil
+		}
+	}
+	return 0, nil
+}
+
+// Write appends records and, with sync, syncs the file. If the file takes
+// only part of them, the lines written whole are kept and counted, the
+// torn one is cut off.
+func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	d.buf.Reset()
+	ends := make([]int, 0, len(records))
+	var encErr error
+	for _, r := range records {
+		b, err := encode(r)
+		if err != nil {
+			encErr = fmt.Errorf("record %q: %w", r.Position, err)
+			break
+		}
+		d.buf.Write(b)
+		d.buf.WriteByte('\n')
+		ends = append(ends, d.buf.Len())
+	}
+	written, werr := d.f.Write(d.buf.Bytes())
+	n := 0
+	for n < len(ends) && ends[n] <= written {
+		n++
+	}
+	whole := 0
+	if n > 0 {
+		whole = ends[n-1]
+	}
+	if written > whole {
+		if err := d.f.Truncate(d.size + int64(whole)); err != nil {
+			return 0, fmt.Errorf("write %s: %w; cutting off the torn line: %w", d.cfg.Path, werr, err)
+		}
+		if _, err := d.f.Seek(d.size+int64(whole), io.SeekStart); err != nil {
+			return 0, err
+		}
+	}
+	if d.cfg.Sync && n > 0 {
+		if err := d.f.Sync(); err != nil {
+			return 0, fmt.Errorf("sync %s: %w", d.cfg.Path, err) // nothing is known to be on disk
+		}
+	}
+	d.size += int64(whole)
+	if werr != nil {
+		werr = fmt.Errorf("write %s: %w", d.cfg.Path, werr)
+	}
+	return n, errors.Join(werr, encErr)
+}
+
+// Teardown closes the file.
+func (d *Destination) Teardown(context.Context) error {
+	if d.f == nil {
+		return nil
+	}
+	return d.f.Close()
+}

@@ -1,0 +1,114 @@
+package jsonl_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/connkit/connkit/examples/jsonl"
+	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/sdktest"
+)
+
+// This is all it takes to run the conformance suite on a destination:
+// a working configuration, and, for the round trip, a way to read back
+// what was written.
+func TestDestination(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	sdktest.Destination(t, sdktest.DestinationSuite{
+		Connector: jsonl.Connector,
+		Config:    map[string]string{"path": path},
+		ReadBack:  func(context.Context) ([]sdk.Record, error) { return jsonl.ReadFile(path) },
+		Plugin:    sdktest.Plugin("connkit-jsonl", "./cmd/connkit-jsonl"),
+	})
+}
+
+// The source reads a file the destination wrote.
+func TestSource(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	writeFile(t, path, 100)
+	sdktest.Source(t, sdktest.SourceSuite{
+		Connector: jsonl.Connector,
+		Config:    map[string]string{"path": path, "poll": "10ms"},
+		Plugin:    sdktest.Plugin("connkit-jsonl", "./cmd/connkit-jsonl"),
+	})
+}
+
+// writeFile writes n records of every operation, raw and structured, with
+// the destination.
+func writeFile(t *testing.T, path string, n int) []sdk.Record {
+	t.Helper()
+	ops := []sdk.Operation{sdk.OperationCreate, sdk.OperationUpdate, sdk.OperationDelete, sdk.OperationSnapshot}
+	records := make([]sdk.Record, n)
+	for i := range records {
+		records[i] = sdktest.TestRecord(i+1, ops[i%len(ops)], i%3 == 0)
+	}
+	d, err := jsonl.Connector.ConfigureDestination(map[string]string{"path": path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Teardown(context.Background())
+	if n, err := d.Write(t.Context(), records); err != nil || n != len(records) {
+		t.Fatalf("wrote %d of %d records: %v", n, len(records), err)
+	}
+	return records
+}
+
+// A line torn by a crash was never acknowledged: the destination cuts it
+// off when it opens the file again, and the source waits for a line to be
+// complete before it reads it.
+func TestTornLine(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "torn.jsonl")
+	written := writeFile(t, path, 2)
+
+	src, err := jsonl.Connector.ConfigureSource(map[string]string{"path": path, "poll": "1ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Teardown(context.Background())
+	for i := range written {
+		r, err := src.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Metadata["jsonl.position"]; got != string(written[i].Position) {
+			t.Fatalf("record %d was written at %q, read as %q", i, written[i].Position, got)
+		}
+	}
+
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"operation":"cre`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if r, err := src.Read(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read %v, %v from a torn line; want to wait for the rest", r, err)
+	}
+
+	writeFile(t, path, 1) // opens the file again: cuts the torn line
+	records, err := jsonl.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 3 {
+		t.Fatalf("%d records in the file, want 3", len(records))
+	}
+	if r, err := src.Read(ctx); err != nil || r.Metadata["jsonl.position"] != "sdktest-1" {
+		t.Fatalf("read %v, %v after the torn line was replaced", r, err)
+	}
+}

@@ -1,0 +1,108 @@
+package jsonl
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// line is a record as one line of the file. Data keeps whether it was raw
+// (bytes, base64 in JSON) or structured (a JSON object).
+type line struct {
+	Position  []byte            `json:"position,omitempty"`
+	Operation string            `json:"operation"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Key       *data             `json:"key,omitempty"`
+	Before    *data             `json:"before,omitempty"`
+	After     *data             `json:"after,omitempty"`
+}
+
+type data struct {
+	Raw        []byte         `json:"raw,omitempty"`
+	Structured map[string]any `json:"structured,omitempty"`
+}
+
+func toData(d sdk.Data) *data {
+	switch d := d.(type) {
+	case nil:
+		return nil
+	case sdk.StructuredData:
+		return &data{Structured: d}
+	default:
+		return &data{Raw: d.Bytes()}
+	}
+}
+
+func (d *data) sdk() sdk.Data {
+	switch {
+	case d == nil:
+		return nil
+	case d.Structured != nil:
+		return sdk.StructuredData(d.Structured)
+	default:
+		return sdk.RawData(d.Raw)
+	}
+}
+
+// encode returns r as a line of JSON, without the newline.
+func encode(r sdk.Record) ([]byte, error) {
+	return json.Marshal(line{
+		Position:  r.Position,
+		Operation: r.Operation.String(),
+		Metadata:  r.Metadata,
+		Key:       toData(r.Key),
+		Before:    toData(r.Payload.Before),
+		After:     toData(r.Payload.After),
+	})
+}
+
+// decode parses a line of the file.
+func decode(b []byte) (sdk.Record, error) {
+	var l line
+	if err := json.Unmarshal(b, &l); err != nil {
+		return sdk.Record{}, err
+	}
+	var op sdk.Operation
+	if err := op.UnmarshalText([]byte(l.Operation)); err != nil {
+		return sdk.Record{}, fmt.Errorf("operation %q: %w", l.Operation, err)
+	}
+	return sdk.Record{
+		Position:  l.Position,
+		Operation: op,
+		Metadata:  l.Metadata,
+		Key:       l.Key.sdk(),
+		Payload:   sdk.Change{Before: l.Before.sdk(), After: l.After.sdk()},
+	}, nil
+}
+
+// ReadFile returns the records in a file the destination wrote, with the
+// positions they were written with.
+func ReadFile(path string) ([]sdk.Record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []sdk.Record
+	s := bufio.NewScanner(f)
+	s.Buffer(nil, maxLine)
+	for n := 1; s.Scan(); n++ {
+		r, err := decode(s.Bytes())
+		if err != nil {
+			return out, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		out = append(out, r)
+	}
+	return out, s.Err()
+}
+
+// maxLine is the longest line the source reads: a record Conduit sends is
+// at most 4 MiB by default, and JSON and base64 make it longer.
+const maxLine = 64 << 20

@@ -1,0 +1,127 @@
+package jsonl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// SourceConfig is the source's configuration.
+type SourceConfig struct {
+	Path string        `param:"path" validate:"required" desc:"The file of JSON lines to read, as the jsonl destination writes it."`
+	Poll time.Duration `param:"poll" default:"1s" validate:"gt=0" desc:"How often to look for new lines once the end of the file is reached, or for the file if it does not exist yet."`
+}
+
+// Source reads a file of JSON lines and follows it as it grows. A record's
+// position is the file offset after its line; the position it was written
+// with is in its metadata as jsonl.position.
+type Source struct {
+	cfg    SourceConfig
+	f      *os.File
+	r      *bufio.Reader
+	offset int64 // after the last line read
+}
+
+// NewSource returns a source; it opens the file in Read, once it exists.
+func NewSource(cfg SourceConfig) (*Source, error) {
+	return &Source{cfg: cfg}, nil
+}
+
+// Open resumes after the line at position from, the offset it ends at.
+func (s *Source) Open(_ context.Context, from sdk.Position) error {
+	if from == nil {
+		return nil
+	}
+	off, err := strconv.ParseInt(string(from), 10, 64)
+	if err != nil || off < 0 {
+		return fmt.Errorf("position %q is not a jsonl position (an offset in the file)", from)
+	}
+	s.offset = off
+	return nil
+}
+
+// Read returns the next line's record, waiting for it at the end of the
+// file until ctx is done.
+func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
+	var wait *time.Timer
+	for {
+		if rec, ok, err := s.next(); ok || err != nil {
+			return rec, err
+		}
+		if wait == nil {
+			wait = time.NewTimer(s.cfg.Poll)
+			defer wait.Stop()
+		} else {
+			wait.Reset(s.cfg.Poll)
+		}
+		select {
+		case <-ctx.Done():
+			return sdk.Record{}, ctx.Err()
+		case <-wait.C:
+		}
+	}
+}
+
+// next reads the next whole line; ok is false at the end of the file.
+func (s *Source) next() (rec sdk.Record, ok bool, err error) {
+	if s.f == nil {
+		f, err := os.Open(s.cfg.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			return sdk.Record{}, false, nil
+		}
+		if err != nil {
+			return sdk.Record{}, false, err
+		}
+		if _, err := f.Seek(s.offset, io.SeekStart); err != nil {
+			f.Close()
+			return sdk.Record{}, false, err
+		}
+		s.f, s.r = f, bufio.NewReaderSize(f, 64<<10)
+	}
+	b, err := s.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		var long []byte
+		long, err = s.r.ReadBytes('\n')
+		b = append(append([]byte(nil), b...), long...)
+	}
+	if errors.Is(err, io.EOF) {
+		// A partial line is read again once it is complete.
+		if _, err := s.f.Seek(s.offset, io.SeekStart); err != nil {
+			return sdk.Record{}, false, err
+		}
+		s.r.Reset(s.f)
+		return sdk.Record{}, false, nil
+	}
+	if err != nil {
+		return sdk.Record{}, false, err
+	}
+	at := s.offset
+	s.offset += int64(len(b))
+	rec, err = decode(b)
+	if err != nil {
+		return sdk.Record{}, false, fmt.Errorf("%s: the line at offset %d: %w", s.cfg.Path, at, err)
+	}
+	if rec.Metadata == nil {
+		rec.Metadata = sdk.Metadata{}
+	}
+	if rec.Position != nil {
+		rec.Metadata["jsonl.position"] = string(rec.Position)
+	}
+	rec.Position = sdk.Position(strconv.FormatInt(s.offset, 10))
+	return rec, true, nil
+}
+
+// Teardown closes the file.
+func (s *Source) Teardown(context.Context) error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
+}
