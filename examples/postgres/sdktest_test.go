@@ -61,6 +61,7 @@ func TestConformance(t *testing.T) {
 		Connector: postgres.Connector,
 		Config:    map[string]string{"url": dbURL, "table": "sdktest"},
 		ReadBack:  readBack(conn),
+		Keyed:     true,
 		Invalid:   []sdktest.Invalid{{Config: map[string]string{"url": "postgres://host:notaport/db"}, Param: "url"}},
 		Plugin:    sdktest.Plugin("connkit-postgres", "./cmd/connkit-postgres"),
 	})

@@ -2,8 +2,10 @@ package sdktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +25,7 @@ func runDestination(t tb, s DestinationSuite) {
 	}
 	r := destinationRole(s)
 	runChecks(t, specChecks(r), s.Skip, s.Timeout)
-	runners := []runner{inProcess{s.Connector}}
+	runners := []runner{inProcess{c: s.Connector}}
 	if s.Plugin != "" {
 		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
 	}
@@ -33,7 +35,9 @@ func runDestination(t tb, s DestinationSuite) {
 			if _, ok := run.(outOfProcess); ok {
 				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
 			} else {
-				checks = append(checks, check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }})
+				checks = append(checks,
+					check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }},
+					check{"Write/Failure", func(t tb, ctx context.Context) { checkWriteFailure(t, ctx, s) }})
 			}
 			runChecks(t, checks, s.Skip, s.Timeout)
 		})
@@ -203,6 +207,43 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst.mustTeardown(t)
 			checkReadBack(t, ctx, s, recs)
 		}},
+		{"RoundTrip/Keyed", func(t tb, ctx context.Context) {
+			if s.ReadBack == nil || !s.Keyed {
+				t.Skipf("set DestinationSuite.Keyed and ReadBack to check updates and deletes by key")
+			}
+			// Per kind of data: a record updated, one deleted, one kept.
+			var recs []opencdc.Record
+			var want []opencdc.Record
+			var deleted []string
+			for _, structured := range []bool{false, true} {
+				id := nextIDs(3)
+				updated := s.Record(id, sdk.OperationUpdate, structured)
+				recs = append(recs,
+					s.Record(id, sdk.OperationCreate, structured),
+					s.Record(id+1, sdk.OperationCreate, structured),
+					s.Record(id+2, sdk.OperationSnapshot, structured),
+					updated,
+					s.Record(id+1, sdk.OperationDelete, structured))
+				want = append(want, updated, s.Record(id+2, sdk.OperationSnapshot, structured))
+				deleted = append(deleted, fmt.Sprint(id+1))
+			}
+			for i := range recs {
+				recs[i].Position = opencdc.Position(fmt.Sprintf("%s-%d", recs[i].Position, i))
+			}
+			inst := openDestination(t, ctx, r, s.Config)
+			inst.write(t, ctx, recs, true)
+			inst.mustTeardown(t)
+			checkReadBack(t, ctx, s, want)
+			read, err := s.ReadBack(ctx)
+			if err != nil {
+				t.Fatalf("DestinationSuite.ReadBack fails: %v", err)
+			}
+			for _, rec := range read {
+				if f, ok := fields(rec.Payload.After); ok && slices.Contains(deleted, f["id"]) {
+					t.Errorf("the record with id %s is still there after it was deleted: a delete must remove the record with its key", f["id"])
+				}
+			}
+		}},
 		{"Stop", func(t tb, ctx context.Context) {
 			recs := creates()
 			inst := openDestination(t, ctx, r, s.Config)
@@ -340,4 +381,42 @@ func cloneRecords(recs []opencdc.Record) []opencdc.Record {
 		out[i] = r.Clone()
 	}
 	return out
+}
+
+// checkWriteFailure injects a failure into a Write in the middle of a
+// batch, the way a system that rejects a record fails it: the records
+// before it are acknowledged, it and the rest of its batch are nacked with
+// the error, and, with ReadBack, the acknowledged ones are written.
+func checkWriteFailure(t tb, ctx context.Context, s DestinationSuite) {
+	const size, k = 4, 6 // the failure is in the second batch, not at its start
+	injected := errors.New("sdktest: injected failure")
+	r := inProcess{c: s.Connector, wrap: func(d sdk.Destination) sdk.Destination { return FailAt(d, k, injected) }}
+	spec, err := s.Connector.Specification()
+	if err != nil {
+		t.Fatalf("Connector.Specification fails: %v", err)
+	}
+	cfg := s.Config
+	if slices.ContainsFunc(spec.DestinationParameters, func(p sdk.Parameter) bool { return p.Name == "sdk.batch.size" }) {
+		cfg = merge(cfg, map[string]string{"sdk.batch.size": fmt.Sprint(size)})
+	}
+	recs := make([]opencdc.Record, 2*size)
+	first := nextIDs(len(recs))
+	for i := range recs {
+		recs[i] = s.Record(first+i, sdk.OperationCreate, i%2 == 0)
+	}
+	inst := openDestination(t, ctx, r, cfg)
+	if err := inst.run.send(recs, 1); err != nil {
+		t.Fatalf("%v", err)
+	}
+	inst.stop(t, ctx, recs[len(recs)-1].Position)
+	acked, err := inst.run.wait(ctx, recs)
+	var nack *ackError
+	switch {
+	case acked != k:
+		t.Errorf("with a failure injected at record %d, %d records were acknowledged (%v): Write must count the records it wrote before the failure", k, acked, err)
+	case !errors.As(err, &nack) || !strings.Contains(nack.Message, injected.Error()):
+		t.Errorf("with a failure injected at record %d, the nack does not carry the failure: %v", k, err)
+	}
+	inst.mustTeardown(t)
+	checkReadBack(t, ctx, s, recs[:k])
 }

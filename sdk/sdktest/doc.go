@@ -63,12 +63,18 @@
 //     (JSON) and structured keys and payloads, are all acknowledged.
 //   - RoundTrip (with ReadBack): every acknowledged record is in the
 //     destination's system, once, with its payload's fields.
+//   - RoundTrip/Keyed (with ReadBack and Keyed): an update replaces the
+//     record with its key, a delete removes it.
 //   - Stop: Stop at the last record, sent before any ack arrived, returns
 //     once everything is acknowledged.
 //   - WriteContract (in process): Write returns 0 <= n <= len(records), an
 //     error whenever n < len(records), does not modify its input, and keeps
 //     to this when its context is cancelled; with ReadBack, the n records
 //     it reports are really written.
+//   - Write/Failure (in process): with a failure injected in the middle of
+//     a batch ([FailAt] between the plugin server and the connector), the
+//     records before it are acknowledged, and written, and the failure
+//     reaches Conduit in the nack.
 //
 // # Faults
 //

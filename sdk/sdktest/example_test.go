@@ -24,7 +24,7 @@ func ExampleFailAt() {
 func ExampleTestRecord() {
 	r := sdktest.TestRecord(7, sdk.OperationUpdate, false)
 	fmt.Println(string(r.Position), r.Operation, string(r.Key.Bytes()), string(r.Payload.After.Bytes()))
-	// Output: sdktest-7 update {"id":7} {"id":7,"name":"sdktest-7"}
+	// Output: sdktest-7 update {"id":7} {"id":7,"name":"sdktest-7 updated"}
 }
 
 func ExampleNewProxy() {

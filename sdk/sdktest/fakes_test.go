@@ -117,10 +117,13 @@ const (
 	destinationModifies                     // changes the records it is given
 	destinationRejectsDelete                // fails every delete
 	destinationFailingHook                  // OnDeleted fails
+	destinationIgnoresDelete                // acknowledges deletes without deleting
 )
 
-// store is the fake destination's system.
+// store is the fake destination's system: a log of records or, keyed, a
+// table of them by key.
 type store struct {
+	keyed   bool
 	mu      sync.Mutex
 	records []sdk.Record
 }
@@ -128,7 +131,29 @@ type store struct {
 func (s *store) readBack(context.Context) ([]sdk.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]sdk.Record(nil), s.records...), nil
+	if !s.keyed {
+		return append([]sdk.Record(nil), s.records...), nil
+	}
+	var keys []string
+	table := map[string]sdk.Record{}
+	for _, r := range s.records {
+		k := string(r.Key.Bytes())
+		if _, ok := table[k]; !ok {
+			keys = append(keys, k)
+		}
+		if r.Operation == sdk.OperationDelete {
+			delete(table, k)
+		} else {
+			table[k] = r
+		}
+	}
+	var out []sdk.Record
+	for _, k := range keys {
+		if r, ok := table[k]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 type fakeDestination struct {
@@ -155,6 +180,13 @@ func (d *fakeDestination) Write(_ context.Context, records []sdk.Record) (int, e
 		d.keep(records)
 	case destinationModifies:
 		records[0].Position = sdk.Position("changed")
+	case destinationIgnoresDelete:
+		for _, r := range records {
+			if r.Operation != sdk.OperationDelete {
+				d.keep([]sdk.Record{r})
+			}
+		}
+		return len(records), nil
 	case destinationRejectsDelete:
 		for i, r := range records {
 			if r.Operation == sdk.OperationDelete {

@@ -150,6 +150,12 @@ func TestDestinationSuitePassesAGoodDestination(t *testing.T) {
 	is.Equal(res.failedChecks(), nil) // a good destination passes
 	_, skipped := res.skipped["Suite/InProcess/RoundTrip"]
 	is.True(!skipped) // with ReadBack, the round trip runs
+
+	keyed := &store{keyed: true}
+	res = runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, keyed), ReadBack: keyed.readBack, Keyed: true})
+	is.Equal(res.failedChecks(), nil) // a good keyed destination passes
+	_, skipped = res.skipped["Suite/InProcess/RoundTrip/Keyed"]
+	is.True(!skipped)
 }
 
 func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
@@ -167,14 +173,17 @@ func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
 		{"modifies its input", destinationModifies, "InProcess/WriteContract", "must not modify"},
 		{"fails deletes", destinationRejectsDelete, "InProcess/Write/Operations", "a delete with raw data"},
 		{"a lifecycle hook fails", destinationFailingHook, "InProcess/Lifecycle", "OnDeleted without Configure fails"},
+		{"ignores deletes", destinationIgnoresDelete, "InProcess/RoundTrip/Keyed", "still there after it was deleted"},
+		{"acks what it did not write, before a failure", destinationLies, "InProcess/Write/Failure", "acknowledged records are not in the destination's system"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			st := &store{}
+			keyed := tt.bug == destinationIgnoresDelete
+			st := &store{keyed: keyed}
 			// Stop waits for acks that never come when the positions are
 			// changed: do not wait long.
-			res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(tt.bug, st), ReadBack: st.readBack, Records: 10, Timeout: 5 * time.Second})
+			res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(tt.bug, st), ReadBack: st.readBack, Keyed: keyed, Records: 10, Timeout: 5 * time.Second})
 			checks, messages := res.failures(tt.check)
 			is.True(len(checks) > 0) // the check fails
 			if !strings.Contains(messages, tt.message) {

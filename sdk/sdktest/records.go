@@ -11,11 +11,16 @@ import (
 )
 
 // TestRecord is the record the destination checks write by default: key
-// {"id": id}, payload {"id": id, "name": "sdktest-<id>"} (none for a
-// delete), as structured data or as raw JSON, at position "sdktest-<id>".
+// {"id": id}, payload {"id": id, "name": "sdktest-<id>"} ("sdktest-<id>
+// updated" for an update, none for a delete), as structured data or as raw
+// JSON, at position "sdktest-<id>".
 func TestRecord(id int, op sdk.Operation, structured bool) sdk.Record {
 	key := map[string]any{"id": id}
-	payload := map[string]any{"id": id, "name": fmt.Sprintf("sdktest-%d", id)}
+	name := fmt.Sprintf("sdktest-%d", id)
+	if op == sdk.OperationUpdate {
+		name += " updated"
+	}
+	payload := map[string]any{"id": id, "name": name}
 	r := sdk.Record{
 		Position:  sdk.Position(fmt.Sprintf("sdktest-%d", id)),
 		Operation: op,

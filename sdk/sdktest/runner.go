@@ -50,7 +50,12 @@ type runner interface {
 // inProcess serves the connector from this process over gRPC, through the
 // same plugin server a plugin binary runs: fast, and debuggable with the
 // test.
-type inProcess struct{ c sdk.Connector }
+type inProcess struct {
+	c sdk.Connector
+	// wrap, if set, wraps each configured destination, inside the layer
+	// that records Writes: the kit injects faults with it.
+	wrap func(sdk.Destination) sdk.Destination
+}
 
 func (inProcess) name() string { return "InProcess" }
 
@@ -97,6 +102,9 @@ func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
 		d, err := r.c.ConfigureDestination(raw)
 		if err != nil {
 			return nil, err
+		}
+		if r.wrap != nil {
+			d = r.wrap(d)
 		}
 		return observed{Destination: d, log: log}, nil
 	}}

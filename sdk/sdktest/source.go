@@ -24,7 +24,7 @@ func runSource(t tb, s SourceSuite) {
 	s.Timeout = withDefault(s.Timeout, time.Minute)
 	r := sourceRole(s)
 	runChecks(t, specChecks(r), s.Skip, s.Timeout)
-	runners := []runner{inProcess{s.Connector}}
+	runners := []runner{inProcess{c: s.Connector}}
 	if s.Plugin != "" {
 		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
 	}

@@ -61,6 +61,10 @@ type DestinationSuite struct {
 	// field; records without a matching id are ignored). It may return
 	// records the suite did not write.
 	ReadBack func(ctx context.Context) ([]sdk.Record, error)
+	// Keyed says the destination keeps one record per key, as a table
+	// does: with ReadBack, the kit checks that an update replaces the
+	// record and a delete removes it.
+	Keyed bool
 	// Records is how many records a check writes; default 20.
 	Records int
 	// Invalid lists further configurations Configure must reject.
