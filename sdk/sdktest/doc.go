@@ -15,6 +15,10 @@
 //		})
 //	}
 //
+// A suite is meant to run on its own, not in parallel with other tests:
+// its leak check counts every goroutine started while it runs, including
+// those of a ReadBack.
+//
 // Every check is a subtest with a stable name, so one can be run alone
 // (go test -run 'TestConformance/InProcess/Stop') or skipped through the
 // suite's Skip field; a failure says what to fix.

@@ -114,6 +114,8 @@ func TestSpecificationChecks(t *testing.T) {
 			nil, "Specification", "not a semantic version"},
 		{"no name", newSource("", "v1.0.0", sdk.NewSource(func(fakeConfig) (sdk.Source, error) { return src(nil) })),
 			nil, "Specification", "Connector.Name is empty"},
+		{"a name a pipeline cannot refer to", newSource("my:conn", "v1.0.0", sdk.NewSource(func(fakeConfig) (sdk.Source, error) { return src(nil) })),
+			nil, "Specification", "cannot be written in a pipeline"},
 		{"undocumented parameter", newSource("fake", "v1.0.0", sdk.NewSource(func(undocumented) (sdk.Source, error) { return src(nil) })),
 			nil, "Specification", `parameter "mode" has no description`},
 		{"accepts a bad value", newSource("fake", "v1.0.0", sdk.NewSource(func(rejects) (sdk.Source, error) { return src(nil) })),

@@ -160,7 +160,7 @@ func (outOfProcess) name() string { return "Plugin" }
 
 func (r outOfProcess) launch(t tb) *host.Plugin {
 	t.Helper()
-	p, err := host.Launch(r.binary, host.Options{ConnectorID: "sdktest", LogLevel: "warn", Log: newTestLog(t)})
+	p, err := host.Launch(r.binary, host.Options{ConnectorID: "sdktest", LogLevel: "warn", HostLogLevel: "warn", Log: newTestLog(t)})
 	if err != nil {
 		t.Fatalf("launch the plugin %s: %v", r.binary, err)
 	}

@@ -45,7 +45,8 @@ func destinationRole(s DestinationSuite) role {
 // with.
 var semver = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 
-var nameForm = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+// nameForm excludes what would break a plugin reference, standalone:<name>@<version>.
+var nameForm = regexp.MustCompile(`^[^\s:@/]+$`)
 
 func specChecks(r role) []check {
 	return []check{
@@ -65,7 +66,7 @@ func checkSpec(t tb, r role) {
 	if c.Name == "" {
 		t.Errorf("Connector.Name is empty: pipelines refer to a plugin as standalone:<name>; set it")
 	} else if !nameForm.MatchString(c.Name) {
-		t.Errorf("Connector.Name %q is not a plain lower-case name: pipelines write standalone:%s; use letters, digits, '.', '_' and '-'", c.Name, c.Name)
+		t.Errorf("Connector.Name %q cannot be written in a pipeline as standalone:<name>@<version>: leave out spaces, ':', '@' and '/'", c.Name)
 	}
 	if !semver.MatchString(c.Version) {
 		t.Errorf("Connector.Version %q is not a semantic version with a leading v (such as v0.1.0): Conduit cannot resolve standalone:%s without it", c.Version, c.Name)
