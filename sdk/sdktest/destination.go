@@ -18,7 +18,7 @@ import (
 func runDestination(t tb, s DestinationSuite) {
 	t.Helper()
 	before := leakcheck.Snapshot()
-	s.Records = withDefault(s.Records, 20)
+	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
 	if s.Record == nil {
 		s.Record = TestRecord

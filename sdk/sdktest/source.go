@@ -3,6 +3,7 @@ package sdktest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ const stopTimeout = 15 * time.Second
 func runSource(t tb, s SourceSuite) {
 	t.Helper()
 	before := leakcheck.Snapshot()
-	s.Records = withDefault(s.Records, 20)
+	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
 	r := sourceRole(s)
 	runChecks(t, specChecks(r), s.Skip, s.Timeout)
@@ -121,6 +122,14 @@ func (i *srcInstance) stop(t tb, ctx context.Context) (opencdc.Position, []openc
 
 func ackAll(opencdc.Record) bool { return true }
 
+// tooFew explains a read that timed out.
+func tooFew(err error) string {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return ""
+	}
+	return "\nRead must return records as long as there are any; if the source has no more with this Config, give SourceSuite.Config more data or lower SourceSuite.Records."
+}
+
 func sourceChecks(s SourceSuite, r runner) []check {
 	n := s.Records
 	return []check{
@@ -146,7 +155,7 @@ func sourceChecks(s SourceSuite, r runner) []check {
 			inst := openSource(t, ctx, r, s.Config, nil)
 			recs, err := inst.start(t, ctx).read(ctx, n, ackAll)
 			if err != nil {
-				t.Fatalf("reading %d records: %v", n, err)
+				t.Fatalf("reading %d records: %v%s", n, err, tooFew(err))
 			}
 			checkRecords(t, recs)
 			inst.stop(t, ctx)
@@ -266,7 +275,7 @@ func checkResume(t tb, ctx context.Context, s SourceSuite, r runner) {
 	acked := 0
 	first, err := run.read(ctx, n, func(opencdc.Record) bool { acked++; return acked <= k })
 	if err != nil {
-		t.Fatalf("reading %d records: %v", n, err)
+		t.Fatalf("reading %d records: %v%s", n, err, tooFew(err))
 	}
 	inst.torn = true // a crash: no Stop
 	run.close()
@@ -277,7 +286,7 @@ func checkResume(t tb, ctx context.Context, s SourceSuite, r runner) {
 	again := openSource(t, ctx, r, s.Config, from)
 	second, err := again.start(t, ctx).read(ctx, n-k, ackAll)
 	if err != nil {
-		t.Fatalf("reading %d records after resuming from %q: %v", n-k, from, err)
+		t.Fatalf("reading %d records after resuming from %q: %v%s", n-k, from, err, tooFew(err))
 	}
 	ackedPos := map[string]bool{}
 	for _, rec := range first[:k] {
