@@ -16,5 +16,7 @@ import (
 func Register(s *grpc.Server, c Connector, log *slog.Logger) {
 	connectorv2.RegisterSpecifierPluginServer(s, serverv2.NewSpecifierPluginServer(specifier(c.Spec)))
 	connectorv2.RegisterSourcePluginServer(s, serverv2.NewSourcePluginServer(newSourceServer(sourceOrNot(c.NewSource), log)))
-	connectorv2.RegisterDestinationPluginServer(s, serverv2.NewDestinationPluginServer(newDestinationServer(destinationOrNot(c.NewDestination), log)))
+	dst := newDestinationServer(destinationOrNot(c.NewDestination), log)
+	// As Serve does for version 2: the Run stream decodes records itself.
+	connectorv2.RegisterDestinationPluginServer(s, destinationServiceV2{serverv2.NewDestinationPluginServer(dst), dst})
 }
