@@ -131,9 +131,8 @@ func TestSpecificationChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			rec, res := newRecorder(t)
-			rec.Run("Suite", func(t tb) {
-				runChecks(t, specChecks(role{name: "source", suite: "SourceSuite", c: tt.c, invalid: tt.invalid, params: sourceRole(SourceSuite{}).params, configure: sourceRole(SourceSuite{Connector: tt.c}).configure}), nil, time.Minute)
-			})
+			r := sourceRole(SourceSuite{Connector: tt.c, Invalid: tt.invalid})
+			rec.Run("Suite", func(t tb) { runChecks(t, specChecks(r), nil, time.Minute) })
 			rec.finish()
 			checks, messages := res.failures(tt.check)
 			is.True(len(checks) > 0) // the check fails
