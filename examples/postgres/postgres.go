@@ -1,6 +1,23 @@
-// Package postgres is a destination that writes records to PostgreSQL with
-// set-based statements: each run of consecutive records for the same table
-// and operation becomes one statement over arrays of values.
+// Package postgres is a PostgreSQL connector that plays both roles.
+//
+// # Destination
+//
+// The destination writes records to PostgreSQL with set-based statements:
+// each run of consecutive records for the same table and operation becomes
+// one statement over arrays of values.
+//
+// # Source
+//
+// The source reads a consistent snapshot of its tables (under the snapshot
+// its replication slot exports, in primary key order, in batches), then
+// streams their changes through logical replication with the built-in
+// pgoutput plugin: inserts, updates and deletes become create, update and
+// delete records, keyed by the primary key, with opencdc.collection set to
+// the table's name (schema.name outside public), which is also the table
+// the destination writes them to. Positions say where the source is (table
+// and key during the snapshot, transaction and change afterwards), so a
+// restart resumes right after the last acknowledged record; acknowledged
+// changes are confirmed to the server, which may then recycle their WAL.
 package postgres
 
 import (
@@ -24,9 +41,10 @@ var Version = "v0.1.0"
 var Connector = sdk.Connector{
 	Name:        "postgres",
 	Version:     Version,
-	Summary:     "Writes records to PostgreSQL tables.",
-	Description: "Creates, snapshots and updates upsert on the key (a plain insert when a record has no key); deletes delete by key. Structured payloads and raw JSON objects map to columns by name. Consecutive records for the same table and operation are written with one statement.",
+	Summary:     "Reads PostgreSQL tables (snapshot, then changes through logical replication) and writes records to them.",
+	Description: "Source: a consistent snapshot of the tables in key order, then their inserts, updates and deletes through logical replication (pgoutput), resumable from any acknowledged position. Destination: creates, snapshots and updates upsert on the key (a plain insert when a record has no key); deletes delete by key. Structured payloads and raw JSON objects map to columns by name. Consecutive records for the same table and operation are written with one statement.",
 	Author:      "connkit",
+	Source:      sdk.NewSource(NewSource),
 	Destination: sdk.NewDestination(New),
 }
 

@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// slotWait is how long Open waits for a replication slot that another
+// connection holds to become free: a plugin process that just died (and
+// is being restarted) holds it until the server notices.
+var slotWait = 10 * time.Second
+
+// checkServer fails, saying what to change, unless the server can feed
+// logical replication to the connection's role.
+func checkServer(ctx context.Context, conn *pgx.Conn) error {
+	var level string
+	if err := conn.QueryRow(ctx, `SHOW wal_level`).Scan(&level); err != nil {
+		return fmt.Errorf("read wal_level: %w", err)
+	}
+	if level != "logical" {
+		return fmt.Errorf("PostgreSQL's wal_level is %q, and the source needs logical: set wal_level = logical in postgresql.conf (or ALTER SYSTEM SET wal_level = logical) and restart the server", level)
+	}
+	var role string
+	var replication bool
+	if err := conn.QueryRow(ctx, `SELECT current_user::text, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&role, &replication); err != nil {
+		return fmt.Errorf("read the role's attributes: %w", err)
+	}
+	if !replication {
+		return fmt.Errorf("permission denied: role %q may not use logical replication: ALTER ROLE %s WITH REPLICATION (or connect as a role that has it)", role, sqlName(role))
+	}
+	return nil
+}
+
+// ensurePublication creates the publication for the tables, or adds to an
+// existing one the tables it lacks.
+func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []*sourceTable) error {
+	var exists, all bool
+	if err := conn.QueryRow(ctx, `SELECT count(*) > 0, coalesce(bool_or(puballtables), false) FROM pg_publication WHERE pubname = $1`, name).Scan(&exists, &all); err != nil {
+		return fmt.Errorf("look up publication %s: %w", name, err)
+	}
+	if all {
+		return nil
+	}
+	var missing []string
+	for _, t := range tables {
+		var in bool
+		if exists {
+			if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1 AND r.prrelid = $2)`, name, t.oid).Scan(&in); err != nil {
+				return fmt.Errorf("look up publication %s: %w", name, err)
+			}
+		}
+		if !in {
+			missing = append(missing, t.ident)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", pgx.Identifier{name}.Sanitize(), strings.Join(missing, ", "))
+	if exists {
+		sql = fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", pgx.Identifier{name}.Sanitize(), strings.Join(missing, ", "))
+	}
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("create publication %s for %s (it needs ownership of the tables): %w", name, strings.Join(missing, ", "), err)
+	}
+	return nil
+}
+
+// slotState is what the server says of a replication slot.
+type slotState struct {
+	exists    bool
+	confirmed pglogrepl.LSN // confirmed_flush_lsn
+}
+
+// inspectSlot returns the slot's state once no other connection holds it,
+// waiting up to slotWait for that. A slot of another database or output
+// plugin is an error.
+func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotState, error) {
+	deadline := time.Now().Add(slotWait)
+	for {
+		var (
+			st             slotState
+			pid            *int32
+			plugin, dbname *string
+			confirmed      *string
+		)
+		err := conn.QueryRow(ctx, `
+			SELECT active_pid, plugin::text, database::text, confirmed_flush_lsn::text
+			FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid, &plugin, &dbname, &confirmed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return st, nil
+		}
+		if err != nil {
+			return st, fmt.Errorf("look up replication slot %s: %w", name, err)
+		}
+		st.exists = true
+		if plugin == nil || *plugin != "pgoutput" {
+			return st, fmt.Errorf("replication slot %s exists but is not a logical slot for pgoutput: choose another slot.name", name)
+		}
+		if *dbname != conn.Config().Database {
+			return st, fmt.Errorf("replication slot %s belongs to database %s, not %s: choose another slot.name", name, *dbname, conn.Config().Database)
+		}
+		if confirmed != nil {
+			st.confirmed, _ = pglogrepl.ParseLSN(*confirmed)
+		}
+		if pid == nil {
+			return st, nil
+		}
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("replication slot %s is in use by another connection (server process %d): only one reader per slot; stop the other reader or choose another slot.name", name, *pid)
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// connectReplication opens a replication connection to url's database, in
+// UTC like the source's other session.
+func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.RuntimeParams["timezone"] = "UTC"
+	cfg.RuntimeParams["datestyle"] = "ISO"
+	cfg.RuntimeParams["application_name"] = "connkit-postgres-source"
+	return pgconn.ConnectConfig(ctx, cfg)
+}
+
+// dropReplication drops the slot (once no one holds it) and the
+// publication, if they exist.
+func dropReplication(ctx context.Context, conn *pgx.Conn, slot, publication string) error {
+	st, err := inspectSlot(ctx, conn, slot)
+	if err != nil {
+		return err
+	}
+	if st.exists {
+		if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err != nil {
+			return fmt.Errorf("drop replication slot %s: %w", slot, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pgx.Identifier{publication}.Sanitize()); err != nil {
+		return fmt.Errorf("drop publication %s: %w", publication, err)
+	}
+	return nil
+}

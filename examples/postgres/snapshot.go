@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// beginSnapshot starts the read-only transaction the snapshot is read in:
+// under the exported snapshot name, or a fresh one when name is empty.
+func (s *Source) beginSnapshot(ctx context.Context, name string) error {
+	if _, err := s.conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`); err != nil {
+		return s.errorf("begin the snapshot's transaction: %s", err)
+	}
+	if name == "" {
+		return nil
+	}
+	if _, err := s.conn.Exec(ctx, fmt.Sprintf(`SET TRANSACTION SNAPSHOT '%s'`, strings.ReplaceAll(name, "'", "''"))); err != nil {
+		return s.errorf("import the replication slot's snapshot: %s", err)
+	}
+	return nil
+}
+
+// snapshot reads every table from s.snap on, in key order, fetchSize rows
+// per query, and then ends the transaction. A query reads the rows after
+// the last key read (keyset pagination over the primary key's index), so
+// a restarted snapshot picks up after the last acked row the same way.
+func (s *Source) snapshot(ctx context.Context) error {
+	for i := s.snap.table; i < len(s.tables); i++ {
+		t := s.tables[i]
+		var after []string
+		if i == s.snap.table {
+			after = s.snap.key
+		}
+		for {
+			recs, last, err := s.fetch(ctx, t, after)
+			if err != nil {
+				return err
+			}
+			if len(recs) > 0 {
+				s.produced.Add(int64(len(recs)))
+				if err := s.q.put(ctx, recs, 0, nil); err != nil {
+					return err
+				}
+			}
+			if len(recs) < s.cfg.Snapshot.FetchSize {
+				break
+			}
+			after = last
+		}
+	}
+	if _, err := s.conn.Exec(ctx, `COMMIT`); err != nil {
+		return s.errorf("end the snapshot's transaction: %s", err)
+	}
+	return nil
+}
+
+// fetch reads up to fetchSize rows of t after the key after (all from the
+// start when nil), in text format, as snapshot records, and returns the
+// last row's key.
+func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]sdk.Record, []string, error) {
+	cols := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		cols[i] = quote(c)
+	}
+	keys := make([]string, len(t.keys))
+	params := make([]string, len(t.keys))
+	for i, k := range t.keys {
+		keys[i] = quote(t.columns[k])
+		params[i] = "$" + strconv.Itoa(i+1) + "::text::" + t.types[k]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s FROM %s", strings.Join(cols, ", "), t.ident)
+	var args [][]byte
+	if after != nil {
+		fmt.Fprintf(&b, " WHERE (%s) > (%s)", strings.Join(keys, ", "), strings.Join(params, ", "))
+		for _, k := range after {
+			args = append(args, []byte(k))
+		}
+	}
+	fmt.Fprintf(&b, " ORDER BY %s LIMIT %d", strings.Join(keys, ", "), s.cfg.Snapshot.FetchSize)
+
+	rr := s.conn.PgConn().ExecParams(ctx, b.String(), args, nil, nil, nil)
+	fields := rr.FieldDescriptions()
+	oids := make([]uint32, len(fields))
+	for i, f := range fields {
+		oids[i] = f.DataTypeOID
+	}
+	now := strconv.FormatInt(time.Now().UnixNano(), 10)
+	var recs []sdk.Record
+	var last []string
+	for rr.NextRow() {
+		vals := rr.Values()
+		after := make(sdk.StructuredData, len(vals))
+		for i, v := range vals {
+			if v == nil {
+				after[t.columns[i]] = nil
+				continue
+			}
+			after[t.columns[i]] = value(oids[i], v)
+		}
+		key := make(sdk.StructuredData, len(t.keys))
+		last = make([]string, len(t.keys))
+		for i, k := range t.keys {
+			key[t.columns[k]] = after[t.columns[k]]
+			last[i] = string(vals[k])
+		}
+		recs = append(recs, sdk.Record{
+			Position:  position{Table: t.ident, Key: last}.bytes(),
+			Operation: sdk.OperationSnapshot,
+			Metadata:  sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now},
+			Key:       key,
+			Payload:   sdk.Change{After: after},
+		})
+	}
+	if _, err := rr.Close(); err != nil {
+		return nil, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
+	}
+	return recs, last, nil
+}
