@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -66,7 +67,15 @@ func (s *Source) stream(ctx context.Context) error {
 	}
 	r := &replicator{s: s, relations: map[uint32]*relation{}}
 	defer r.status(context.WithoutCancel(ctx)) // the last acks, before the connection closes
+
+	// Receiving waits on the socket's read deadline rather than on a
+	// context per message, which would cost a goroutine and a timer per
+	// change; cancelling ctx moves the deadline to now.
+	nc := s.repl.Conn()
+	defer context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Now()) })()
+	defer nc.SetReadDeadline(time.Time{})
 	next := time.Now().Add(statusInterval)
+	var deadline time.Time
 	for {
 		if !time.Now().Before(next) {
 			if err := r.status(ctx); err != nil {
@@ -74,14 +83,20 @@ func (s *Source) stream(ctx context.Context) error {
 			}
 			next = time.Now().Add(statusInterval)
 		}
-		rctx, cancel := context.WithDeadline(ctx, next)
-		msg, err := s.repl.ReceiveMessage(rctx)
-		cancel()
+		if !deadline.Equal(next) {
+			deadline = next
+			_ = nc.SetReadDeadline(deadline)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		msg, err := s.repl.ReceiveMessage(context.Background())
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			if pgconn.Timeout(err) {
+			var netErr net.Error
+			if errors.As(err, &netErr) && netErr.Timeout() {
 				continue
 			}
 			return s.errorf("receive changes: %s", err)

@@ -227,11 +227,11 @@ func (s *Source) Ack(_ context.Context, pos sdk.Position) error {
 	if bytes.HasPrefix(pos, snapshotPrefix) {
 		return nil
 	}
-	p, err := parsePosition(pos)
+	lsn, err := positionLSN(pos)
 	if err != nil {
 		return err
 	}
-	raise(&s.confirmed, uint64(p.lsn()))
+	raise(&s.confirmed, uint64(lsn))
 	return nil
 }
 

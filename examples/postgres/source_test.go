@@ -455,3 +455,93 @@ func TestSourceDeleted(t *testing.T) {
 	is.Equal(count(), []string{"0"})
 	is.NoErr(fresh.(sdk.DeletedHook).OnDeleted(t.Context())) // twice is fine
 }
+
+// BenchmarkSourceSnapshot reads a snapshot of 4-column rows in process.
+func BenchmarkSourceSnapshot(b *testing.B) {
+	const rows = 50000
+	t := &testing.T{}
+	_ = t
+	url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := pgx.Connect(b.Context(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(b.Context(), fmt.Sprintf(`CREATE TABLE items (id bigint PRIMARY KEY, a text, b text, n int);
+		INSERT INTO items SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(1, %d) i`, rows)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		src, err := Connector.Source.New(map[string]string{"url": url, "tables": "items", "slot.name": fmt.Sprintf("bench_%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := src.Open(b.Context(), nil); err != nil {
+			b.Fatal(err)
+		}
+		s := src.(*Source)
+		for n := 0; n < rows; {
+			recs, err := s.ReadBatch(b.Context(), 1000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(recs)
+		}
+		src.Teardown(context.Background())
+		if err := s.OnDeleted(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkSourceChanges streams inserts of 4-column rows in process.
+func BenchmarkSourceChanges(b *testing.B) {
+	const rows = 100000
+	url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := pgx.Connect(b.Context(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(b.Context(), `CREATE TABLE items (id bigint PRIMARY KEY, a text, b text, n int)`); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var elapsed time.Duration
+	for i := range b.N {
+		src, err := Connector.Source.New(map[string]string{"url": url, "tables": "items", "snapshot.mode": "never", "slot.name": fmt.Sprintf("bench_%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := src.Open(b.Context(), nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(b.Context(), fmt.Sprintf(`TRUNCATE items; INSERT INTO items SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(1, %d) i`, rows)); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		s := src.(*Source)
+		for n := 0; n < rows; {
+			recs, err := s.ReadBatch(b.Context(), 1000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(recs)
+		}
+		elapsed += time.Since(start)
+		src.Teardown(context.Background())
+		if err := s.OnDeleted(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "records/s")
+}
