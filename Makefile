@@ -1,8 +1,9 @@
 # make build     builds the example plugins into bin/
 # make pipeline  runs generator → log over the plugin protocol and prints what flowed
 # make test      runs every test, including end-to-end tests in real Conduit
-# make bench     runs the benchmarks and a sweep of generator → log, connkit's plugins
-#                side by side with the incumbent's, into bench/results/
+# make bench     runs the benchmarks, a sweep of generator → log and the Postgres
+#                destination and source runs, connkit's plugins side by side with
+#                the incumbent's, into bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -66,6 +67,8 @@ bench: build incumbent
 		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log \
 		$(foreach kv,$(NO_SCHEMA),-vs-source-config $(kv) -vs-destination-config $(kv))
 	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) \
+		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-vs-config $(kv))
+	$(GO) run ./internal/cmd/bench pgsource -out bench/results -records 200000 -changes 200000 \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-vs-config $(kv))
 
 check:

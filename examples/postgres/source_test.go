@@ -459,8 +459,6 @@ func TestSourceDeleted(t *testing.T) {
 // BenchmarkSourceSnapshot reads a snapshot of 4-column rows in process.
 func BenchmarkSourceSnapshot(b *testing.B) {
 	const rows = 50000
-	t := &testing.T{}
-	_ = t
 	url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
 	if err != nil {
 		b.Fatal(err)

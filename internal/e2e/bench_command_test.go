@@ -12,7 +12,7 @@ import (
 	"github.com/matryer/is"
 )
 
-// TestBenchCommand runs the bench command's three modes on small counts
+// TestBenchCommand runs the bench command's modes on small counts
 // against connkit's plugins and checks what they report and write.
 func TestBenchCommand(t *testing.T) {
 	is := is.New(t)
@@ -59,6 +59,17 @@ func TestBenchCommand(t *testing.T) {
 	is.True(strings.Contains(pgOut, "| 10 |"))
 	is.True(!strings.Contains(pgOut, "failed")) // every run left its 300 rows
 	_, err = os.Stat(filepath.Join(dir, "postgres.svg"))
+	is.NoErr(err)
+
+	srcURL, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("bench_command_%d", databases.Add(1)))
+	is.NoErr(err)
+	pgsOut := run("pgsource", "-plugin", binary("connkit-postgres"), "-vs-name", "again", "-vs-plugin", binary("connkit-postgres"), "-vs-dialect", "connkit",
+		"-url", srcURL, "-batch-sizes", "0,100", "-records", "500", "-changes", "300", "-out", dir)
+	is.True(strings.Contains(pgsOut, "| not set |"))
+	is.True(strings.Contains(pgsOut, "| 100 |"))
+	is.True(!strings.Contains(pgsOut, "failed"))
+	is.Equal(strings.Count(pgsOut, "x |"), 4) // snapshot and CDC ratios in both rows
+	_, err = os.Stat(filepath.Join(dir, "pgsource.svg"))
 	is.NoErr(err)
 
 	// Bad flags are errors that say what was expected.

@@ -50,6 +50,13 @@ func (s Stats) Latency(q float64) time.Duration {
 // after n records, keeps receiving and acking until the position Stop
 // returned, and tears the source down.
 func Drain(ctx context.Context, src SourcePlugin, n int64) (Stats, error) {
+	return DrainSince(ctx, src, n, time.Time{})
+}
+
+// DrainSince is [Drain] with Elapsed measured from since rather than from
+// the first message, for sources that do work before they send anything
+// (a database source's snapshot query, say). A zero since is Drain's.
+func DrainSince(ctx context.Context, src SourcePlugin, n int64, since time.Time) (Stats, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := src.runProto(runCtx)
@@ -59,7 +66,7 @@ func Drain(ctx context.Context, src SourcePlugin, n int64) (Stats, error) {
 	var (
 		mu      sync.Mutex
 		st      Stats
-		start   time.Time
+		start   = since
 		last    []byte
 		changed = make(chan struct{}, 1)
 	)

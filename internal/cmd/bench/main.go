@@ -5,6 +5,7 @@
 //	bench destination -plugin BIN [-config k=v ...] [-records N] [-payload BYTES | -fields id=int,...] [-per-message N]
 //	bench sweep       -source BIN -destination BIN [-vs-source BIN -vs-destination BIN] [-out DIR] ...
 //	bench postgres    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
+//	bench pgsource    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -13,7 +14,10 @@
 // of batch sizes and payload sizes, optionally for a second pair of plugins
 // side by side, and writes a table and SVG charts. postgres measures Postgres
 // destinations into a 4-column table over a range of batch sizes, checking
-// the rows each run leaves, and writes a table and an SVG chart.
+// the rows each run leaves, and writes a table and an SVG chart. pgsource
+// measures Postgres sources: records per second of a snapshot and of
+// changes streamed through logical replication, and writes a table and an
+// SVG chart.
 package main
 
 import (
@@ -47,6 +51,8 @@ func main() {
 		err = sweepMode(ctx, os.Args[2:])
 	case "postgres":
 		err = postgresMode(ctx, os.Args[2:])
+	case "pgsource":
+		err = pgsourceMode(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -57,7 +63,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres [flags]; bench MODE -h lists a mode's flags")
+	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource [flags]; bench MODE -h lists a mode's flags")
 	os.Exit(2)
 }
 
