@@ -27,6 +27,11 @@ const pgsourceTables = `
 
 const pgsourceRows = `SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(%d, %d) i`
 
+// snapshotFetchSize is the rows per snapshot query for both dialects:
+// connkit's default. The incumbent's default of 50000 makes it send 50000
+// records in one message, over gRPC's 4 MiB limit for this table's rows.
+const snapshotFetchSize = "10000"
+
 // sourceDialect says how a Postgres source plugin spells its settings.
 type sourceDialect struct {
 	snapshot, never   func(table string) host.Settings
@@ -35,14 +40,16 @@ type sourceDialect struct {
 
 var dialects = map[string]sourceDialect{
 	"connkit": {
-		snapshot:    func(t string) host.Settings { return host.Settings{"tables": t, "snapshot.mode": "initial"} },
+		snapshot: func(t string) host.Settings {
+			return host.Settings{"tables": t, "snapshot.mode": "initial", "snapshot.fetchSize": snapshotFetchSize}
+		},
 		never:       func(t string) host.Settings { return host.Settings{"tables": t, "snapshot.mode": "never"} },
 		slot:        "slot.name",
 		publication: "publication.name",
 	},
 	"incumbent": {
 		snapshot: func(t string) host.Settings {
-			return host.Settings{"tables": t, "snapshotMode": "initial", "cdcMode": "logrepl", "logrepl.withAvroSchema": "false"}
+			return host.Settings{"tables": t, "snapshotMode": "initial", "snapshot.fetchSize": snapshotFetchSize, "cdcMode": "logrepl", "logrepl.withAvroSchema": "false"}
 		},
 		never: func(t string) host.Settings {
 			return host.Settings{"tables": t, "snapshotMode": "never", "cdcMode": "logrepl", "logrepl.withAvroSchema": "false"}
