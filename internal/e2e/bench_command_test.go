@@ -64,7 +64,7 @@ func TestBenchCommand(t *testing.T) {
 	srcURL, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("bench_command_%d", databases.Add(1)))
 	is.NoErr(err)
 	pgsOut := run("pgsource", "-plugin", binary("connkit-postgres"), "-vs-name", "again", "-vs-plugin", binary("connkit-postgres"), "-vs-dialect", "connkit",
-		"-url", srcURL, "-batch-sizes", "0,100", "-records", "500", "-changes", "300", "-out", dir)
+		"-url", srcURL, "-batch-sizes", "0,100", "-records", "500", "-changes", "300", "-rounds", "1", "-out", dir)
 	is.True(strings.Contains(pgsOut, "| not set |"))
 	is.True(strings.Contains(pgsOut, "| 100 |"))
 	is.True(!strings.Contains(pgsOut, "failed"))

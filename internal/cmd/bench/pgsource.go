@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,8 +85,12 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	records := fs.Int64("records", 100000, "rows in the snapshot")
 	changes := fs.Int64("changes", 100000, "changes to stream")
 	out := fs.String("out", "bench/results", "directory for pgsource.md and pgsource.svg")
+	rounds := fs.Int("rounds", 3, "runs of every measurement, interleaved; the median is reported")
 	_ = fs.Parse(args)
 
+	if *rounds < 1 {
+		return fmt.Errorf("-rounds: got %d, expected at least 1", *rounds)
+	}
 	var batchSizes []int
 	for s := range strings.SplitSeq(*batches, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -135,61 +141,69 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	}
 
 	type result struct {
-		snapshot, cdc       host.Stats
+		snapshot, cdc       []host.Stats // one per round
 		snapshotErr, cdcErr error
 	}
 	results := map[string]map[int]*result{}
-	total, done := len(batchSizes)*len(pairs)*2, 0
+	for _, p := range pairs {
+		results[p.name] = map[int]*result{}
+		for _, batch := range batchSizes {
+			results[p.name][batch] = &result{}
+		}
+	}
+	total, done := *rounds*len(batchSizes)*len(pairs)*2, 0
 	run := 0
-	for _, batch := range batchSizes {
-		for i, p := range pairs {
-			r := &result{}
-			if results[p.name] == nil {
-				results[p.name] = map[int]*result{}
-			}
-			results[p.name][batch] = r
-			for _, phase := range []string{"snapshot", "cdc"} {
-				done++
-				run++
-				fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, %s, %s ...", done, total, batch, p.name, phase)
-				name := fmt.Sprintf("bench_%d_%d", os.Getpid(), run)
-				cfg := host.Settings{"url": *url, kinds[i].slot: name, kinds[i].publication: name}
-				if batch > 0 {
-					cfg["sdk.batch.size"] = strconv.Itoa(batch)
-					cfg["sdk.batch.delay"] = "100ms"
-				}
-				var st host.Stats
-				var err error
-				if phase == "snapshot" {
-					for k, v := range kinds[i].snapshot("pgsource_snapshot") {
-						cfg[k] = v
+	// Rounds outermost, so that every plugin and setting sees the machine's
+	// changing load alike.
+	for range *rounds {
+		for _, batch := range batchSizes {
+			for i, p := range pairs {
+				r := results[p.name][batch]
+				for _, phase := range []string{"snapshot", "cdc"} {
+					done++
+					run++
+					fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, %s, %s ...", done, total, batch, p.name, phase)
+					name := fmt.Sprintf("bench_%d_%d", os.Getpid(), run)
+					cfg := host.Settings{"url": *url, kinds[i].slot: name, kinds[i].publication: name}
+					if batch > 0 {
+						cfg["sdk.batch.size"] = strconv.Itoa(batch)
+						cfg["sdk.batch.delay"] = "100ms"
 					}
-					for k, v := range p.sourceCfg {
-						cfg[k] = v
+					var st host.Stats
+					var err error
+					if phase == "snapshot" {
+						for k, v := range kinds[i].snapshot("pgsource_snapshot") {
+							cfg[k] = v
+						}
+						for k, v := range p.sourceCfg {
+							cfg[k] = v
+						}
+						st, err = drainSource(ctx, p.source, cfg, *records, nil)
+						r.snapshot = append(r.snapshot, st)
+						r.snapshotErr = cmp.Or(r.snapshotErr, err)
+					} else {
+						for k, v := range kinds[i].never("pgsource_changes") {
+							cfg[k] = v
+						}
+						for k, v := range p.sourceCfg {
+							cfg[k] = v
+						}
+						if _, err := conn.Exec(ctx, `TRUNCATE pgsource_changes`); err != nil {
+							return err
+						}
+						st, err = drainSource(ctx, p.source, cfg, *changes, func() error {
+							_, err := conn.Exec(ctx, `INSERT INTO pgsource_changes `+fmt.Sprintf(pgsourceRows, 1, *changes))
+							return err
+						})
+						r.cdc = append(r.cdc, st)
+						r.cdcErr = cmp.Or(r.cdcErr, err)
 					}
-					st, err = drainSource(ctx, p.source, cfg, *records, nil)
-					r.snapshot, r.snapshotErr = st, err
-				} else {
-					for k, v := range kinds[i].never("pgsource_changes") {
-						cfg[k] = v
+					if derr := dropReplication(ctx, conn, name); derr != nil {
+						return derr
 					}
-					for k, v := range p.sourceCfg {
-						cfg[k] = v
+					if ctx.Err() != nil {
+						return ctx.Err()
 					}
-					if _, err := conn.Exec(ctx, `TRUNCATE pgsource_changes`); err != nil {
-						return err
-					}
-					st, err = drainSource(ctx, p.source, cfg, *changes, func() error {
-						_, err := conn.Exec(ctx, `INSERT INTO pgsource_changes `+fmt.Sprintf(pgsourceRows, 1, *changes))
-						return err
-					})
-					r.cdc, r.cdcErr = st, err
-				}
-				if derr := dropReplication(ctx, conn, name); derr != nil {
-					return derr
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
 				}
 			}
 		}
@@ -197,7 +211,7 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	fmt.Fprintln(os.Stderr, "\r\033[Kdone")
 
 	var t strings.Builder
-	fmt.Fprintf(&t, "Snapshot of %d rows of (id bigint PRIMARY KEY, a text, b text, n int), then %d inserts into a table like it streamed through logical replication; records per second over the plugin protocol, each record acked as it arrives.\n\n", *records, *changes)
+	fmt.Fprintf(&t, "Snapshot of %d rows of (id bigint PRIMARY KEY, a text, b text, n int), then %d inserts into a table like it streamed through logical replication; records per second over the plugin protocol, each record acked as it arrives; median of %d rounds.\n\n", *records, *changes, *rounds)
 	t.WriteString("| sdk.batch.size |")
 	for _, p := range pairs {
 		fmt.Fprintf(&t, " %s snapshot rec/s |", p.name)
@@ -233,9 +247,9 @@ func pgsourceMode(ctx context.Context, args []string) error {
 		for ph := range 2 {
 			for i, p := range pairs {
 				r := results[p.name][batch]
-				st, err := r.snapshot, r.snapshotErr
+				st, err := median(r.snapshot), r.snapshotErr
 				if ph == 1 {
-					st, err = r.cdc, r.cdcErr
+					st, err = median(r.cdc), r.cdcErr
 				}
 				if err != nil {
 					fmt.Fprintf(&t, " failed: %s |", oneLine(err))
@@ -247,9 +261,9 @@ func pgsourceMode(ctx context.Context, args []string) error {
 			}
 			if len(pairs) == 2 {
 				ra, rb := results[pairs[0].name][batch], results[pairs[1].name][batch]
-				sa, sb, ea, eb := ra.snapshot, rb.snapshot, ra.snapshotErr, rb.snapshotErr
+				sa, sb, ea, eb := median(ra.snapshot), median(rb.snapshot), ra.snapshotErr, rb.snapshotErr
 				if ph == 1 {
-					sa, sb, ea, eb = ra.cdc, rb.cdc, ra.cdcErr, rb.cdcErr
+					sa, sb, ea, eb = median(ra.cdc), median(rb.cdc), ra.cdcErr, rb.cdcErr
 				}
 				if ea == nil && eb == nil {
 					fmt.Fprintf(&t, " %.1fx |", sa.RecordsPerSecond()/sb.RecordsPerSecond())
@@ -269,6 +283,19 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	}
 	svg := chart.Line("Postgres source: records per second", "sdk.batch.size", "records/s (log scale)", labels, series, true)
 	return os.WriteFile(filepath.Join(*out, "pgsource.svg"), []byte(svg), 0o644)
+}
+
+// median returns the run with the median records per second; a run that
+// failed counts as slowest, but a failure is reported anyway.
+func median(runs []host.Stats) host.Stats {
+	if len(runs) == 0 {
+		return host.Stats{}
+	}
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b host.Stats) int {
+		return cmp.Compare(a.RecordsPerSecond(), b.RecordsPerSecond())
+	})
+	return sorted[len(sorted)/2]
 }
 
 // drainSource launches, configures and opens a source and reads n records
