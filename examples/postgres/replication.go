@@ -90,10 +90,11 @@ func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotState, e
 			pid            *int32
 			plugin, dbname *string
 			confirmed      *string
+			current        string
 		)
 		err := conn.QueryRow(ctx, `
-			SELECT active_pid, plugin::text, database::text, confirmed_flush_lsn::text
-			FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid, &plugin, &dbname, &confirmed)
+			SELECT active_pid, plugin::text, database::text, confirmed_flush_lsn::text, current_database()::text
+			FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid, &plugin, &dbname, &confirmed, &current)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return st, nil
 		}
@@ -104,8 +105,8 @@ func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotState, e
 		if plugin == nil || *plugin != "pgoutput" {
 			return st, fmt.Errorf("replication slot %s exists but is not a logical slot for pgoutput: choose another slot.name", name)
 		}
-		if *dbname != conn.Config().Database {
-			return st, fmt.Errorf("replication slot %s belongs to database %s, not %s: choose another slot.name", name, *dbname, conn.Config().Database)
+		if dbname == nil || *dbname != current {
+			return st, fmt.Errorf("replication slot %s belongs to another database: choose another slot.name", name)
 		}
 		if confirmed != nil {
 			st.confirmed, _ = pglogrepl.ParseLSN(*confirmed)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
@@ -427,11 +428,32 @@ func TestSourceErrors(t *testing.T) {
 		is.True(strings.Contains(err.Error(), "is in use by another connection"))
 	})
 
+	t.Run("slot of another database", func(t *testing.T) {
+		other, _ := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY)`)
+		openSource(t, other, map[string]string{"tables": "a", "slot.name": "shared"}, nil).Teardown(t.Context())
+		_, err := tryOpenSource(t, url, map[string]string{"tables": "a", "slot.name": "shared"}, nil)
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "replication slot shared belongs to another database"))
+	})
+
 	t.Run("bad position", func(t *testing.T) {
 		_, err := tryOpenSource(t, url, map[string]string{"tables": "a"}, sdk.Position("42"))
 		is.True(err != nil)
 		is.True(strings.Contains(err.Error(), "not a postgres source position"))
 	})
+}
+
+func TestSourceNeedsLogicalWAL(t *testing.T) {
+	leakcheck.Check(t)
+	srv, err := pgtest.StartWith("wal_level=replica")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	_, err = tryOpenSource(t, srv.URL, map[string]string{"tables": "*"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `PostgreSQL's wal_level is "replica", and the source needs logical`) {
+		t.Fatalf("got %v, want an error about wal_level", err)
+	}
 }
 
 func TestSourceDeleted(t *testing.T) {

@@ -28,12 +28,18 @@ type Server struct {
 
 	bin, dir string
 	port     int
-	asUser   string // run the server's commands as this user; empty: as ourselves
+	settings []string // extra -c settings
+	asUser   string   // run the server's commands as this user; empty: as ourselves
 }
 
 // Start initializes a database cluster with wal_level=logical and starts
 // the server.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartWith() }
+
+// StartWith is [Start] with extra server settings, each name=value, which
+// override the defaults: StartWith("wal_level=replica") starts a server
+// that cannot feed logical replication.
+func StartWith(settings ...string) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -42,7 +48,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, settings: settings}
 	if os.Geteuid() == 0 {
 		s.asUser = "postgres"
 		if err := chown(dir, s.asUser); err != nil {
@@ -70,6 +76,9 @@ func (s *Server) data() string { return filepath.Join(s.dir, "data") }
 
 func (s *Server) start() error {
 	opts := fmt.Sprintf("-p %d -h 127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c wal_level=logical -c max_wal_senders=10 -c max_replication_slots=10", s.port, s.dir)
+	for _, kv := range s.settings {
+		opts += " -c " + kv
+	}
 	if err := s.run("pg_ctl", "-D", s.data(), "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		return fmt.Errorf("%w\nserver log:\n%s", err, log)
