@@ -74,14 +74,14 @@ func (s *Source) stream(ctx context.Context) error {
 	nc := s.repl.Conn()
 	defer context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Now()) })()
 	defer nc.SetReadDeadline(time.Time{})
-	next := time.Now().Add(statusInterval)
+	next := time.Now().Add(s.statusInterval)
 	var deadline time.Time
 	for {
 		if !time.Now().Before(next) {
 			if err := r.status(ctx); err != nil {
 				return err
 			}
-			next = time.Now().Add(statusInterval)
+			next = time.Now().Add(s.statusInterval)
 		}
 		if !deadline.Equal(next) {
 			deadline = next
@@ -237,7 +237,7 @@ func (r *replicator) flush(ctx context.Context) error {
 	recs := r.pending
 	r.pending = nil
 	r.s.produced.Add(int64(len(recs)))
-	return r.s.q.put(ctx, recs, statusInterval, func() error { return r.status(ctx) })
+	return r.s.q.put(ctx, recs, r.s.statusInterval, func() error { return r.status(ctx) })
 }
 
 // idle confirms the server's WAL end when every change read has been acked

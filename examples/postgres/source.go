@@ -45,6 +45,8 @@ type Source struct {
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
 	skip  position      // a transaction partly acked: its changes up to skip.Index are skipped
 
+	statusInterval time.Duration // see the package variable
+
 	q      *queue
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the reader goroutine has returned
@@ -71,7 +73,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if _, err := pgx.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
-	return &Source{cfg: cfg}, nil
+	return &Source{cfg: cfg, statusInterval: statusInterval}, nil
 }
 
 func (s *Source) errorf(format string, err error) error {

@@ -376,14 +376,19 @@ func TestSourceSnapshotHandover(t *testing.T) {
 func TestSourceStalledReader(t *testing.T) {
 	is := is.New(t)
 	url, conn := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY)`)
+	// The server drops a replication connection it has not heard from for
+	// wal_sender_timeout; the source must keep talking while nobody reads.
+	defer func(d time.Duration) { statusInterval = d }(statusInterval)
+	statusInterval = 100 * time.Millisecond
+	url += "&options=-c%20wal_sender_timeout%3D1s"
 	s := openSource(t, url, map[string]string{"tables": "a", "snapshot.mode": "never", "snapshot.fetchSize": "10"}, nil)
 	// Far more changes than the source holds, with nobody reading, for
-	// longer than a status interval.
+	// several times wal_sender_timeout.
 	exec(t, conn, `INSERT INTO a SELECT generate_series(1, 5000)`)
 	for i := range 50 {
 		exec(t, conn, `INSERT INTO a VALUES ($1)`, 10000+i)
 	}
-	time.Sleep(2 * statusInterval)
+	time.Sleep(3 * time.Second)
 	recs := readN(t, s, 5050)
 	is.Equal(recs[0].Key, sdk.StructuredData{"id": int64(1)})
 	is.Equal(recs[5049].Key, sdk.StructuredData{"id": int64(10049)})
