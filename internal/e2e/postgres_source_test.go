@@ -200,9 +200,14 @@ func TestPostgresSourceOverTheProtocol(t *testing.T) {
 }
 
 // TestConduitPostgresSource runs standalone:postgres → standalone:postgres
-// in real Conduit: it copies a table into another database, then its
-// changes, and checks that the copy equals the original.
+// in real Conduit, with both engines: it copies a table into another
+// database, then its changes, and checks that the copy equals the original.
 func TestConduitPostgresSource(t *testing.T) {
+	t.Run("default engine", func(t *testing.T) { conduitPostgresSource(t) })
+	t.Run("v2 engine", func(t *testing.T) { conduitPostgresSource(t, "--preview.pipeline-arch-v2") })
+}
+
+func conduitPostgresSource(t *testing.T, flags ...string) {
 	const ddl = `CREATE TABLE items (id int PRIMARY KEY, name text, n bigint, price numeric(10,2), at timestamptz, tags text[], doc jsonb)`
 	from, src := sourceDatabase(t, ddl+`;
 		INSERT INTO items SELECT i, 'item ' || i, i * 10, i / 7.0, '2026-01-01'::timestamptz + i * interval '1 minute', ARRAY['a', 'b' || i], jsonb_build_object('i', i)
@@ -231,7 +236,7 @@ pipelines:
           sdk.batch.delay: "20ms"
 `, from, dbName(from), to)
 	is := is.New(t)
-	c := startConduit(t, pipeline)
+	c := startConduit(t, pipeline, flags...)
 	c.waitForAcked(5000)
 	for _, sql := range []string{
 		`INSERT INTO items (id, name, n) SELECT i, 'new ' || i, i FROM generate_series(5001, 5100) i`,
