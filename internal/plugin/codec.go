@@ -20,15 +20,31 @@ type wireMessage interface {
 	unmarshalWire(b []byte) error
 }
 
+// wireEncoder is a message that encodes itself to protobuf wire bytes.
+type wireEncoder interface {
+	marshalWire() ([]byte, error)
+}
+
 // wireCodec is gRPC's protobuf codec, except that messages implementing
-// wireMessage decode themselves. Everything on the wire stays protobuf.
+// wireMessage or wireEncoder decode or encode themselves. Everything on the
+// wire stays protobuf.
 type wireCodec struct{ proto encoding.CodecV2 }
 
 func newWireCodec() wireCodec { return wireCodec{encoding.GetCodecV2("proto")} }
 
 func (c wireCodec) Name() string { return c.proto.Name() }
 
-func (c wireCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+func (c wireCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(wireEncoder)
+	if !ok {
+		return c.proto.Marshal(v)
+	}
+	b, err := m.marshalWire()
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
 
 func (c wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(wireMessage)
@@ -61,9 +77,12 @@ type destinationV2 struct {
 }
 
 func (p destinationV2) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	impl := p.newDestination()
-	connectorv2.RegisterDestinationPluginServer(s, destinationServiceV2{serverv2.NewDestinationPluginServer(impl), impl})
+	registerDestinationV2(s, p.newDestination())
 	return nil
+}
+
+func registerDestinationV2(s grpc.ServiceRegistrar, impl pconnector.DestinationPlugin) {
+	connectorv2.RegisterDestinationPluginServer(s, destinationServiceV2{serverv2.NewDestinationPluginServer(impl), impl})
 }
 
 func (destinationV2) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
@@ -107,4 +126,69 @@ func (s *destinationRunStream) Send(resp pconnector.DestinationRunResponse) erro
 		acks[i] = &connectorv2.Destination_Run_Response_Ack{Position: a.Position, Error: a.Error}
 	}
 	return s.stream.Send(&connectorv2.Destination_Run_Response{Acks: acks})
+}
+
+// sourceRunResponse is a source's Run response, encoded from its records.
+type sourceRunResponse struct {
+	records []opencdc.Record
+}
+
+func (r sourceRunResponse) marshalWire() ([]byte, error) {
+	return appendSourceRunResponse(make([]byte, 0, 256*len(r.records)), r.records)
+}
+
+// sourceV2 serves protocol version 2's source service with the protocol's
+// own adapter, except for Run, whose records it encodes itself.
+type sourceV2 struct {
+	goplugin.NetRPCUnsupportedPlugin
+	newSource func() pconnector.SourcePlugin
+}
+
+func (p sourceV2) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	registerSourceV2(s, p.newSource())
+	return nil
+}
+
+func registerSourceV2(s grpc.ServiceRegistrar, impl pconnector.SourcePlugin) {
+	connectorv2.RegisterSourcePluginServer(s, sourceServiceV2{serverv2.NewSourcePluginServer(impl), impl})
+}
+
+func (sourceV2) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("plugin: a plugin serves, it has no client")
+}
+
+type sourceServiceV2 struct {
+	connectorv2.SourcePluginServer
+	impl pconnector.SourcePlugin
+}
+
+func (s sourceServiceV2) Run(stream connectorv2.SourcePlugin_RunServer) error {
+	return s.impl.Run(stream.Context(), &sourceRunStream{stream: stream})
+}
+
+// sourceRunStream is the server side of a source's Run stream.
+type sourceRunStream struct {
+	stream connectorv2.SourcePlugin_RunServer
+}
+
+func (s *sourceRunStream) Client() pconnector.SourceRunStreamClient {
+	panic("plugin: a source's Run stream is served, it has no client side")
+}
+
+func (s *sourceRunStream) Server() pconnector.SourceRunStreamServer { return s }
+
+func (s *sourceRunStream) Send(resp pconnector.SourceRunResponse) error {
+	return s.stream.SendMsg(sourceRunResponse{resp.Records})
+}
+
+func (s *sourceRunStream) Recv() (pconnector.SourceRunRequest, error) {
+	req, err := s.stream.Recv()
+	if err != nil {
+		return pconnector.SourceRunRequest{}, err
+	}
+	acks := make([]opencdc.Position, len(req.AckPositions))
+	for i, p := range req.AckPositions {
+		acks[i] = p
+	}
+	return pconnector.SourceRunRequest{AckPositions: acks}, nil
 }

@@ -15,8 +15,7 @@ import (
 // serves one source and one destination instance.
 func Register(s *grpc.Server, c Connector, log *slog.Logger) {
 	connectorv2.RegisterSpecifierPluginServer(s, serverv2.NewSpecifierPluginServer(specifier(c.Spec)))
-	connectorv2.RegisterSourcePluginServer(s, serverv2.NewSourcePluginServer(newSourceServer(sourceOrNot(c.NewSource), log)))
-	dst := newDestinationServer(destinationOrNot(c.NewDestination), log)
-	// As Serve does for version 2: the Run stream decodes records itself.
-	connectorv2.RegisterDestinationPluginServer(s, destinationServiceV2{serverv2.NewDestinationPluginServer(dst), dst})
+	// As Serve does for version 2: the Run streams encode and decode records.
+	registerSourceV2(s, newSourceServer(sourceOrNot(c.NewSource), log))
+	registerDestinationV2(s, newDestinationServer(destinationOrNot(c.NewDestination), log))
 }

@@ -47,26 +47,29 @@ func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 // Logs go to stderr as JSON lines Conduit re-logs at their level.
 func Serve(c Connector, s Settings, stderr io.Writer) error {
 	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
+	newSource := func() pconnector.SourcePlugin { return newSourceServer(sourceOrNot(c.NewSource), log) }
 	newDestination := func() pconnector.DestinationPlugin {
 		return newDestinationServer(destinationOrNot(c.NewDestination), log)
 	}
 	return server.Serve(
 		func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
-		func() pconnector.SourcePlugin { return newSourceServer(sourceOrNot(c.NewSource), log) },
+		newSource,
 		newDestination,
 		server.WithGRPCServerOptions(ServerOptions(s, log)...),
-		decodeRecordsV2(newDestination),
+		recordsOnTheWireV2(newSource, newDestination),
 	)
 }
 
-// decodeRecordsV2 serves protocol version 2, the one Conduit speaks, with a
-// destination whose Run stream decodes records itself.
-func decodeRecordsV2(newDestination func() pconnector.DestinationPlugin) server.Option {
+// recordsOnTheWireV2 serves protocol version 2, the one Conduit speaks,
+// with Run streams that encode a source's records and decode a
+// destination's themselves.
+func recordsOnTheWireV2(newSource func() pconnector.SourcePlugin, newDestination func() pconnector.DestinationPlugin) server.Option {
 	return serveOption(func(cfg *goplugin.ServeConfig) error {
 		set, ok := cfg.VersionedPlugins[v2.Version]
 		if !ok {
 			return fmt.Errorf("plugin: the protocol serves no version %d", v2.Version)
 		}
+		set["source"] = sourceV2{newSource: newSource}
 		set["destination"] = destinationV2{newDestination: newDestination}
 		return nil
 	})

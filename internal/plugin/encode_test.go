@@ -1,0 +1,172 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/matryer/is"
+	"google.golang.org/protobuf/proto"
+)
+
+// generated is what the protocol's own conversion and the generated code
+// send for records, read back.
+func generated(t testing.TB, records []opencdc.Record) ([]opencdc.Record, error) {
+	resp := &connectorv2.Source_Run_Response{}
+	for _, r := range records {
+		p := &opencdcv1.Record{}
+		if err := r.ToProto(p); err != nil {
+			return nil, err
+		}
+		resp.Records = append(resp.Records, p)
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return readSourceRunResponse(t, b), nil
+}
+
+func readSourceRunResponse(t testing.TB, b []byte) []opencdc.Record {
+	var resp connectorv2.Source_Run_Response
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]opencdc.Record, len(resp.Records))
+	for i, p := range resp.Records {
+		if err := out[i].FromProto(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func encodeRecords() []opencdc.Record {
+	records := wireRecords()
+	return append(records,
+		opencdc.Record{
+			Position: opencdc.Position(strings.Repeat("long position ", 40)), // lengths of two bytes
+			Key:      opencdc.RawData(strings.Repeat("k", 20000)),            // and three
+			Payload: opencdc.Change{After: opencdc.StructuredData{
+				"int": 1, "int8": int8(-2), "int16": int16(3), "int32": int32(-4), "int64": int64(1 << 60),
+				"uint": uint(5), "uint8": uint8(6), "uint16": uint16(7), "uint32": uint32(8), "uint64": uint64(1 << 63),
+				"float32": float32(0.5), "number": json.Number("12.25"), "bytes": []byte{0, 1, 2, 255},
+				"nested": map[string]any{"list": []any{int64(1), []byte("x"), map[string]any{"deep": strings.Repeat("d", 300)}}},
+			}},
+		},
+		opencdc.Record{Position: opencdc.Position("nil data"), Key: opencdc.RawData(nil), Payload: opencdc.Change{Before: opencdc.StructuredData(nil)}},
+		opencdc.Record{Position: opencdc.Position("negative operation"), Operation: opencdc.Operation(-3)},
+	)
+}
+
+func TestSourceRunResponseMatchesProtocol(t *testing.T) {
+	is := is.New(t)
+	records := encodeRecords()
+	want, err := generated(t, records)
+	is.NoErr(err)
+	b, err := appendSourceRunResponse(nil, records)
+	is.NoErr(err)
+	got := readSourceRunResponse(t, b)
+	is.Equal(len(got), len(want))
+	for i := range want {
+		is.Equal(got[i], want[i]) // record i
+	}
+}
+
+// What structpb cannot hold is an error, as it is for the protocol's own
+// conversion, and the error names the record and the field.
+func TestSourceRunResponseRejectsWhatProtobufCannotHold(t *testing.T) {
+	for name, c := range map[string]struct {
+		r    opencdc.Record
+		want string
+	}{
+		"time":            {opencdc.Record{Position: opencdc.Position("p"), Payload: opencdc.Change{After: opencdc.StructuredData{"at": time.Now()}}}, `record 0 at position "p": payload after: field "at": invalid type time.Time`},
+		"struct":          {opencdc.Record{Payload: opencdc.Change{After: opencdc.StructuredData{"s": struct{}{}}}}, `field "s": invalid type struct {}`},
+		"string slice":    {opencdc.Record{Key: opencdc.StructuredData{"l": []string{"a"}}}, `key: field "l": invalid type []string`},
+		"bad UTF-8 value": {opencdc.Record{Payload: opencdc.Change{Before: opencdc.StructuredData{"s": "\xff"}}}, `payload before: field "s": string field contains invalid UTF-8`},
+		"bad UTF-8 key":   {opencdc.Record{Key: opencdc.StructuredData{"\xff": 1}}, `invalid UTF-8`},
+		"bad metadata":    {opencdc.Record{Metadata: opencdc.Metadata{"k": "\xff"}}, `metadata "k": string field contains invalid UTF-8`},
+		"bad number":      {opencdc.Record{Key: opencdc.StructuredData{"n": json.Number("x")}}, `invalid number format "x"`},
+		"list element":    {opencdc.Record{Key: opencdc.StructuredData{"l": []any{1, time.Time{}}}}, `key: field "l": element 1: invalid type time.Time`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			records := []opencdc.Record{c.r}
+			if _, err := generated(t, records); err == nil {
+				t.Fatal("the protocol's conversion accepts this record: the test is wrong")
+			}
+			_, err := appendSourceRunResponse(nil, records)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Whatever records a request decodes to encode to the same records.
+func FuzzSourceRunResponse(f *testing.F) {
+	f.Add(marshalRequest(f, encodeRecords()))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d recordDecoder
+		records, err := d.runRequest(b, nil)
+		if err != nil {
+			return
+		}
+		want, err := generated(t, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := appendSourceRunResponse(nil, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readSourceRunResponse(t, enc); (len(got) > 0 || len(want) > 0) && !reflect.DeepEqual(got, want) {
+			t.Fatalf("encoded\n%v\nthe generated code encodes\n%v", got, want)
+		}
+	})
+}
+
+func BenchmarkEncodeSourceRunResponse(b *testing.B) {
+	records := make([]opencdc.Record, 1000)
+	for i := range records {
+		records[i] = opencdc.Record{
+			Position:  opencdc.Position(fmt.Sprint(i)),
+			Operation: opencdc.OperationSnapshot,
+			Metadata:  opencdc.Metadata{"opencdc.collection": "bench"},
+			Key:       opencdc.StructuredData{"id": int64(i)},
+			Payload: opencdc.Change{After: opencdc.StructuredData{
+				"a": fmt.Sprint("row-", i), "b": "a text column of moderate length", "n": int32(i % 1000),
+			}},
+		}
+	}
+	b.Run("protocol", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp := &connectorv2.Source_Run_Response{Records: make([]*opencdcv1.Record, len(records))}
+			for i, r := range records {
+				resp.Records[i] = &opencdcv1.Record{}
+				if err := r.ToProto(resp.Records[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := proto.Marshal(resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+	})
+	b.Run("encoder", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := (sourceRunResponse{records}).marshalWire(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+	})
+}
