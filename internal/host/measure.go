@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -53,13 +54,17 @@ func Drain(ctx context.Context, src SourcePlugin, n int64) (Stats, error) {
 	return DrainSince(ctx, src, n, time.Time{})
 }
 
+// Drain reads from each message only what acking and counting need, the
+// positions and the sizes of raw payloads, so that the figures measure the
+// source and not the cost of decoding its records.
+//
 // DrainSince is [Drain] with Elapsed measured from since rather than from
 // the first message, for sources that do work before they send anything
 // (a database source's snapshot query, say). A zero since is Drain's.
 func DrainSince(ctx context.Context, src SourcePlugin, n int64, since time.Time) (Stats, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := src.runProto(runCtx)
+	stream, err := src.runProto(runCtx, grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")}))
 	if err != nil {
 		return Stats{}, fmt.Errorf("source Run: %w", err)
 	}
@@ -73,29 +78,22 @@ func DrainSince(ctx context.Context, src SourcePlugin, n int64, since time.Time)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
-			resp, err := stream.Recv()
-			if err != nil {
+			var msg scannedRecords
+			if err := stream.RecvMsg(&msg); err != nil {
 				recvErr <- err
 				return
 			}
-			recs := resp.GetRecords()
-			if len(recs) == 0 {
+			if len(msg.positions) == 0 {
 				continue
 			}
-			acks := make([][]byte, len(recs))
+			acks := msg.positions
 			mu.Lock()
 			if start.IsZero() {
 				start = time.Now()
 			}
-			measuring := st.Elapsed == 0 // what arrives after n records is acked, not counted
-			for i, r := range recs {
-				acks[i] = r.GetPosition()
-				if measuring {
-					st.Bytes += int64(payloadSize(r))
-				}
-			}
-			if measuring {
-				st.Records += int64(len(recs))
+			if st.Elapsed == 0 { // what arrives after n records is acked, not counted
+				st.Bytes += int64(msg.rawBytes)
+				st.Records += int64(len(acks))
 				st.Messages++
 				if st.Records >= n {
 					st.Elapsed = time.Since(start)
@@ -149,16 +147,6 @@ func DrainSince(ctx context.Context, src SourcePlugin, n int64, since time.Time)
 	mu.Lock()
 	defer mu.Unlock()
 	return st, err
-}
-
-func payloadSize(r *opencdcv1.Record) int {
-	if r.GetPayload() == nil || r.GetPayload().GetAfter() == nil {
-		return 0
-	}
-	if raw := r.GetPayload().GetAfter().GetRawData(); raw != nil {
-		return len(raw)
-	}
-	return 0
 }
 
 // Feed sends n records, made by record, to an opened destination in
@@ -275,9 +263,89 @@ type encoded struct {
 	records int
 }
 
-// encodedCodec sends encoded messages as they are and everything else as
-// gRPC's protobuf codec does.
+// encodedCodec sends encoded messages as they are, receives
+// scannedRecords by scanning, and does everything else as gRPC's protobuf
+// codec does.
 type encodedCodec struct{ encoding.CodecV2 }
+
+func (c encodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(*scannedRecords)
+	if !ok {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return m.scan(buf.ReadOnlyData())
+}
+
+// scannedRecords is what Drain needs of a source's Run response: the
+// records' positions and the bytes of their raw payloads.
+type scannedRecords struct {
+	positions [][]byte
+	rawBytes  int
+}
+
+// scan reads b, a connector.v2.Source.Run.Response: records are field 1;
+// in a record, the position is field 1 and the payload field 5; in the
+// payload, after is field 2; in data, raw bytes are field 1.
+func (m *scannedRecords) scan(b []byte) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		if num != 1 {
+			return nil
+		}
+		var position []byte
+		err := eachField(v, func(num protowire.Number, v []byte) error {
+			switch num {
+			case 1:
+				position = bytes.Clone(v)
+			case 5:
+				return eachField(v, func(num protowire.Number, v []byte) error {
+					if num == 2 {
+						return eachField(v, func(num protowire.Number, v []byte) error {
+							if num == 1 {
+								m.rawBytes += len(v)
+							}
+							return nil
+						})
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+		m.positions = append(m.positions, position)
+		return err
+	})
+}
+
+// eachField calls f with the number and content of each length-delimited
+// field in the message b, skipping the others.
+func eachField(b []byte, f func(num protowire.Number, v []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if err := f(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (c encodedCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(encoded); ok {
