@@ -37,7 +37,7 @@ func TestSettle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			recs := records("a", "b", "c")
-			acks, _, nackErr := settle(recs, tt.n, tt.err)
+			acks, _, nackErr := settle(positionsOf(recs), tt.n, tt.err)
 			is.Equal(len(acks), len(recs))
 			for i, a := range acks {
 				is.Equal(string(a.Position), string(recs[i].Position)) // acks in record order
@@ -66,7 +66,7 @@ func TestSettleEveryOutcome(t *testing.T) {
 				for i := range recs {
 					recs[i].Position = []byte(fmt.Sprint(i))
 				}
-				acks, _, _ := settle(recs, n, err)
+				acks, _, _ := settle(positionsOf(recs), n, err)
 				if len(acks) != size {
 					t.Fatalf("size %d n %d: %d acks", size, n, len(acks))
 				}

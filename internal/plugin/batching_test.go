@@ -38,7 +38,7 @@ func (w *writeLog) write(records []opencdc.Record) (int, error) {
 	if w.active > 1 {
 		w.t.Error("Write called concurrently with itself")
 	}
-	w.batches = append(w.batches, fmt.Sprintf("%s@%v", positionsOf(records), time.Since(w.start)))
+	w.batches = append(w.batches, fmt.Sprintf("%s@%v", positionList(records), time.Since(w.start)))
 	w.mu.Unlock()
 	if w.delay > 0 {
 		time.Sleep(w.delay)
@@ -60,7 +60,7 @@ func (w *writeLog) got() []string {
 	return append([]string(nil), w.batches...)
 }
 
-func positionsOf(records []opencdc.Record) string {
+func positionList(records []opencdc.Record) string {
 	p := make([]string, len(records))
 	for i, r := range records {
 		p[i] = string(r.Position)

@@ -168,22 +168,23 @@ func (d *destinationServer) runBatched(ctx context.Context, dst Destination, str
 
 // write writes records with one Write and sends one ack per record.
 func (d *destinationServer) write(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
+	positions := positionsOf(records)
 	var n int
 	werr := guard("Write", func() (err error) {
 		n, err = dst.Write(ctx, records)
 		return err
 	})
-	acks, acked, nackErr := settle(records, n, werr)
+	acks, acked, nackErr := settle(positions, n, werr)
 	switch {
 	case nackErr != nil:
-		d.log.Error("records not written", "position", string(records[acked].Position), "count", len(acks)-acked, "error", nackErr)
+		d.log.Error("records not written", "position", string(positions[acked]), "count", len(acks)-acked, "error", nackErr)
 	case werr != nil:
 		d.log.Warn("Write wrote every record but returned an error", "error", werr)
 	}
 	if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
 		return fmt.Errorf("send acks to Conduit: %w", err)
 	}
-	d.advance(records[len(records)-1].Position)
+	d.advance(positions[len(positions)-1])
 	return nil
 }
 

@@ -145,6 +145,14 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 			}
 			return len(r), nil
 		}, []string{"a!connector panicked in Write: write exploded", "b!connector panicked in Write: write exploded", "c!connector panicked in Write: write exploded", "d"}},
+		// Write must not change its records; if it does, acks still name
+		// the records Conduit sent.
+		{"rewrites positions", func(r []opencdc.Record) (int, error) {
+			for i := range r {
+				r[i].Position = opencdc.Position("changed")
+			}
+			return len(r), nil
+		}, []string{"a", "b", "c", "d"}},
 		{"short write without error", func(r []opencdc.Record) (int, error) { return len(r) - 1, nil },
 			[]string{"a", "b", "c!destination broke the Write contract: wrote 2 of 3 records but returned no error", "d!destination broke the Write contract: wrote 0 of 1 records but returned no error"}},
 	}
