@@ -278,30 +278,45 @@ func (c encodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return m.scan(buf.ReadOnlyData())
 }
 
-// scannedRecords is what Drain needs of a source's Run response: the
-// records' positions and the bytes of their raw payloads.
+// scannedRecords is what a host needs of a source's Run response: the
+// records' positions and the bytes of their raw payloads, and with keep,
+// each record's field in wire form.
 type scannedRecords struct {
+	keep      bool
 	positions [][]byte
 	rawBytes  int
+	// records are the message's record fields, each also a destination's
+	// Run request of that one record: both messages hold their records in
+	// field 1.
+	records [][]byte
 }
 
 // scan reads b, a connector.v2.Source.Run.Response: records are field 1;
 // in a record, the position is field 1 and the payload field 5; in the
 // payload, after is field 2; in data, raw bytes are field 1.
 func (m *scannedRecords) scan(b []byte) error {
-	return eachField(b, func(num protowire.Number, v []byte) error {
+	if m.keep {
+		b = bytes.Clone(b)
+	}
+	return eachField(b, func(num protowire.Number, v, field []byte) error {
 		if num != 1 {
 			return nil
 		}
+		if m.keep {
+			m.records = append(m.records, field)
+		}
 		var position []byte
-		err := eachField(v, func(num protowire.Number, v []byte) error {
+		err := eachField(v, func(num protowire.Number, v, _ []byte) error {
 			switch num {
 			case 1:
-				position = bytes.Clone(v)
+				position = v
+				if !m.keep {
+					position = bytes.Clone(v)
+				}
 			case 5:
-				return eachField(v, func(num protowire.Number, v []byte) error {
+				return eachField(v, func(num protowire.Number, v, _ []byte) error {
 					if num == 2 {
-						return eachField(v, func(num protowire.Number, v []byte) error {
+						return eachField(v, func(num protowire.Number, v, _ []byte) error {
 							if num == 1 {
 								m.rawBytes += len(v)
 							}
@@ -318,10 +333,11 @@ func (m *scannedRecords) scan(b []byte) error {
 	})
 }
 
-// eachField calls f with the number and content of each length-delimited
-// field in the message b, skipping the others.
-func eachField(b []byte, f func(num protowire.Number, v []byte) error) error {
+// eachField calls f with the number, the content and the whole wire form
+// of each length-delimited field in the message b, skipping the others.
+func eachField(b []byte, f func(num protowire.Number, v, field []byte) error) error {
 	for len(b) > 0 {
+		field := b
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
@@ -340,7 +356,7 @@ func eachField(b []byte, f func(num protowire.Number, v []byte) error) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if err := f(num, v); err != nil {
+		if err := f(num, v, field[:len(field)-len(b)]); err != nil {
 			return err
 		}
 	}

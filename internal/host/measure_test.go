@@ -32,5 +32,18 @@ func TestScannedRecords(t *testing.T) {
 	is.NoErr(m.scan(b))
 	is.Equal(m.positions, [][]byte{[]byte("1"), []byte("2"), nil})
 	is.Equal(m.rawBytes, 8)
-	is.True(m.scan(b[:len(b)-1]) != nil) // truncated
+	var truncated scannedRecords
+	is.True(truncated.scan(b[:len(b)-1]) != nil)
+
+	// Kept, each record's field is a destination's request of that record.
+	kept := scannedRecords{keep: true}
+	is.NoErr(kept.scan(b))
+	is.Equal(kept.positions, m.positions)
+	is.Equal(len(kept.records), len(records))
+	for i, field := range kept.records {
+		var req connectorv2.Destination_Run_Request
+		is.NoErr(proto.Unmarshal(field, &req))
+		is.Equal(len(req.Records), 1)
+		is.True(proto.Equal(req.Records[0], resp.Records[i])) // record i
+	}
 }

@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
 )
 
 // Pipeline moves records from an opened source to an opened destination the
 // way Conduit's engines do: records are forwarded without waiting for acks,
 // acks must come back in order, and each destination ack is passed to the
 // source. A nack fails the pipeline, as with Conduit's default dead-letter
-// settings. Records are forwarded as the protocol's messages, without
-// conversion, so that the host costs as little as it can.
+// settings. Records are forwarded in wire form, never decoded beyond their
+// positions, so that the host costs as little as it can.
 type Pipeline struct {
 	Source      SourcePlugin
 	Destination DestinationPlugin
@@ -71,11 +72,12 @@ func (e *NackError) Error() string {
 func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	src, err := p.Source.runProto(runCtx)
+	wire := grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")})
+	src, err := p.Source.runProto(runCtx, wire)
 	if err != nil {
 		return Result{}, fmt.Errorf("source Run: %w", err)
 	}
-	dst, err := p.Destination.runProto(runCtx)
+	dst, err := p.Destination.runProto(runCtx, wire)
 	if err != nil {
 		return Result{}, fmt.Errorf("destination Run: %w", err)
 	}
@@ -179,15 +181,15 @@ func (r *run) wait(ctx context.Context, event chan struct{}, what string, pos op
 	}
 }
 
-// forward sends what the source reads to the destination.
+// forward sends what the source reads to the destination, in wire form.
 func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.DestinationPlugin_RunClient) {
 	for {
-		resp, err := src.Recv()
-		if err != nil {
+		msg := scannedRecords{keep: true}
+		if err := src.RecvMsg(&msg); err != nil {
 			r.done <- fmt.Errorf("receive from source: %w", err)
 			return
 		}
-		records := resp.GetRecords()
+		records := msg.records
 		if len(records) == 0 {
 			continue
 		}
@@ -198,24 +200,24 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 		r.res.Read += int64(len(records))
 		r.res.SourceBatches++
 		now := time.Now()
-		for _, rec := range records {
-			r.inflight = append(r.inflight, rec.GetPosition())
+		for _, pos := range msg.positions {
+			r.inflight = append(r.inflight, pos)
 			r.forwardedAt = append(r.forwardedAt, now)
 		}
 		r.mu.Unlock()
 		if r.PerMessage {
-			for i := range records {
-				if err := dst.Send(&connectorv2.Destination_Run_Request{Records: []*opencdcv1.Record{records[i]}}); err != nil {
+			for _, rec := range records {
+				if err := dst.SendMsg(encoded{rec, 1}); err != nil {
 					r.done <- fmt.Errorf("send to destination: %w", err)
 					return
 				}
 			}
-		} else if err := dst.Send(&connectorv2.Destination_Run_Request{Records: records}); err != nil {
+		} else if err := dst.SendMsg(encoded{slices.Concat(records...), len(records)}); err != nil {
 			r.done <- fmt.Errorf("send to destination: %w", err)
 			return
 		}
 		r.mu.Lock()
-		r.lastForwarded = records[len(records)-1].GetPosition()
+		r.lastForwarded = msg.positions[len(msg.positions)-1]
 		if r.stopped && bytes.Equal(r.lastForwarded, r.stopAt) {
 			close(r.lastSent)
 		}
