@@ -79,6 +79,33 @@ type slotState struct {
 	confirmed pglogrepl.LSN // confirmed_flush_lsn
 }
 
+// lockSlot takes a session-level advisory lock named after the slot on
+// conn, waiting up to slotWait for another holder to let go. Every source
+// holds it on its own connection from Open to Teardown, so a second source
+// cannot take, drop or recreate a slot that the first has not started
+// streaming from yet (during a snapshot no server process holds the slot
+// itself). The lock goes with the connection.
+func lockSlot(ctx context.Context, conn *pgx.Conn, name string) error {
+	deadline := time.Now().Add(slotWait)
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('connkit replication slot'), hashtext($1))`, name).Scan(&locked); err != nil {
+			return fmt.Errorf("lock replication slot %s: %w", name, err)
+		}
+		if locked {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replication slot %s is in use by another connection (another source holds it): only one reader per slot; stop the other reader or choose another slot.name", name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // inspectSlot returns the slot's state once no other connection holds it,
 // waiting up to slotWait for that. A slot of another database or output
 // plugin is an error.
@@ -142,6 +169,9 @@ func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error)
 // dropReplication drops the slot (once no one holds it) and the
 // publication, if they exist.
 func dropReplication(ctx context.Context, conn *pgx.Conn, slot, publication string) error {
+	if err := lockSlot(ctx, conn, slot); err != nil {
+		return err
+	}
 	st, err := inspectSlot(ctx, conn, slot)
 	if err != nil {
 		return err

@@ -112,6 +112,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	if err := ensurePublication(ctx, s.conn, s.cfg.Publication.Name, s.tables); err != nil {
 		return err
 	}
+	if err := lockSlot(ctx, s.conn, s.cfg.Slot.Name); err != nil {
+		return err
+	}
 	slot, err := inspectSlot(ctx, s.conn, s.cfg.Slot.Name)
 	if err != nil {
 		return err
