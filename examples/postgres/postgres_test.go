@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/matryer/is"
 )
 
@@ -213,6 +215,25 @@ func TestInsertFirstBacksOff(t *testing.T) {
 	is.Equal(tries(2), 1) // a success starts over
 }
 
+// Columns named like the statement's own aliases do not confuse it: the
+// delete below stays one statement (a second would fail on the trigger).
+func TestColumnsNamedLikeAliases(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY, v1 text, s text);
+		INSERT INTO t VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'c', 'z');
+		CREATE TABLE statements (n int);
+		CREATE FUNCTION count_statement() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO statements VALUES (1); RETURN NULL; END $$;
+		CREATE TRIGGER per_statement AFTER DELETE ON t FOR EACH STATEMENT EXECUTE FUNCTION count_statement()`, map[string]string{"table": "t"})
+	n, err := d.Write(t.Context(), []sdk.Record{
+		rec("1", sdk.OperationDelete, sdk.StructuredData{"id": 1}, nil),
+		rec("2", sdk.OperationDelete, sdk.StructuredData{"id": 2}, nil),
+	})
+	is.NoErr(err)
+	is.Equal(n, 2)
+	is.Equal(rows(t, conn, `SELECT id, v1, s FROM t`), []string{"3|c|z"})
+	is.Equal(rows(t, conn, `SELECT count(*) FROM statements`), []string{"1"})
+}
+
 func TestConfiguredKey(t *testing.T) {
 	is := is.New(t)
 	conn, d := setup(t, `CREATE TABLE t (code text PRIMARY KEY, n int)`, map[string]string{"table": "t", "key": "code"})
@@ -369,4 +390,23 @@ func BenchmarkWrite(b *testing.B) {
 			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+type sentNothing struct{}
+
+func (sentNothing) Error() string     { return "failed to connect" }
+func (sentNothing) SafeToRetry() bool { return true }
+
+// Only a statement that is idempotent or cannot have committed is retried.
+func TestMayRetry(t *testing.T) {
+	is := is.New(t)
+	reset := errors.New("read: connection reset by peer")
+	shutdown := &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
+	for _, c := range []class{upsert, create, remove} {
+		is.True(mayRetry(c, reset))
+	}
+	is.True(!mayRetry(insert, reset)) // may have committed: a retry could duplicate rows
+	is.True(mayRetry(insert, sentNothing{}))
+	is.True(mayRetry(insert, shutdown)) // the server reported it: not committed
+	is.True(!mayRetry(upsert, &pgconn.PgError{Code: "23505"}))
 }

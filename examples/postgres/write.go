@@ -232,7 +232,7 @@ func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 	}
 	exec := func(sql string) error {
 		_, err := d.pool.Exec(ctx, sql, args...)
-		if err != nil && isConnectionLoss(err) && ctx.Err() == nil {
+		if err != nil && mayRetry(r.class, err) && ctx.Err() == nil {
 			_, err = d.pool.Exec(ctx, sql, args...)
 		}
 		return err
@@ -252,6 +252,23 @@ func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 		return d.runFailed(ctx, r, cols, err)
 	}
 	return nil
+}
+
+// mayRetry reports whether a statement of class c that failed with err is
+// worth trying again on a fresh connection: the connection broke, and
+// either the statement is idempotent (upserts, and deletes, by key; a plain
+// insert of creates turns into an upsert when its rows exist) or it cannot
+// have committed. A keyless insert whose connection broke after it was
+// sent may have committed, and a second one would duplicate its rows.
+func mayRetry(c class, err error) bool {
+	if !isConnectionLoss(err) {
+		return false
+	}
+	if c != insert {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return pgconn.SafeToRetry(err) || errors.As(err, &pgErr)
 }
 
 // runFailed reports which of a run's records failed to write with err:
@@ -414,7 +431,7 @@ func (r *run) statement(c class, single bool) string {
 		for i, col := range r.columns {
 			params[i] = "$" + strconv.Itoa(i+1) + "::text[]"
 			aliases[i] = "v" + strconv.Itoa(i+1)
-			values[i] = aliases[i] + "::" + r.table.types[col]
+			values[i] = "s." + aliases[i] + "::" + r.table.types[col]
 		}
 		source = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
 	}
