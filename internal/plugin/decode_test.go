@@ -178,29 +178,69 @@ func FuzzRecordDecoder(f *testing.F) {
 	})
 }
 
-// hasRepeatedMessageField reports whether any record in the request b has a
-// singular message field more than once, at any depth the decoder knows.
+// hasRepeatedMessageField reports whether the request b sets a singular
+// message field twice anywhere: the generated code merges the two, the
+// decoder keeps the last. Repeated fields and map entries are fine.
 func hasRepeatedMessageField(b []byte) bool {
-	var repeated func(b []byte, depth int) bool
-	repeated = func(b []byte, depth int) bool {
+	// singular lists, for each kind of message, its singular message
+	// fields and the kind of each; repeated lists its repeated ones.
+	type kind int
+	const (
+		request kind = iota
+		record
+		change
+		data
+		structure
+		entry
+		value
+		list
+	)
+	singular := map[kind]map[protowire.Number]kind{
+		record: {recordKey: data, recordPayload: change},
+		change: {changeBefore: data, changeAfter: data},
+		data:   {dataStructured: structure},
+		entry:  {entryValue: value},
+		value:  {valueStruct: structure, valueList: list},
+	}
+	repeated := map[kind]map[protowire.Number]kind{
+		request:   {runRequestRecords: record},
+		structure: {structFields: entry},
+		list:      {listValues: value},
+	}
+	var walk func(b []byte, k kind) bool
+	walk = func(b []byte, k kind) bool {
 		seen := map[protowire.Number]bool{}
 		found := false
 		_ = fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 			if typ != protowire.BytesType {
 				return nil
 			}
-			if depth > 0 && seen[num] {
-				found = true
-			}
-			seen[num] = true
-			if depth < 6 && repeated(v, depth+1) {
-				found = true
+			if inner, ok := singular[k][num]; ok {
+				found = found || seen[num] || walk(v, inner)
+				seen[num] = true
+			} else if inner, ok := repeated[k][num]; ok {
+				found = found || walk(v, inner)
 			}
 			return nil
 		})
 		return found
 	}
-	return repeated(b, 0)
+	return walk(b, request)
+}
+
+func TestHasRepeatedMessageField(t *testing.T) {
+	is := is.New(t)
+	// Map entries, struct fields and list elements repeat by design.
+	is.True(!hasRepeatedMessageField(marshalRequest(t, wireRecords())))
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	structured := field(dataStructured, nil)
+	twice := field(runRequestRecords, field(recordKey, append(structured, structured...)))
+	is.True(hasRepeatedMessageField(twice))
+	nested := field(runRequestRecords, field(recordPayload, field(changeAfter, field(dataStructured,
+		field(structFields, append(field(entryValue, nil), field(entryValue, nil)...))))))
+	is.True(hasRepeatedMessageField(nested))
 }
 
 func BenchmarkDecodeRunRequest(b *testing.B) {
