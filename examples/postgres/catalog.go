@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -64,7 +63,7 @@ func sqlName(parts ...string) string {
 
 // resolveTables finds the tables the patterns name (table, schema.table,
 // * for every table in public, schema.* for every table in schema) and
-// describes them, sorted by schema and name. Every table must exist, be
+// describes them, sorted by their quoted names. Every table must exist, be
 // readable and have a primary key.
 func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string) ([]*sourceTable, error) {
 	var oids []uint32
@@ -144,8 +143,8 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string) ([]*s
 		}
 		tables = append(tables, t)
 	}
-	slices.SortFunc(tables, func(a, b *sourceTable) int {
-		return cmp.Or(strings.Compare(a.schema, b.schema), strings.Compare(a.name, b.name))
-	})
+	// Sorted as positions name them, so that a position whose table is no
+	// longer read still finds its place among those that are.
+	slices.SortFunc(tables, func(a, b *sourceTable) int { return strings.Compare(a.ident, b.ident) })
 	return tables, nil
 }

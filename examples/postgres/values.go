@@ -70,7 +70,7 @@ func rfc3339(text []byte, zoned bool) string {
 		}
 		n -= 3
 	}
-	if n < 19 || text[4] != '-' || text[10] != ' ' || text[13] != ':' {
+	if n < 19 || text[4] != '-' || text[10] != ' ' || text[13] != ':' || text[16] != ':' || !fraction(text[19:n]) {
 		return string(text)
 	}
 	b := make([]byte, 0, n+1)
@@ -78,4 +78,21 @@ func rfc3339(text []byte, zoned bool) string {
 	b = append(b, 'T')
 	b = append(b, text[11:n]...)
 	return string(append(b, 'Z'))
+}
+
+// fraction reports whether b is empty or a decimal point and digits: all
+// that may follow the seconds of a timestamp rfc3339 rewrites.
+func fraction(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if b[0] != '.' || len(b) == 1 {
+		return false
+	}
+	for _, c := range b[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
