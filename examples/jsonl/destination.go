@@ -23,6 +23,9 @@ type Destination struct {
 	f    *os.File
 	size int64 // bytes of whole lines in the file
 	buf  bytes.Buffer
+	// broken is why the file could not be put back to its last whole
+	// line after a failed Write; every Write fails with it from then on.
+	broken error
 }
 
 // NewDestination returns a destination; it opens the file in Open.
@@ -73,12 +76,29 @@ func wholeLines(f *os.File) (int64, error) {
 	return 0, nil
 }
 
+// cut truncates the file to size and appends from there. If it cannot,
+// the destination is broken: what the file holds past its last known
+// whole line is not known.
+func (d *Destination) cut(size int64) error {
+	err := d.f.Truncate(size)
+	if err == nil {
+		_, err = d.f.Seek(size, io.SeekStart)
+	}
+	if err != nil {
+		d.broken = fmt.Errorf("%s is in an unknown state after a failed write (%w): reopen the destination", d.cfg.Path, err)
+	}
+	return err
+}
+
 // Write appends records and, with sync, syncs the file. If the file takes
 // only part of them, the lines written whole are kept and counted, the
 // torn one is cut off.
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if d.broken != nil {
+		return 0, d.broken
 	}
 	d.buf.Reset()
 	ends := make([]int, 0, len(records))
@@ -103,16 +123,19 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 		whole = ends[n-1]
 	}
 	if written > whole {
-		if err := d.f.Truncate(d.size + int64(whole)); err != nil {
+		if err := d.cut(d.size + int64(whole)); err != nil {
 			return 0, fmt.Errorf("write %s: %w; cutting off the torn line: %w", d.cfg.Path, werr, err)
-		}
-		if _, err := d.f.Seek(d.size+int64(whole), io.SeekStart); err != nil {
-			return 0, err
 		}
 	}
 	if d.cfg.Sync && n > 0 {
 		if err := d.f.Sync(); err != nil {
-			return 0, fmt.Errorf("sync %s: %w", d.cfg.Path, err) // nothing is known to be on disk
+			// Nothing is known to be on disk: take the lines back, so that
+			// they are not in the file twice when Conduit sends them again.
+			err = fmt.Errorf("sync %s: %w", d.cfg.Path, err)
+			if cerr := d.cut(d.size); cerr != nil {
+				return 0, fmt.Errorf("%w; taking back the lines written: %w", err, cerr)
+			}
+			return 0, err
 		}
 	}
 	d.size += int64(whole)

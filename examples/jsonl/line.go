@@ -22,8 +22,8 @@ type line struct {
 }
 
 type data struct {
-	Raw        []byte         `json:"raw,omitempty"`
-	Structured map[string]any `json:"structured,omitempty"`
+	Raw        []byte          `json:"raw,omitempty"`
+	Structured *map[string]any `json:"structured,omitempty"` // set, if only to {}, for structured data
 }
 
 func toData(d sdk.Data) *data {
@@ -31,7 +31,11 @@ func toData(d sdk.Data) *data {
 	case nil:
 		return nil
 	case sdk.StructuredData:
-		return &data{Structured: d}
+		m := map[string]any(d)
+		if m == nil {
+			m = map[string]any{}
+		}
+		return &data{Structured: &m}
 	default:
 		return &data{Raw: d.Bytes()}
 	}
@@ -42,7 +46,7 @@ func (d *data) sdk() sdk.Data {
 	case d == nil:
 		return nil
 	case d.Structured != nil:
-		return sdk.StructuredData(d.Structured)
+		return sdk.StructuredData(*d.Structured)
 	default:
 		return sdk.RawData(d.Raw)
 	}
