@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -198,4 +199,19 @@ func launchDestination(path string, config map[string]string) (dst host.Destinat
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return dst, p, nil
+}
+
+// publish prints a results table and writes the files of a run into dir:
+// name → content, the table's markdown and its charts.
+func publish(dir, table string, files map[string]string) error {
+	fmt.Print(table)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

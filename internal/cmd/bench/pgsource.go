@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -274,15 +273,8 @@ func pgsourceMode(ctx context.Context, args []string) error {
 		}
 		t.WriteString("\n")
 	}
-	fmt.Print(t.String())
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(*out, "pgsource.md"), []byte(t.String()), 0o644); err != nil {
-		return err
-	}
 	svg := chart.Line("Postgres source: records per second", "sdk.batch.size", "records/s (log scale)", labels, series, true)
-	return os.WriteFile(filepath.Join(*out, "pgsource.svg"), []byte(svg), 0o644)
+	return publish(*out, t.String(), map[string]string{"pgsource.md": t.String(), "pgsource.svg": svg})
 }
 
 // median returns the run with the median records per second; a run that

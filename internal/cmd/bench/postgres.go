@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -170,15 +169,8 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		t.WriteString("\n")
 	}
-	fmt.Print(t.String())
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(*out, "postgres.md"), []byte(t.String()), 0o644); err != nil {
-		return err
-	}
 	svg := chart.Line("Postgres destination: rows per second by batch size", "batch size", "rows/s (log scale)", labels, series, true)
-	return os.WriteFile(filepath.Join(*out, "postgres.svg"), []byte(svg), 0o644)
+	return publish(*out, t.String(), map[string]string{"postgres.md": t.String(), "postgres.svg": svg})
 }
 
 // feedPostgres sends n records, keyed by id, to a destination plugin, and

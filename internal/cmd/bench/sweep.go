@@ -102,18 +102,8 @@ func sweepMode(ctx context.Context, args []string) error {
 	fmt.Fprintln(os.Stderr, "\r\033[Kdone")
 
 	table := markdownTable(cells, pairs, *engine, *records)
-	fmt.Print(table)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(*out, "results.md"), []byte(table), 0o644); err != nil {
-		return err
-	}
 	tp, lat := charts(cells, pairs, batchSizes, payloadSizes)
-	if err := os.WriteFile(filepath.Join(*out, "throughput.svg"), []byte(tp), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(*out, "latency.svg"), []byte(lat), 0o644)
+	return publish(*out, table, map[string]string{"results.md": table, "throughput.svg": tp, "latency.svg": lat})
 }
 
 func ints(flagName, list string) ([]int, error) {
