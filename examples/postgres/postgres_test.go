@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/connkit/connkit/internal/pgtest"
@@ -30,25 +29,12 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-var databases atomic.Int64
-
 // setup creates a database with the given tables and returns a connection
 // to it and an opened destination with the given settings.
 func setup(t *testing.T, ddl string, settings map[string]string) (*pgx.Conn, *Destination) {
 	t.Helper()
 	ctx := t.Context()
-	url, err := server.CreateDatabase(ctx, fmt.Sprintf("test_%d", databases.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, ddl); err != nil {
-		t.Fatal(err)
-	}
+	url, conn := server.Database(t, ddl)
 	raw := map[string]string{"url": url}
 	for k, v := range settings {
 		raw[k] = v
@@ -353,18 +339,7 @@ func TestPasswordNeverShown(t *testing.T) {
 func BenchmarkWrite(b *testing.B) {
 	for _, size := range []int{1, 100, 10000} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			conn, err := pgx.Connect(b.Context(), url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			if _, err := conn.Exec(b.Context(), `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`); err != nil {
-				b.Fatal(err)
-			}
+			url, _ := server.Database(b, `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`)
 			dd, err := Connector.Destination.New(map[string]string{"url": url, "table": "bench"})
 			if err != nil {
 				b.Fatal(err)

@@ -22,19 +22,7 @@ func database(t *testing.T) (string, *pgx.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Stop() })
-	dbURL, err := server.CreateDatabase(t.Context(), "sdktest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(t.Context(), `CREATE TABLE sdktest (id bigint PRIMARY KEY, name text)`); err != nil {
-		t.Fatal(err)
-	}
-	return dbURL, conn
+	return server.Database(t, `CREATE TABLE sdktest (id bigint PRIMARY KEY, name text)`)
 }
 
 // readBack returns the table's rows as records with structured payloads.

@@ -22,31 +22,8 @@ import (
 func sourceDB(t *testing.T, ddl string) (string, *pgx.Conn) {
 	t.Helper()
 	leakcheck.Check(t)
-	ctx := t.Context()
-	url, err := server.CreateDatabase(ctx, fmt.Sprintf("source_%d", databases.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		// A slot stays active for a moment after its connection closed.
-		for range 100 {
-			var left int
-			conn.QueryRow(ctx, `SELECT count(pg_drop_replication_slot(slot_name)) FILTER (WHERE NOT active) - count(*) FROM pg_replication_slots WHERE database = current_database()`).Scan(&left)
-			if left == 0 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		conn.Close(ctx)
-	})
-	if _, err := conn.Exec(ctx, ddl); err != nil {
-		t.Fatal(err)
-	}
+	url, conn := server.Database(t, ddl)
+	t.Cleanup(func() { pgtest.DropSlots(context.Background(), conn, 5*time.Second) })
 	return url, conn
 }
 
@@ -486,19 +463,8 @@ func TestSourceDeleted(t *testing.T) {
 // BenchmarkSourceSnapshot reads a snapshot of 4-column rows in process.
 func BenchmarkSourceSnapshot(b *testing.B) {
 	const rows = 50000
-	url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	conn, err := pgx.Connect(b.Context(), url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(b.Context(), fmt.Sprintf(`CREATE TABLE items (id bigint PRIMARY KEY, a text, b text, n int);
-		INSERT INTO items SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(1, %d) i`, rows)); err != nil {
-		b.Fatal(err)
-	}
+	url, _ := server.Database(b, fmt.Sprintf(`CREATE TABLE items (id bigint PRIMARY KEY, a text, b text, n int);
+		INSERT INTO items SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(1, %d) i`, rows))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -528,18 +494,7 @@ func BenchmarkSourceSnapshot(b *testing.B) {
 // BenchmarkSourceChanges streams inserts of 4-column rows in process.
 func BenchmarkSourceChanges(b *testing.B) {
 	const rows = 100000
-	url, err := server.CreateDatabase(b.Context(), fmt.Sprintf("bench_%d", databases.Add(1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	conn, err := pgx.Connect(b.Context(), url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(b.Context(), `CREATE TABLE items (id bigint PRIMARY KEY, a text, b text, n int)`); err != nil {
-		b.Fatal(err)
-	}
+	url, conn := server.Database(b, `CREATE TABLE items (id bigint PRIMARY KEY, a text, b text, n int)`)
 	b.ReportAllocs()
 	var elapsed time.Duration
 	for i := range b.N {

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"strconv"
 	"testing"
 
@@ -19,18 +17,7 @@ import (
 func BenchmarkUpsertStrategies(b *testing.B) {
 	const rows = 10000
 	ctx := b.Context()
-	url, err := server.CreateDatabase(ctx, fmt.Sprintf("strategy_%d", databases.Add(1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`); err != nil {
-		b.Fatal(err)
-	}
+	_, conn := server.Database(b, `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`)
 	next := int64(0)
 	b.Run("unnest", func(b *testing.B) {
 		const sql = `INSERT INTO bench (id, a, b, n) SELECT v1::bigint, v2::text, v3::text, v4::int FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS s(v1, v2, v3, v4) ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, n = EXCLUDED.n`

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,16 +52,14 @@ func TestBenchCommand(t *testing.T) {
 	svg, _ := os.ReadFile(filepath.Join(dir, "throughput.svg"))
 	is.Equal(strings.Count(string(svg), "<polyline"), 4) // two pairs × two payload sizes
 
-	url, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("bench_command_%d", databases.Add(1)))
-	is.NoErr(err)
+	url, _ := pg.Database(t, "")
 	pgOut := run("postgres", "-plugin", binary("connkit-postgres"), "-url", url, "-batch-sizes", "1,10", "-records", "300", "-out", dir)
 	is.True(strings.Contains(pgOut, "| 10 |"))
 	is.True(!strings.Contains(pgOut, "failed")) // every run left its 300 rows
 	_, err = os.Stat(filepath.Join(dir, "postgres.svg"))
 	is.NoErr(err)
 
-	srcURL, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("bench_command_%d", databases.Add(1)))
-	is.NoErr(err)
+	srcURL, _ := pg.Database(t, "")
 	pgsOut := run("pgsource", "-plugin", binary("connkit-postgres"), "-vs-name", "again", "-vs-plugin", binary("connkit-postgres"), "-vs-dialect", "connkit",
 		"-url", srcURL, "-batch-sizes", "0,100", "-records", "500", "-changes", "300", "-rounds", "1", "-out", dir)
 	is.True(strings.Contains(pgsOut, "| not set |"))

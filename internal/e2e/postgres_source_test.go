@@ -10,6 +10,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
+	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
@@ -19,30 +20,8 @@ import (
 // dropped when the test ends.
 func sourceDatabase(t *testing.T, ddl string) (string, *pgx.Conn) {
 	t.Helper()
-	url, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("e2e_%d", databases.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		// A slot stays active until the server notices its reader is gone.
-		for range 300 {
-			var left int
-			conn.QueryRow(ctx, `SELECT count(pg_drop_replication_slot(slot_name)) FILTER (WHERE NOT active) - count(*) FROM pg_replication_slots WHERE database = current_database()`).Scan(&left)
-			if left == 0 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		conn.Close(ctx)
-	})
-	if _, err := conn.Exec(t.Context(), ddl); err != nil {
-		t.Fatal(err)
-	}
+	url, conn := pg.Database(t, ddl)
+	t.Cleanup(func() { pgtest.DropSlots(context.Background(), conn, 15*time.Second) })
 	return url, conn
 }
 

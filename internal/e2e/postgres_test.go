@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,24 +11,11 @@ import (
 	"github.com/matryer/is"
 )
 
-var databases atomic.Int64
-
 // database creates a database with one table for generator records and
 // returns its URL.
 func database(t *testing.T) string {
 	t.Helper()
-	url, err := pg.CreateDatabase(t.Context(), fmt.Sprintf("e2e_%d", databases.Add(1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	if _, err := conn.Exec(t.Context(), `CREATE TABLE generated (seq bigint PRIMARY KEY, name text, n bigint, at timestamptz)`); err != nil {
-		t.Fatal(err)
-	}
+	url, _ := pg.Database(t, `CREATE TABLE generated (seq bigint PRIMARY KEY, name text, n bigint, at timestamptz)`)
 	return url
 }
 
