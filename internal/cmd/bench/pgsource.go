@@ -16,7 +16,6 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/chart"
 	"github.com/connkit/connkit/internal/host"
-	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -110,19 +109,11 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	if b.source != "" {
 		pairs = append(pairs, b)
 	}
-	if *url == "" {
-		srv, err := pgtest.Start()
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		*url = srv.URL
-	}
-	conn, err := pgx.Connect(ctx, *url)
+	conn, closeDB, err := database(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL: %w", err)
+		return err
 	}
-	defer conn.Close(context.Background())
+	defer closeDB()
 	if _, err := conn.Exec(ctx, pgsourceTables); err != nil {
 		return err
 	}

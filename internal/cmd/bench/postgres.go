@@ -47,19 +47,11 @@ func postgresMode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *url == "" {
-		srv, err := pgtest.Start()
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		*url = srv.URL
-	}
-	conn, err := pgx.Connect(ctx, *url)
+	conn, closeDB, err := database(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL: %w", err)
+		return err
 	}
-	defer conn.Close(context.Background())
+	defer closeDB()
 	if _, err := conn.Exec(ctx, benchTable); err != nil {
 		return err
 	}
@@ -171,6 +163,26 @@ func postgresMode(ctx context.Context, args []string) error {
 	}
 	svg := chart.Line("Postgres destination: rows per second by batch size", "batch size", "rows/s (log scale)", labels, series, true)
 	return publish(*out, t.String(), map[string]string{"postgres.md": t.String(), "postgres.svg": svg})
+}
+
+// database connects to *url or, if it is empty, to a throwaway server it
+// starts from the machine's binaries, setting *url; done closes both.
+func database(ctx context.Context, url *string) (conn *pgx.Conn, done func(), err error) {
+	stop := func() {}
+	if *url == "" {
+		srv, err := pgtest.Start()
+		if err != nil {
+			return nil, nil, err
+		}
+		stop = func() { _ = srv.Stop() }
+		*url = srv.URL
+	}
+	conn, err = pgx.Connect(ctx, *url)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	return conn, func() { conn.Close(context.Background()); stop() }, nil
 }
 
 // feedPostgres sends n records, keyed by id, to a destination plugin, and
