@@ -77,6 +77,11 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 			last.rows = append(last.rows, rw)
 			continue
 		}
+		// Checked once per run: its records share table, class and keys.
+		if (next.class == upsert || next.class == create) && !next.table.upsertable(next.keys) {
+			return runs, i, fmt.Errorf("record at position %q: table %s has no primary key or unique constraint on exactly the key columns (%s), which an upsert needs: add one, or set the key parameter to the columns of one",
+				rec.Position, next.table.name, strings.Join(next.keys, ", "))
+		}
 		r := next
 		r.start, r.rows = i, []row{rw}
 		runs = append(runs, &r)
@@ -148,9 +153,6 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 		if _, ok := t.types[c]; !ok {
 			return row{}, fmt.Errorf("column %q does not exist in table %s", c, t.name)
 		}
-	}
-	if (r.class == upsert || r.class == create) && !t.upsertable(keys) {
-		return row{}, fmt.Errorf("table %s has no primary key or unique constraint on exactly the key columns (%s), which an upsert needs: add one, or set the key parameter to the columns of one", t.name, strings.Join(keys, ", "))
 	}
 	return row{position: rec.Position, key: key, values: values}, nil
 }
