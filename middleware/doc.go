@@ -1,28 +1,38 @@
-// Package middleware wraps connectors to add behaviour around them.
+// Package middleware declares the connector interfaces and wraps
+// connectors to add behaviour around them.
 //
-// A [Middleware] is a function from a connector to a connector, and [Chain]
-// composes them, the first outermost. Middleware that users configure in a
-// pipeline is a [Configurable]: a config struct whose field tags declare the
-// parameters it adds to every connector's specification (as in package sdk),
-// with methods that build the middleware from the parsed settings. Settings
-// are passed explicitly; nothing is found by reflection over a connector's
-// own config or hidden in a context.
+// [Source] and [Destination] are declared here, with the optional
+// interfaces a connector may implement; package sdk gives them to authors
+// under the same names.
 //
-// Every connector gets [Default] unless its sdk.Connector says otherwise.
+// A [Middleware] is a function from a connector to a connector, built from
+// explicit settings, and [Chain] composes them, the first outermost.
+// Middleware that users configure in a pipeline is a [SourceSettings] or a
+// [DestinationSettings]: a struct whose field tags declare the parameters
+// it adds to the specification and whose field values are their defaults.
+// The SDK parses a copy of it from the configuration and asks it for the
+// middleware. Nothing is found by reflection over a connector's own config
+// or hidden in a context.
+//
+// Every connector gets [DefaultSource] or [DefaultDestination] unless its
+// sdk.Connector says otherwise.
 //
 // # Batching
 //
-// [Batching] adds sdk.batch.size, sdk.batch.delay and sdk.batch.bytes. On a
-// destination, the plugin server collects records across Conduit's messages
-// and calls Write with complete batches, collecting the next batch while one
-// is written. On a source, records read are sent to Conduit in messages of
-// that size. The plugin server honours the [batcher.Policy] reported by the
-// outermost layer that has one (see [PolicyOf]).
+// [Batching] adds sdk.batch.size, sdk.batch.delay and sdk.batch.bytes. It
+// wraps nothing: the SDK hands its [batcher.Policy] to the plugin server,
+// which decides when a destination's Write is called and which records
+// travel together from a source.
+//
+// # Rate limit
+//
+// [RateLimit] adds sdk.rate.perSecond and sdk.rate.burst to destinations;
+// [LimitRate] is the middleware.
 //
 // # Wrappers
 //
 // A wrapper should implement Unwrap, returning what it wraps, so that the
-// plugin server can find the optional interfaces (acks, lifecycle hooks,
-// batch reads) of the connector inside; the first layer that implements one
-// is the one called.
+// SDK can find the optional interfaces (acks, lifecycle hooks, batch reads)
+// of the connector inside; it resolves them once, when the connector is
+// configured, and the first layer that implements one is the one called.
 package middleware

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/middleware"
 )
 
@@ -36,13 +35,14 @@ func (c counting) Unwrap() middleware.Destination { return c.Destination }
 func ExampleChain() {
 	written := 0
 	count := func(d middleware.Destination) middleware.Destination { return counting{d, &written} }
-	d := middleware.Chain(count, middleware.BatchDestination(batcher.Policy{Count: 100}))(printer{})
+	// At most 2 records per Write: the limiter splits the batch below the counter.
+	d := middleware.Chain(count, middleware.LimitRate(1000, 2))(printer{})
 	_, _ = d.Write(context.Background(), make([]opencdc.Record, 3))
-	policy, _ := middleware.PolicyOf(d)
-	fmt.Println(written, "written; batches of", policy.Count)
+	fmt.Println(written, "written")
 	// Output:
-	// writing 3 records
-	// 3 written; batches of 100
+	// writing 2 records
+	// writing 1 records
+	// 3 written
 }
 
 func ExampleBatching() {

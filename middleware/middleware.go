@@ -1,28 +1,14 @@
 package middleware
 
-import (
-	"context"
-
-	"github.com/conduitio/conduit-commons/opencdc"
-)
-
-// Source has the method set of sdk.Source. It is declared here as well so
-// that this package does not depend on sdk; values convert freely.
-type Source interface {
-	Open(ctx context.Context, from opencdc.Position) error
-	Read(ctx context.Context) (opencdc.Record, error)
-	Teardown(ctx context.Context) error
-}
-
-// Destination has the method set of sdk.Destination.
-type Destination interface {
-	Open(ctx context.Context) error
-	Write(ctx context.Context, records []opencdc.Record) (int, error)
-	Teardown(ctx context.Context) error
-}
-
-// Middleware wraps a connector of type C, a Source or a Destination. A
+// Middleware wraps a connector of type C, a [Source] or a [Destination]. A
 // middleware with nothing to do returns its argument unchanged.
+//
+// A wrapper should implement Unwrap, returning what it wraps (as a Source
+// or a Destination), so that the SDK can find the optional interfaces of the
+// connector inside: [Acker], [BatchReader] and the lifecycle hooks. The
+// outermost layer that implements one is the one called, so a wrapper that
+// changes records must implement every method that carries them (Read and
+// ReadBatch, or Write).
 type Middleware[C any] func(C) C
 
 // Chain composes middleware into one; the first is outermost. Nil entries
@@ -39,18 +25,40 @@ func Chain[C any](outer Middleware[C], others ...Middleware[C]) Middleware[C] {
 	}
 }
 
-// Configurable is middleware configured from a connector's configuration.
-// Its concrete type is a config struct whose field tags declare the
-// parameters it adds to the specification; the SDK parses those parameters
-// into a fresh value of that type and asks it for the middleware. Either
-// method may return nil when the settings leave nothing to do.
-type Configurable interface {
-	ForSource() Middleware[Source]
-	ForDestination() Middleware[Destination]
+// SourceSettings is middleware for sources configured from a pipeline. Its
+// concrete type is a struct whose field tags declare the parameters it adds
+// to a source's specification (see sdk.ParseConfig); the field values of the
+// value a connector lists are those parameters' defaults. The SDK parses a
+// copy of that value from the configuration and calls ForSource on it, which
+// may return nil when the settings leave nothing to do.
+type SourceSettings interface {
+	ForSource(env Env) Middleware[Source]
 }
 
-// Default returns the middleware every connector gets unless it opts out.
-func Default() []Configurable { return []Configurable{Batching{}} }
+// DestinationSettings is [SourceSettings] for destinations.
+type DestinationSettings interface {
+	ForDestination(env Env) Middleware[Destination]
+}
+
+// Env is what middleware may take from the plugin it runs in.
+type Env struct {
+	// ConnectorID is Conduit's ID for the connector; empty outside Conduit.
+	ConnectorID string
+}
+
+// DefaultSource returns the middleware every source gets unless its
+// connector lists its own: batching and schema encoding, with the
+// incumbent Conduit SDK's parameters and defaults.
+func DefaultSource() []SourceSettings {
+	return []SourceSettings{Batching{}}
+}
+
+// DefaultDestination returns the middleware every destination gets unless
+// its connector lists its own: batching, schema decoding, record format and
+// rate limit, with the incumbent Conduit SDK's parameters and defaults.
+func DefaultDestination() []DestinationSettings {
+	return []DestinationSettings{Batching{}, RateLimit{}}
+}
 
 // Find looks for an implementation of T in c and the layers it wraps,
 // outermost first, following Unwrap methods that return a Source or a

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/batcher"
 	"github.com/matryer/is"
 )
 
@@ -44,18 +43,15 @@ func TestChainFirstIsOutermost(t *testing.T) {
 
 func TestFindLooksThroughWrappers(t *testing.T) {
 	is := is.New(t)
-	d := Chain(tag("a"), BatchDestination(batcher.Policy{Count: 3}), tag("b"))(base{})
-	_, ok := Find[interface{ OnCreated(context.Context) error }](d)
+	d := Chain(tag("a"), LimitRate(100, 0), tag("b"))(base{})
+	_, ok := Find[CreatedHook](d)
 	is.True(ok) // the connector's hook, three layers down
-	p, ok := PolicyOf(d)
-	is.True(ok)
-	is.Equal(p.Count, 3)
-	_, ok = PolicyOf(base{})
+	_, ok = Find[DeletedHook](d)
 	is.True(!ok)
 }
 
-func TestBatchingWithNothingToDo(t *testing.T) {
+func TestRateLimitWithNothingToDo(t *testing.T) {
 	is := is.New(t)
-	is.Equal(BatchDestination(batcher.Policy{})(base{}), Destination(base{})) // unchanged
-	is.Equal(Batching{}.ForDestination()(base{}), Destination(base{}))
+	is.Equal(LimitRate(0, 10)(base{}), Destination(base{})) // unchanged
+	is.Equal(RateLimit{}.ForDestination(Env{})(base{}), Destination(base{}))
 }

@@ -416,3 +416,65 @@ func distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// settingsParameters returns the parameters a middleware settings value
+// declares, each with the value's own field as its default: the settings
+// an author lists are the defaults a pipeline can override.
+func settingsParameters(settings any) ([]Parameter, error) {
+	params, err := Parameters(settings)
+	if err != nil {
+		return nil, err
+	}
+	v := reflect.ValueOf(settings)
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return params, nil // only the tags' defaults
+		}
+		v = v.Elem()
+	}
+	for i := range params {
+		p := &params[i]
+		if p.group != nil || p.wildcard() {
+			continue
+		}
+		def, ok := formatDefault(v.FieldByIndex(p.field))
+		if !ok {
+			continue
+		}
+		if def != "" {
+			if _, err := p.check(def); err != nil {
+				return nil, fmt.Errorf("sdk: %T: the value given is not a valid default: %w", settings, err)
+			}
+		}
+		p.Default = def
+	}
+	return params, nil
+}
+
+// formatDefault writes a field's value the way a pipeline would write it.
+func formatDefault(f reflect.Value) (string, bool) {
+	if f.Type() == durationType {
+		d := time.Duration(f.Int())
+		if d == 0 {
+			return "0", true
+		}
+		return d.String(), true
+	}
+	switch f.Kind() {
+	case reflect.String:
+		return f.String(), true
+	case reflect.Bool:
+		return strconv.FormatBool(f.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(f.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(f.Uint(), 10), true
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(f.Float(), 'g', -1, 64), true
+	case reflect.Slice:
+		if f.Type().Elem().Kind() == reflect.String {
+			return strings.Join(f.Interface().([]string), ","), true
+		}
+	}
+	return "", false
+}

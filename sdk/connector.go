@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/middleware"
 )
 
@@ -22,11 +23,16 @@ type Connector struct {
 	Source      Factory[Source]
 	Destination Factory[Destination]
 
-	// Middleware wraps the source and destination, the first outermost, and
-	// adds its parameters to the specification. Nil means
-	// middleware.Default(), which brings batching (sdk.batch.*); an empty,
-	// non-nil list opts out of all middleware.
-	Middleware []middleware.Configurable
+	// SourceMiddleware and DestinationMiddleware wrap the source and the
+	// destination, the first outermost, and add their parameters to the
+	// specification. The field values of each listed settings value are its
+	// parameters' defaults, so an author's middleware.Batching{Size: 1000}
+	// means batches of 1000 unless a pipeline says otherwise. Nil means
+	// middleware.DefaultSource() or middleware.DefaultDestination(), which
+	// bring every sdk.* parameter Conduit pipelines use; an empty, non-nil
+	// list opts out of all middleware.
+	SourceMiddleware      []middleware.SourceSettings
+	DestinationMiddleware []middleware.DestinationSettings
 }
 
 // Factory builds a configured connector of type T from its config struct.
@@ -101,58 +107,72 @@ func newFactory[C, T any](build func(C) (T, error)) Factory[T] {
 	}
 }
 
+// Configured is a connector built from a pipeline's configuration.
+type Configured[T any] struct {
+	// Connector is the connector wrapped in its middleware.
+	Connector T
+	// Batching is how the plugin server batches the connector's records:
+	// into Writes for a destination, into messages for a source.
+	Batching batcher.Policy
+}
+
 // ConfigureSource builds the connector's source from raw, the configuration
 // Conduit sends, wrapped in the connector's middleware: what the plugin
 // server does on Configure. Errors name every parameter at fault.
-func (c Connector) ConfigureSource(raw map[string]string) (Source, error) {
-	return configure(c.Source, c.middleware(), raw, func(m middleware.Configurable, s Source) Source {
-		if mw := m.ForSource(); mw != nil {
-			return mw(s)
-		}
-		return s
+func (c Connector) ConfigureSource(raw map[string]string) (Configured[Source], error) {
+	return c.configureSource(raw, middleware.Env{})
+}
+
+func (c Connector) configureSource(raw map[string]string, env middleware.Env) (Configured[Source], error) {
+	return configure(c.Source, c.sourceMiddleware(), raw, func(s middleware.SourceSettings) middleware.Middleware[Source] {
+		return s.ForSource(env)
 	})
 }
 
 // ConfigureDestination is [Connector.ConfigureSource] for the destination.
-func (c Connector) ConfigureDestination(raw map[string]string) (Destination, error) {
-	return configure(c.Destination, c.middleware(), raw, func(m middleware.Configurable, d Destination) Destination {
-		if mw := m.ForDestination(); mw != nil {
-			return mw(d)
-		}
-		return d
+func (c Connector) ConfigureDestination(raw map[string]string) (Configured[Destination], error) {
+	return c.configureDestination(raw, middleware.Env{})
+}
+
+func (c Connector) configureDestination(raw map[string]string, env middleware.Env) (Configured[Destination], error) {
+	return configure(c.Destination, c.destinationMiddleware(), raw, func(s middleware.DestinationSettings) middleware.Middleware[Destination] {
+		return s.ForDestination(env)
 	})
 }
 
-func configure[T any](f Factory[T], mws []middleware.Configurable, raw map[string]string, wrap func(middleware.Configurable, T) T) (T, error) {
-	var zero T
+// configure parses raw into the connector's config struct and into a copy
+// of each settings value, reporting every bad parameter at once, then
+// builds the connector and wraps it in the middleware the settings make,
+// the first outermost.
+func configure[T, S any](f Factory[T], settings []S, raw map[string]string, makeMiddleware func(S) middleware.Middleware[T]) (Configured[T], error) {
+	var zero Configured[T]
 	if !f.isSet() {
 		return zero, errors.New("sdk: this connector does not play this role")
 	}
 	if f.err != nil {
 		return zero, f.err
 	}
-	all, err := allParameters(f.params, mws)
+	all, err := allParameters(f.params, settings)
 	if err != nil {
 		return zero, err
 	}
 	cfg, errs := f.parse(raw)
 	errs = append(unknownKeys(raw, all), errs...)
-	configs := make([]middleware.Configurable, len(mws))
-	for i, m := range mws {
-		// A fresh value of m's type (or of what it points to), filled from raw.
-		t := reflect.TypeOf(m)
-		ptr := t.Kind() == reflect.Pointer
-		if ptr {
-			t = t.Elem()
+	parsed := make([]S, len(settings))
+	for i, s := range settings {
+		v := reflect.New(reflect.TypeOf(s)).Elem()
+		v.Set(reflect.ValueOf(s))
+		target := v
+		if target.Kind() == reflect.Pointer {
+			// A pointer's settings are parsed into a copy of what it points to.
+			copied := reflect.New(target.Type().Elem())
+			copied.Elem().Set(target.Elem())
+			v.Set(copied)
+			target = copied.Elem()
 		}
-		v := reflect.New(t)
-		params, _ := Parameters(m) // checked by allParameters
-		errs = append(errs, fill(raw, params, v.Elem())...)
-		if ptr {
-			configs[i] = v.Interface().(middleware.Configurable)
-		} else {
-			configs[i] = v.Elem().Interface().(middleware.Configurable)
-		}
+		params, _ := settingsParameters(s) // checked by allParameters
+		errs = append(errs, fill(raw, params, target)...)
+		parsed[i] = v.Interface().(S)
 	}
 	if len(errs) > 0 {
 		return zero, invalid(errs) // before building: the connector never sees a bad configuration
@@ -161,30 +181,46 @@ func configure[T any](f Factory[T], mws []middleware.Configurable, raw map[strin
 	if err != nil {
 		return zero, invalid([]error{err})
 	}
-	for i := len(configs) - 1; i >= 0; i-- {
-		t = wrap(configs[i], t)
+	out := Configured[T]{Connector: t}
+	for i := len(parsed) - 1; i >= 0; i-- {
+		if mw := makeMiddleware(parsed[i]); mw != nil {
+			out.Connector = mw(out.Connector)
+		}
 	}
-	return t, nil
+	for _, s := range parsed {
+		if b, ok := any(s).(interface{ Policy() batcher.Policy }); ok {
+			out.Batching = b.Policy()
+			break
+		}
+	}
+	return out, nil
 }
 
-func (c Connector) middleware() []middleware.Configurable {
-	if c.Middleware == nil {
-		return middleware.Default()
+func (c Connector) sourceMiddleware() []middleware.SourceSettings {
+	if c.SourceMiddleware == nil {
+		return middleware.DefaultSource()
 	}
-	return c.Middleware
+	return c.SourceMiddleware
+}
+
+func (c Connector) destinationMiddleware() []middleware.DestinationSettings {
+	if c.DestinationMiddleware == nil {
+		return middleware.DefaultDestination()
+	}
+	return c.DestinationMiddleware
 }
 
 // allParameters merges a connector's parameters with its middleware's.
-func allParameters(own []Parameter, mws []middleware.Configurable) ([]Parameter, error) {
+func allParameters[S any](own []Parameter, settings []S) ([]Parameter, error) {
 	all := slices.Clone(own)
-	for _, m := range mws {
-		params, err := Parameters(m)
+	for _, s := range settings {
+		params, err := settingsParameters(s)
 		if err != nil {
-			return nil, fmt.Errorf("sdk: middleware %T: %w", m, err)
+			return nil, fmt.Errorf("sdk: middleware %T: %w", s, err)
 		}
 		for _, p := range params {
 			if slices.ContainsFunc(all, func(q Parameter) bool { return q.Name == p.Name }) {
-				return nil, fmt.Errorf("sdk: middleware %T declares parameter %q, which the connector or other middleware declares too", m, p.Name)
+				return nil, fmt.Errorf("sdk: middleware %T declares parameter %q, which the connector or other middleware declares too", s, p.Name)
 			}
 			all = append(all, p)
 		}

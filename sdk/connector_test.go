@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -15,17 +16,53 @@ func TestConfigureAppliesDefaultMiddleware(t *testing.T) {
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
 	d, err := c.ConfigureDestination(map[string]string{"level": "warn", "sdk.batch.size": "500", "sdk.batch.delay": "2s", "sdk.batch.bytes": "1048576"})
 	is.NoErr(err)
-	p, ok := middleware.PolicyOf(d)
-	is.True(ok)
-	is.Equal(p, batcher.Policy{Count: 500, Delay: 2 * time.Second, Bytes: 1 << 20})
-	inner, ok := middleware.Find[nopDestination](d)
-	is.True(ok) // the connector is inside
-	is.Equal(inner, nopDestination{})
+	is.Equal(d.Batching, batcher.Policy{Count: 500, Delay: 2 * time.Second, Bytes: 1 << 20})
+	is.Equal(d.Connector, Destination(nopDestination{})) // nothing else to do: not wrapped
 
-	// No batching settings: nothing to wrap.
-	d, err = c.ConfigureDestination(map[string]string{})
+	d, err = c.ConfigureDestination(map[string]string{"sdk.rate.perSecond": "10"})
 	is.NoErr(err)
-	is.Equal(d, nopDestination{})
+	is.Equal(d.Batching, batcher.Policy{})
+	inner, ok := middleware.Find[nopDestination](d.Connector)
+	is.True(ok) // rate limited, the connector inside
+	is.Equal(inner, nopDestination{})
+}
+
+func TestMiddlewareDefaultsComeFromTheListedValues(t *testing.T) {
+	is := is.New(t)
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
+		DestinationMiddleware: []middleware.DestinationSettings{middleware.Batching{Size: 1000, Delay: time.Second}}}
+	spec, err := c.Specification()
+	is.NoErr(err)
+	defaults := map[string]string{}
+	for _, p := range spec.DestinationParameters {
+		defaults[p.Name] = p.Default
+	}
+	is.Equal(defaults["sdk.batch.size"], "1000")
+	is.Equal(defaults["sdk.batch.delay"], "1s")
+	is.Equal(defaults["sdk.batch.bytes"], "0")
+
+	d, err := c.ConfigureDestination(map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Batching, batcher.Policy{Count: 1000, Delay: time.Second})
+	d, err = c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
+	is.NoErr(err)
+	is.Equal(d.Batching, batcher.Policy{Count: 5, Delay: time.Second}) // the pipeline overrides one
+}
+
+// hooked is a user's wrapper that names what it wraps as an sdk.Destination.
+type hooked struct{ Destination }
+
+func (h hooked) Unwrap() Destination { return h.Destination }
+
+type withHook struct{ nopDestination }
+
+func (withHook) OnCreated(context.Context) error { return nil }
+
+func TestWrappersKeepOptionalInterfacesVisible(t *testing.T) {
+	is := is.New(t)
+	var d Destination = hooked{withHook{}}
+	_, ok := middleware.Find[CreatedHook](d)
+	is.True(ok)
 }
 
 func TestConfigureReportsEveryBadParameter(t *testing.T) {
@@ -45,7 +82,7 @@ func TestConfigureReportsEveryBadParameter(t *testing.T) {
 
 func TestOptingOutOfMiddleware(t *testing.T) {
 	is := is.New(t)
-	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop), Middleware: []middleware.Configurable{}}
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop), DestinationMiddleware: []middleware.DestinationSettings{}}
 	spec, err := c.Specification()
 	is.NoErr(err)
 	is.Equal(len(spec.DestinationParameters), 1) // only the connector's own
@@ -58,12 +95,11 @@ type clashing struct {
 	Size int `param:"sdk.batch.size"`
 }
 
-func (clashing) ForSource() middleware.Middleware[middleware.Source]           { return nil }
-func (clashing) ForDestination() middleware.Middleware[middleware.Destination] { return nil }
+func (clashing) ForDestination(middleware.Env) middleware.Middleware[Destination] { return nil }
 
 func TestMiddlewareParameterClash(t *testing.T) {
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		Middleware: []middleware.Configurable{middleware.Batching{}, clashing{}}}
+		DestinationMiddleware: []middleware.DestinationSettings{middleware.Batching{}, clashing{}}}
 	if _, err := c.Specification(); err == nil || !strings.Contains(err.Error(), `declares parameter "sdk.batch.size", which the connector or other middleware declares too`) {
 		t.Fatalf("got %v", err)
 	}
@@ -72,10 +108,11 @@ func TestMiddlewareParameterClash(t *testing.T) {
 func TestPointerMiddleware(t *testing.T) {
 	is := is.New(t)
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		Middleware: []middleware.Configurable{&middleware.Batching{}}}
+		DestinationMiddleware: []middleware.DestinationSettings{&middleware.Batching{Size: 7}}}
 	d, err := c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
 	is.NoErr(err)
-	p, ok := middleware.PolicyOf(d)
-	is.True(ok)
-	is.Equal(p.Count, 5)
+	is.Equal(d.Batching.Count, 5)
+	d, err = c.ConfigureDestination(map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Batching.Count, 7)
 }

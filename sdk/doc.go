@@ -25,11 +25,16 @@
 //
 // # Middleware and batching
 //
-// Every connector is wrapped in middleware.Default() unless
-// [Connector.Middleware] says otherwise: batching, configured by the
-// sdk.batch.size, sdk.batch.delay and sdk.batch.bytes parameters it adds to
-// the specification. A destination then gets whole batches in Write, and a
-// source's records reach Conduit in batches. See package middleware.
+// Every connector gets the SDK's middleware unless [Connector] lists its
+// own (see package middleware): the sdk.* parameters that Conduit pipelines
+// set on any connector, with the same names, types, defaults and meanings
+// as in the incumbent Conduit SDK. Batching (sdk.batch.size,
+// sdk.batch.delay, sdk.batch.bytes) decides how many records reach a
+// destination's Write at once and how many records travel in one message
+// from a source; a destination's writes can be rate limited
+// (sdk.rate.perSecond, sdk.rate.burst). The settings a connector lists are
+// its defaults: middleware.Batching{Size: 1000} means batches of 1000
+// unless a pipeline says otherwise.
 //
 // # Optional behaviour
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/config"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
 )
@@ -40,14 +41,26 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, w)
 	}
+	env := middleware.Env{ConnectorID: getenv(pconnector.EnvConduitConnectorID)}
+	return plugin.Serve(c.plugin(spec, env), settings, stderr)
+}
+
+// plugin returns what the plugin server serves for c.
+func (c Connector) plugin(spec Specification, env middleware.Env) plugin.Connector {
 	pc := plugin.Connector{Spec: protocolSpec(spec)}
 	if c.Source.isSet() {
-		pc.NewSource = func(raw map[string]string) (middleware.Source, error) { return c.ConfigureSource(raw) }
+		pc.NewSource = func(raw map[string]string) (Source, batcher.Policy, error) {
+			s, err := c.configureSource(raw, env)
+			return s.Connector, s.Batching, err
+		}
 	}
 	if c.Destination.isSet() {
-		pc.NewDestination = func(raw map[string]string) (middleware.Destination, error) { return c.ConfigureDestination(raw) }
+		pc.NewDestination = func(raw map[string]string) (Destination, batcher.Policy, error) {
+			d, err := c.configureDestination(raw, env)
+			return d.Connector, d.Batching, err
+		}
 	}
-	return plugin.Serve(pc, settings, stderr)
+	return pc
 }
 
 func protocolSpec(s Specification) pconnector.Specification {

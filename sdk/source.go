@@ -1,36 +1,15 @@
 package sdk
 
-import "context"
+import "github.com/connkit/connkit/middleware"
 
-// Source reads records from a system.
-//
-// Open is called once, with the position of the last record Conduit
-// acknowledged (nil on a first start); the source resumes right after it.
-// Read blocks until it has a record or ctx is done; when ctx is done it
-// returns ctx.Err() and no record. Every record must carry a non-empty
-// position that is unique within the source. Teardown releases what Open
-// acquired; it may be called without Open.
-//
-// A source that wants to know which records Conduit has durably processed
-// implements [Acker].
-type Source interface {
-	Open(ctx context.Context, from Position) error
-	Read(ctx context.Context) (Record, error)
-	Teardown(ctx context.Context) error
-}
+// Source reads records from a system; see [middleware.Source] for the
+// contract.
+type Source = middleware.Source
 
-// Acker is implemented by sources that need acknowledgements. Ack is called
-// once per record, in the order the records were read, possibly while Read
-// runs concurrently.
-type Acker interface {
-	Ack(ctx context.Context, position Position) error
-}
+// Acker is implemented by sources that need acknowledgements; see
+// [middleware.Acker].
+type Acker = middleware.Acker
 
 // BatchReader is implemented by sources that can read several records at
-// once, which is faster than one Read per record. ReadBatch returns between
-// 1 and max records, blocking like Read until it has at least one; when ctx
-// is done it returns ctx.Err() and no records. The SDK calls it instead of
-// Read.
-type BatchReader interface {
-	ReadBatch(ctx context.Context, max int) ([]Record, error)
-}
+// once; see [middleware.BatchReader].
+type BatchReader = middleware.BatchReader

@@ -43,11 +43,11 @@ func (c Connector) Specification() (Specification, error) {
 	}
 	var err error
 	if c.Source.isSet() {
-		spec.SourceParameters, err = allParameters(c.Source.params, c.middleware())
+		spec.SourceParameters, err = allParameters(c.Source.params, c.sourceMiddleware())
 		errs = append(errs, err)
 	}
 	if c.Destination.isSet() {
-		spec.DestinationParameters, err = allParameters(c.Destination.params, c.middleware())
+		spec.DestinationParameters, err = allParameters(c.Destination.params, c.destinationMiddleware())
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -46,10 +46,11 @@ func writeFile(t *testing.T, path string, n int) []sdk.Record {
 	for i := range records {
 		records[i] = sdktest.TestRecord(i+1, ops[i%len(ops)], i%3 == 0)
 	}
-	d, err := jsonl.Connector.ConfigureDestination(map[string]string{"path": path})
+	configured, err := jsonl.Connector.ConfigureDestination(map[string]string{"path": path})
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := configured.Connector
 	if err := d.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +69,11 @@ func TestTornLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "torn.jsonl")
 	written := writeFile(t, path, 2)
 
-	src, err := jsonl.Connector.ConfigureSource(map[string]string{"path": path, "poll": "1ms"})
+	configured, err := jsonl.Connector.ConfigureSource(map[string]string{"path": path, "poll": "1ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	src := configured.Connector
 	if err := src.Open(ctx, nil); err != nil {
 		t.Fatal(err)
 	}

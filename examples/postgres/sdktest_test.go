@@ -68,9 +68,9 @@ func TestWriteSurvivesADroppedConnection(t *testing.T) {
 	defer proxy.Close()
 	u.Host = proxy.Addr()
 
-	d, err := postgres.Connector.ConfigureDestination(map[string]string{"url": u.String(), "table": "sdktest"})
+	configured, err := postgres.Connector.ConfigureDestination(map[string]string{"url": u.String(), "table": "sdktest"})
 	is.NoErr(err)
-	d = sdktest.DropAt(d, 5, proxy.Drop)
+	d := sdktest.DropAt(configured.Connector, 5, proxy.Drop)
 	is.NoErr(d.Open(ctx))
 	defer d.Teardown(context.Background())
 

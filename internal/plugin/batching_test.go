@@ -15,7 +15,6 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
-	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
@@ -80,7 +79,7 @@ func numbered(from, to int) []opencdc.Record {
 // under p and writes through w.
 func batchedServer(t *testing.T, p batcher.Policy, w *writeLog) *destinationServer {
 	t.Helper()
-	return newTestDestinationServer(t, middleware.BatchDestination(p)(&fakeDestination{write: w.write}))
+	return newBatchedDestinationServer(t, &fakeDestination{write: w.write}, p)
 }
 
 // drain returns the acks sent so far, as ackTexts renders them.

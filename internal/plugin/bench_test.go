@@ -8,7 +8,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/middleware"
 )
 
 type nopDestination struct{}
@@ -24,8 +23,7 @@ func (nopDestination) Teardown(context.Context) error                           
 func BenchmarkDestinationPath(b *testing.B) {
 	for _, p := range []batcher.Policy{{}, {Count: 1000}, {Count: 1000, Bytes: 1 << 20, Delay: 100 * 1e6}} {
 		b.Run(fmtPolicy(p), func(b *testing.B) {
-			dst := middleware.BatchDestination(p)(nopDestination{})
-			d := newDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }, discard)
+			d := newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return nopDestination{}, p, nil }, discard)
 			if _, err := d.Configure(b.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 				b.Fatal(err)
 			}

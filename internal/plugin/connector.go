@@ -1,49 +1,45 @@
 package plugin
 
 import (
-	"context"
-
-	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/middleware"
 )
 
-// The connector interfaces are the middleware package's, which mirror sdk's
-// method for method.
+// The connector interfaces, declared in package middleware.
 type (
 	Source      = middleware.Source
 	Destination = middleware.Destination
 )
 
-// Optional interfaces, found on the outermost layer that implements them
-// (middleware.Find).
-type (
-	acker interface {
-		Ack(ctx context.Context, position opencdc.Position) error
-	}
-	batchReader interface {
-		ReadBatch(ctx context.Context, max int) ([]opencdc.Record, error)
-	}
-)
-
-// The optional lifecycle hooks, mirroring sdk's.
-type (
-	createdHook interface {
-		OnCreated(ctx context.Context) error
-	}
-	updatedHook interface {
-		OnUpdated(ctx context.Context, previous map[string]string) error
-	}
-	deletedHook interface {
-		OnDeleted(ctx context.Context) error
-	}
-)
-
 // Connector is what a plugin binary serves: its specification and the
-// constructors that turn a raw configuration into a configured connector.
-// A nil constructor means the plugin does not play that role.
+// constructors that turn a raw configuration into a configured connector
+// and the batching policy the server applies to it. A nil constructor
+// means the plugin does not play that role.
 type Connector struct {
 	Spec           pconnector.Specification
-	NewSource      func(config map[string]string) (Source, error)
-	NewDestination func(config map[string]string) (Destination, error)
+	NewSource      func(config map[string]string) (Source, batcher.Policy, error)
+	NewDestination func(config map[string]string) (Destination, batcher.Policy, error)
+}
+
+// source is a configured source with its batching policy and the optional
+// interfaces it has, resolved once, at Configure.
+type source struct {
+	Source
+	batch  batcher.Policy
+	acker  middleware.Acker       // nil if the source takes no acks
+	reader middleware.BatchReader // nil if the source reads one record at a time
+}
+
+func newSource(s Source, batch batcher.Policy) *source {
+	out := &source{Source: s, batch: batch}
+	out.acker, _ = middleware.Find[middleware.Acker](s)
+	out.reader, _ = middleware.Find[middleware.BatchReader](s)
+	return out
+}
+
+// destination is a configured destination with its batching policy.
+type destination struct {
+	Destination
+	batch batcher.Policy
 }

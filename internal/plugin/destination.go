@@ -22,11 +22,11 @@ import (
 // destination's batching policy, and answers with one ack per record; Stop
 // waits until the last position Conduit sent has been acked.
 type destinationServer struct {
-	newDestination func(map[string]string) (Destination, error)
+	newDestination func(map[string]string) (Destination, batcher.Policy, error)
 	log            *slog.Logger
 
 	mu           sync.Mutex
-	dst          Destination
+	dst          *destination
 	running      bool
 	runDone      chan struct{}                    // closed when Run returns
 	in           *batcher.Batcher[opencdc.Record] // collects records into batches; nil without batching
@@ -37,26 +37,27 @@ type destinationServer struct {
 	progress     chan struct{} // closed and replaced whenever lastAcked moves
 }
 
-func newDestinationServer(newDestination func(map[string]string) (Destination, error), log *slog.Logger) *destinationServer {
+func newDestinationServer(newDestination func(map[string]string) (Destination, batcher.Policy, error), log *slog.Logger) *destinationServer {
 	return &destinationServer{newDestination: newDestination, log: log, progress: make(chan struct{})}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
 	var dst Destination
+	var batch batcher.Policy
 	err := guard("Configure", func() (err error) {
-		dst, err = d.newDestination(req.Config)
+		dst, batch, err = d.newDestination(req.Config)
 		return err
 	})
 	if err != nil {
 		return pconnector.DestinationConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
 	}
 	d.mu.Lock()
-	d.dst = dst
+	d.dst = &destination{Destination: dst, batch: batch}
 	d.mu.Unlock()
 	return pconnector.DestinationConfigureResponse{}, nil
 }
 
-func (d *destinationServer) destination() (Destination, error) {
+func (d *destinationServer) destination() (*destination, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.dst == nil {
@@ -91,8 +92,8 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	d.mu.Unlock()
 	defer close(d.runDone)
 
-	if policy, ok := middleware.PolicyOf(dst); ok {
-		err = d.runBatched(ctx, dst, stream.Server(), policy)
+	if dst.batch != (batcher.Policy{}) {
+		err = d.runBatched(ctx, dst, stream.Server(), dst.batch)
 	} else {
 		err = d.run(ctx, dst, stream.Server())
 	}
@@ -257,7 +258,7 @@ func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.Destinati
 
 func (d *destinationServer) LifecycleOnCreated(ctx context.Context, req pconnector.DestinationLifecycleOnCreatedRequest) (pconnector.DestinationLifecycleOnCreatedResponse, error) {
 	return pconnector.DestinationLifecycleOnCreatedResponse{}, d.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
-		if h, ok := findHook[createdHook](c); ok {
+		if h, ok := middleware.Find[middleware.CreatedHook](c); ok {
 			return h.OnCreated(ctx)
 		}
 		return nil
@@ -266,7 +267,7 @@ func (d *destinationServer) LifecycleOnCreated(ctx context.Context, req pconnect
 
 func (d *destinationServer) LifecycleOnUpdated(ctx context.Context, req pconnector.DestinationLifecycleOnUpdatedRequest) (pconnector.DestinationLifecycleOnUpdatedResponse, error) {
 	return pconnector.DestinationLifecycleOnUpdatedResponse{}, d.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
-		if h, ok := findHook[updatedHook](c); ok {
+		if h, ok := middleware.Find[middleware.UpdatedHook](c); ok {
 			return h.OnUpdated(ctx, req.ConfigBefore)
 		}
 		return nil
@@ -275,7 +276,7 @@ func (d *destinationServer) LifecycleOnUpdated(ctx context.Context, req pconnect
 
 func (d *destinationServer) LifecycleOnDeleted(ctx context.Context, req pconnector.DestinationLifecycleOnDeletedRequest) (pconnector.DestinationLifecycleOnDeletedResponse, error) {
 	return pconnector.DestinationLifecycleOnDeletedResponse{}, d.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
-		if h, ok := findHook[deletedHook](c); ok {
+		if h, ok := middleware.Find[middleware.DeletedHook](c); ok {
 			return h.OnDeleted(ctx)
 		}
 		return nil
@@ -284,7 +285,13 @@ func (d *destinationServer) LifecycleOnDeleted(ctx context.Context, req pconnect
 
 func (d *destinationServer) lifecycle(ctx context.Context, config map[string]string, call string, hook func(any) error) error {
 	d.mu.Lock()
-	dst := d.dst
+	var configured any
+	if d.dst != nil {
+		configured = d.dst.Destination
+	}
 	d.mu.Unlock()
-	return runHook(ctx, d.log, call, dst, func() (any, error) { return d.newDestination(config) }, hook)
+	return runHook(ctx, d.log, call, configured, func() (any, error) {
+		dst, _, err := d.newDestination(config)
+		return dst, err
+	}, hook)
 }

@@ -9,14 +9,21 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
 // newTestDestinationServer returns a server configured and opened with dst.
 func newTestDestinationServer(t *testing.T, dst Destination) *destinationServer {
+	return newBatchedDestinationServer(t, dst, batcher.Policy{})
+}
+
+// newBatchedDestinationServer returns a server configured and opened with
+// dst and batching policy p.
+func newBatchedDestinationServer(t *testing.T, dst Destination, p batcher.Policy) *destinationServer {
 	t.Helper()
-	d := newDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }, discard)
+	d := newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return dst, p, nil }, discard)
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +184,7 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 func TestDestinationTeardownWithoutOpen(t *testing.T) {
 	is := is.New(t)
 	dst := &fakeDestination{}
-	d := newDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }, discard)
+	d := newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return dst, batcher.Policy{}, nil }, discard)
 	_, err := d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
 	is.NoErr(err) // never configured
 	_, err = d.LifecycleOnDeleted(t.Context(), pconnector.DestinationLifecycleOnDeletedRequest{})

@@ -3,8 +3,6 @@ package plugin
 import (
 	"context"
 	"log/slog"
-
-	"github.com/connkit/connkit/middleware"
 )
 
 // runHook calls hook on the configured connector, or, when there is none, on
@@ -26,9 +24,4 @@ func runHook(ctx context.Context, log *slog.Logger, call string, configured any,
 		}()
 	}
 	return guard(call, func() error { return hook(conn) })
-}
-
-// findHook returns the outermost layer of conn that implements H.
-func findHook[H any](conn any) (H, bool) {
-	return middleware.Find[H](conn)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
-	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
@@ -41,7 +40,7 @@ func TestTeardownCancelsBatchedWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		dst := &ctxDestination{started: make(chan struct{})}
-		d := newTestDestinationServer(t, middleware.BatchDestination(batcher.Policy{Count: 1})(dst))
+		d := newBatchedDestinationServer(t, dst, batcher.Policy{Count: 1})
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runDestination(ctx, d)
 		st.in <- pconnector.DestinationRunRequest{Records: records("1")}

@@ -10,6 +10,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
 	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/logging"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -113,20 +114,20 @@ type loggingStream struct {
 
 func (s *loggingStream) Context() context.Context { return s.ctx }
 
-func sourceOrNot(f func(map[string]string) (Source, error)) func(map[string]string) (Source, error) {
+func sourceOrNot(f func(map[string]string) (Source, batcher.Policy, error)) func(map[string]string) (Source, batcher.Policy, error) {
 	if f != nil {
 		return f
 	}
-	return func(map[string]string) (Source, error) {
-		return nil, status.Error(codes.Unimplemented, "this plugin is not a source")
+	return func(map[string]string) (Source, batcher.Policy, error) {
+		return nil, batcher.Policy{}, status.Error(codes.Unimplemented, "this plugin is not a source")
 	}
 }
 
-func destinationOrNot(f func(map[string]string) (Destination, error)) func(map[string]string) (Destination, error) {
+func destinationOrNot(f func(map[string]string) (Destination, batcher.Policy, error)) func(map[string]string) (Destination, batcher.Policy, error) {
 	if f != nil {
 		return f
 	}
-	return func(map[string]string) (Destination, error) {
-		return nil, status.Error(codes.Unimplemented, "this plugin is not a destination")
+	return func(map[string]string) (Destination, batcher.Policy, error) {
+		return nil, batcher.Policy{}, status.Error(codes.Unimplemented, "this plugin is not a destination")
 	}
 }

@@ -26,11 +26,11 @@ import (
 // and passes them to the connector. Stop ends the reader only; the acker
 // keeps running until Conduit closes the stream.
 type sourceServer struct {
-	newSource func(map[string]string) (Source, error)
+	newSource func(map[string]string) (Source, batcher.Policy, error)
 	log       *slog.Logger
 
 	mu       sync.Mutex
-	src      Source
+	src      *source
 	stopRead context.CancelFunc               // ends the reader; nil until Run
 	readDone chan struct{}                    // closed when the reader has returned
 	runDone  chan struct{}                    // closed when Run and both its loops have returned
@@ -39,26 +39,27 @@ type sourceServer struct {
 	inflight [][]byte                         // positions read and not yet acked, oldest first
 }
 
-func newSourceServer(newSource func(map[string]string) (Source, error), log *slog.Logger) *sourceServer {
+func newSourceServer(newSource func(map[string]string) (Source, batcher.Policy, error), log *slog.Logger) *sourceServer {
 	return &sourceServer{newSource: newSource, log: log}
 }
 
 func (s *sourceServer) Configure(_ context.Context, req pconnector.SourceConfigureRequest) (pconnector.SourceConfigureResponse, error) {
 	var src Source
+	var batch batcher.Policy
 	err := guard("Configure", func() (err error) {
-		src, err = s.newSource(req.Config)
+		src, batch, err = s.newSource(req.Config)
 		return err
 	})
 	if err != nil {
 		return pconnector.SourceConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
 	}
 	s.mu.Lock()
-	s.src = src
+	s.src = newSource(src, batch)
 	s.mu.Unlock()
 	return pconnector.SourceConfigureResponse{}, nil
 }
 
-func (s *sourceServer) source() (Source, error) {
+func (s *sourceServer) source() (*source, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.src == nil {
@@ -92,8 +93,8 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	// The batcher exists before Stop can see that Run started, so that Stop
 	// always flushes what the reader collected.
 	var out *batcher.Batcher[opencdc.Record]
-	if policy, ok := middleware.PolicyOf(src); ok {
-		out, err = batcher.New(policy, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
+	if src.batch != (batcher.Policy{}) {
+		out, err = batcher.New(src.batch, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
 			return send(batch)
 		})
 		if err != nil {
@@ -157,7 +158,7 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 // source batches, until ctx ends or reading fails. Records returned together
 // with a cancellation are still passed on: they have been read, and the
 // source may not produce them again.
-func (s *sourceServer) read(ctx context.Context, src Source, send func([]opencdc.Record) error, out *batcher.Batcher[opencdc.Record]) error {
+func (s *sourceServer) read(ctx context.Context, src *source, send func([]opencdc.Record) error, out *batcher.Batcher[opencdc.Record]) error {
 	next := readerFor(src)
 	// Adding to the batcher outlives ctx: a record read is never dropped.
 	addCtx := context.WithoutCancel(ctx)
@@ -191,11 +192,11 @@ func (s *sourceServer) read(ctx context.Context, src Source, send func([]opencdc
 
 // readerFor returns how to read from src: with ReadBatch when the source has
 // it, in batches of up to the policy's count.
-func readerFor(src Source) func(context.Context) ([]opencdc.Record, error) {
-	if br, ok := middleware.Find[batchReader](src); ok {
+func readerFor(src *source) func(context.Context) ([]opencdc.Record, error) {
+	if br := src.reader; br != nil {
 		max := defaultReadBatch
-		if policy, _ := middleware.PolicyOf(src); policy.Count > 0 {
-			max = policy.Count
+		if src.batch.Count > 0 {
+			max = src.batch.Count
 		}
 		return func(ctx context.Context) (recs []opencdc.Record, err error) {
 			err = guard("ReadBatch", func() error { recs, err = br.ReadBatch(ctx, max); return err })
@@ -236,8 +237,8 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
 // the records were sent. It returns when the stream ends.
-func (s *sourceServer) ack(ctx context.Context, src Source, stream pconnector.SourceRunStreamServer) error {
-	a, hasAck := middleware.Find[acker](src)
+func (s *sourceServer) ack(ctx context.Context, src *source, stream pconnector.SourceRunStreamServer) error {
+	a, hasAck := src.acker, src.acker != nil
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -315,7 +316,7 @@ func (s *sourceServer) Teardown(ctx context.Context, _ pconnector.SourceTeardown
 
 func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.SourceLifecycleOnCreatedRequest) (pconnector.SourceLifecycleOnCreatedResponse, error) {
 	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
-		if h, ok := findHook[createdHook](c); ok {
+		if h, ok := middleware.Find[middleware.CreatedHook](c); ok {
 			return h.OnCreated(ctx)
 		}
 		return nil
@@ -324,7 +325,7 @@ func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.So
 
 func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.SourceLifecycleOnUpdatedRequest) (pconnector.SourceLifecycleOnUpdatedResponse, error) {
 	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
-		if h, ok := findHook[updatedHook](c); ok {
+		if h, ok := middleware.Find[middleware.UpdatedHook](c); ok {
 			return h.OnUpdated(ctx, req.ConfigBefore)
 		}
 		return nil
@@ -333,7 +334,7 @@ func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.So
 
 func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.SourceLifecycleOnDeletedRequest) (pconnector.SourceLifecycleOnDeletedResponse, error) {
 	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
-		if h, ok := findHook[deletedHook](c); ok {
+		if h, ok := middleware.Find[middleware.DeletedHook](c); ok {
 			return h.OnDeleted(ctx)
 		}
 		return nil
@@ -345,7 +346,13 @@ func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.So
 // deletion).
 func (s *sourceServer) lifecycle(ctx context.Context, config map[string]string, call string, hook func(any) error) error {
 	s.mu.Lock()
-	src := s.src
+	var configured any
+	if s.src != nil {
+		configured = s.src.Source
+	}
 	s.mu.Unlock()
-	return runHook(ctx, s.log, call, src, func() (any, error) { return s.newSource(config) }, hook)
+	return runHook(ctx, s.log, call, configured, func() (any, error) {
+		src, _, err := s.newSource(config)
+		return src, err
+	}, hook)
 }

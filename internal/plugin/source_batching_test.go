@@ -9,14 +9,12 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
-	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
 func batchedSourceServer(t *testing.T, src Source, p batcher.Policy) *sourceServer {
 	t.Helper()
-	wrapped := middleware.BatchSource(p)(src)
-	s := newSourceServer(func(map[string]string) (Source, error) { return wrapped, nil }, discard)
+	s := newSourceServer(func(map[string]string) (Source, batcher.Policy, error) { return src, p, nil }, discard)
 	if _, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 	"google.golang.org/grpc/codes"
@@ -16,11 +17,11 @@ import (
 )
 
 func newTestSourceServer(src *fakeSource, configErr error) *sourceServer {
-	return newSourceServer(func(cfg map[string]string) (Source, error) {
+	return newSourceServer(func(cfg map[string]string) (Source, batcher.Policy, error) {
 		if configErr != nil {
-			return nil, configErr
+			return nil, batcher.Policy{}, configErr
 		}
-		return src, nil
+		return src, batcher.Policy{}, nil
 	}, discard)
 }
 
@@ -112,7 +113,7 @@ func TestSourceConfigureError(t *testing.T) {
 
 func TestSourceConfigurePanics(t *testing.T) {
 	is := is.New(t)
-	s := newSourceServer(func(map[string]string) (Source, error) { panic("bad config code") }, discard)
+	s := newSourceServer(func(map[string]string) (Source, batcher.Policy, error) { panic("bad config code") }, discard)
 	_, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "connector panicked in Configure: bad config code"))
@@ -159,12 +160,12 @@ func TestSourceRunFailures(t *testing.T) {
 func TestSourceLifecycleHooks(t *testing.T) {
 	is := is.New(t)
 	built := 0
-	s := newSourceServer(func(cfg map[string]string) (Source, error) {
+	s := newSourceServer(func(cfg map[string]string) (Source, batcher.Policy, error) {
 		built++
 		if cfg["bad"] != "" {
-			return nil, errors.New("does not parse")
+			return nil, batcher.Policy{}, errors.New("does not parse")
 		}
-		return &fakeSource{}, nil
+		return &fakeSource{}, batcher.Policy{}, nil
 	}, discard)
 	// Without Configure, hooks run on a connector built for the occasion.
 	_, err := s.LifecycleOnCreated(t.Context(), pconnector.SourceLifecycleOnCreatedRequest{Config: map[string]string{}})

@@ -332,10 +332,11 @@ func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []open
 // checks its results keep the io.Writer-like contract, also when its
 // context is cancelled, the failure the kit can inject into any connector.
 func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
-	d, err := s.Connector.ConfigureDestination(s.Config)
+	configured, err := s.Connector.ConfigureDestination(s.Config)
 	if err != nil {
 		t.Fatalf("Configure fails: %v", err)
 	}
+	d := configured.Connector
 	if err := d.Open(ctx); err != nil {
 		t.Fatalf("Open fails: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
@@ -89,8 +90,9 @@ func (r inProcess) spec() pconnector.Specification {
 
 func (r inProcess) source(t tb) sourceClient {
 	t.Helper()
-	pc := plugin.Connector{Spec: r.spec(), NewSource: func(raw map[string]string) (plugin.Source, error) {
-		return r.c.ConfigureSource(raw)
+	pc := plugin.Connector{Spec: r.spec(), NewSource: func(raw map[string]string) (plugin.Source, batcher.Policy, error) {
+		s, err := r.c.ConfigureSource(raw)
+		return s.Connector, s.Batching, err
 	}}
 	return clientv2.NewSourcePluginClient(r.serve(t, pc))
 }
@@ -98,15 +100,15 @@ func (r inProcess) source(t tb) sourceClient {
 func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
 	t.Helper()
 	log := &writeLog{}
-	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, error) {
+	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, batcher.Policy, error) {
 		d, err := r.c.ConfigureDestination(raw)
 		if err != nil {
-			return nil, err
+			return nil, batcher.Policy{}, err
 		}
 		if r.wrap != nil {
-			d = r.wrap(d)
+			d.Connector = r.wrap(d.Connector)
 		}
-		return observed{Destination: d, log: log}, nil
+		return observed{Destination: d.Connector, log: log}, d.Batching, nil
 	}}
 	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
 }
@@ -131,7 +133,7 @@ func (l *writeLog) calls() (sizes []int, concurrent bool) {
 
 // observed is the outermost layer around a configured destination; it
 // records every Write and unwraps to the rest, so the server still finds
-// the batching policy and the hooks.
+// the hooks.
 type observed struct {
 	middleware.Destination
 	log *writeLog
