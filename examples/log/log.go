@@ -18,7 +18,7 @@ var Connector = sdk.Connector{
 	Name:        "log",
 	Version:     Version,
 	Summary:     "Logs every record it receives.",
-	Description: "Writes each record as JSON to the plugin's log at the configured level. Conduit shows it when its own log level lets that level through.",
+	Description: "Writes each record, as Record.Bytes gives it (OpenCDC JSON unless a record format is set), to the plugin's log at the configured level. Conduit shows it when its own log level lets that level through.",
 	Author:      "connkit",
 	Destination: sdk.NewDestination(New),
 }
@@ -56,24 +56,12 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 		return len(records), nil
 	}
 	for _, r := range records {
-		logger.Log(ctx, d.level, "record",
-			"position", string(r.Position),
-			"operation", r.Operation.String(),
-			"metadata", map[string]string(r.Metadata),
-			"key", readable(r.Key),
-			"before", readable(r.Payload.Before),
-			"after", readable(r.Payload.After))
+		// Bytes honours the record format set on the record (the SDK's
+		// sdk.record.format); without one it is OpenCDC JSON.
+		logger.Log(ctx, d.level, "record", "record", string(r.Bytes()))
 	}
 	return len(records), nil
 }
 
 // Teardown has nothing to release.
 func (d *Destination) Teardown(context.Context) error { return nil }
-
-// readable shows raw data as text and structured data as JSON.
-func readable(d sdk.Data) any {
-	if d == nil {
-		return nil
-	}
-	return string(d.Bytes())
-}

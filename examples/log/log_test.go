@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/connkit/connkit/middleware/format"
 	"github.com/connkit/connkit/sdk"
 	"github.com/matryer/is"
 )
@@ -33,8 +34,25 @@ func TestWriteLogsEveryRecordAtItsLevel(t *testing.T) {
 	is.Equal(n, 2)
 	out := buf.String()
 	is.Equal(strings.Count(out, "level=WARN msg=record"), 2)
-	is.True(strings.Contains(out, "after=hello"))
-	is.True(strings.Contains(out, "operation=delete"))
+	// Each record is logged as Record.Bytes gives it: OpenCDC JSON here.
+	is.True(strings.Contains(out, `"operation\":\"create\"`))
+	is.True(strings.Contains(out, `\"after\":\"aGVsbG8=\"`)) // hello
+	is.True(strings.Contains(out, `\"key\":{\"id\":2}`))
+}
+
+// A record format set on a record decides what is logged.
+func TestWriteLogsTheRecordFormat(t *testing.T) {
+	is := is.New(t)
+	dst, err := Connector.Destination.New(map[string]string{"level": "info"})
+	is.NoErr(err)
+	s, err := format.New(format.Template, `{{ printf "%s" .Payload.After }}`)
+	is.NoErr(err)
+	rec := sdk.Record{Position: sdk.Position("1"), Operation: sdk.OperationCreate, Payload: sdk.Change{After: sdk.RawData("hello")}}
+	rec.SetSerializer(s)
+	var buf bytes.Buffer
+	_, err = dst.Write(withLogger(t, &buf, slog.LevelInfo), []sdk.Record{rec})
+	is.NoErr(err)
+	is.True(strings.Contains(buf.String(), "msg=record record=hello"))
 }
 
 func TestTraceIsANoOpAtInfo(t *testing.T) {
