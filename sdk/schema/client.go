@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnutils"
 	"github.com/conduitio/conduit-connector-protocol/pconnutils/v1/client"
@@ -79,8 +80,9 @@ func wireError(err error) error {
 	if s == nil || errors.Is(err, s) {
 		return err
 	}
-	if err.Error() == s.Error() {
+	msg := err.Error()
+	if msg == s.Error() {
 		return s
 	}
-	return fmt.Errorf("%w (%s)", s, err.Error())
+	return fmt.Errorf("%s: %w", strings.TrimSuffix(msg, ": "+s.Error()), s)
 }
