@@ -1,0 +1,104 @@
+package schema
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+)
+
+func small() opencdc.StructuredData {
+	return opencdc.StructuredData{"id": int64(123456789), "first_name": "Ada", "last_name": "Lovelace"}
+}
+
+func wide() opencdc.StructuredData {
+	return opencdc.StructuredData{
+		"id":         int64(123456789),
+		"name":       "Ada Lovelace",
+		"email":      "ada@example.com",
+		"active":     true,
+		"score":      98.5,
+		"ratio":      float32(0.25),
+		"visits":     int32(42),
+		"avatar":     []byte{0x89, 0x50, 0x4e, 0x47},
+		"created_at": time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC),
+		"note":       nil,
+	}
+}
+
+func benchCodec(b *testing.B, d opencdc.StructuredData) (*Codec, []byte) {
+	c := newCodecForData(b, d)
+	enc, err := c.Encode(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, enc
+}
+
+func benchmarkDecode(b *testing.B, d opencdc.StructuredData) {
+	c, enc := benchCodec(b, d)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := c.Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchmarkEncode(b *testing.B, d opencdc.StructuredData) {
+	c, enc := benchCodec(b, d)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := c.Encode(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode3Fields(b *testing.B)  { benchmarkDecode(b, small()) }
+func BenchmarkDecode10Fields(b *testing.B) { benchmarkDecode(b, wide()) }
+func BenchmarkEncode3Fields(b *testing.B)  { benchmarkEncode(b, small()) }
+func BenchmarkEncode10Fields(b *testing.B) { benchmarkEncode(b, wide()) }
+
+func BenchmarkCodecsGetHit(b *testing.B) {
+	ctx := context.Background()
+	r := NewInMemory()
+	text, err := Extract(small())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := r.Create(ctx, "payload", TypeAvro, text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	codecs := NewCodecs(r)
+	if _, err := codecs.Get(ctx, s.Subject, s.Version); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := codecs.Get(ctx, s.Subject, s.Version); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkCodecsForDataHit(b *testing.B) {
+	ctx := context.Background()
+	codecs := NewCodecs(NewInMemory())
+	d := small()
+	if _, _, err := codecs.ForData(ctx, "payload", d); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := codecs.ForData(ctx, "payload", d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/hamba/avro/v2"
+)
+
+// Codec decodes and encodes structured data with one Avro schema. It is
+// safe for concurrent use.
+type Codec struct {
+	schema Schema
+	avro   avro.Schema
+	// wrapped is set when some union's values travel through hamba/avro
+	// wrapped in a map (see unwrapUnions).
+	wrapped bool
+}
+
+// avroConfig is hamba/avro's default configuration, the one conduit-commons'
+// serde uses, with a bound on the elements one array may claim, so that
+// malformed input cannot make Decode allocate without limit. Strings and
+// bytes keep the default bound of 1 MiB a value, the one Conduit and its SDK
+// decode with.
+var avroConfig = avro.Config{MaxSliceAllocSize: maxArrayElements}.Freeze()
+
+// maxArrayElements is the most elements Decode accepts in one array.
+const maxArrayElements = 1 << 20
+
+var readers = sync.Pool{New: func() any { return avro.NewReader(nil, 0, avro.WithReaderConfig(avroConfig)) }}
+
+// NewCodec parses s, which must be an Avro schema of a record (or a map),
+// the shapes structured data takes.
+func NewCodec(s Schema) (*Codec, error) {
+	if s.Type != TypeAvro {
+		return nil, fmt.Errorf("schema subject %q version %d: type %v: %w", s.Subject, s.Version, s.Type, errors.ErrUnsupported)
+	}
+	parsed, err := avro.ParseBytesWithCache(s.Bytes, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, fmt.Errorf("schema subject %q version %d: %w: %w", s.Subject, s.Version, ErrInvalidSchema, err)
+	}
+	if t := parsed.Type(); t != avro.Record && t != avro.Map {
+		return nil, fmt.Errorf("schema subject %q version %d: top-level type %s, want record or map: %w", s.Subject, s.Version, t, ErrInvalidSchema)
+	}
+	return &Codec{schema: s, avro: parsed, wrapped: hasWrappedUnion(parsed, map[string]bool{})}, nil
+}
+
+// Schema returns the schema c was made from.
+func (c *Codec) Schema() Schema { return c.schema }
+
+// Decode decodes b, which must hold exactly one value written with c's
+// schema, into the Go types listed in the package documentation. The
+// result does not share memory with b. An array claiming more than 2^20
+// elements, or a string or bytes value over 1 MiB, is an error.
+func (c *Codec) Decode(b []byte) (opencdc.StructuredData, error) {
+	r := readers.Get().(*avro.Reader)
+	defer readers.Put(r)
+	r.Reset(b)
+	r.Error = nil
+	var out opencdc.StructuredData
+	r.ReadVal(c.avro, &out)
+	if err := r.Error; err != nil {
+		return nil, fmt.Errorf("decode with schema subject %q version %d: %w", c.schema.Subject, c.schema.Version, err)
+	}
+	var extra [1]byte
+	if r.Read(extra[:]); r.Error == nil {
+		return nil, fmt.Errorf("decode with schema subject %q version %d: trailing bytes after the value", c.schema.Subject, c.schema.Version)
+	}
+	if c.wrapped {
+		unwrapUnions(c.avro, out)
+	}
+	return out, nil
+}
+
+// Encode encodes d with c's schema; every field the schema declares without
+// a default must be present. d is neither modified nor retained.
+func (c *Codec) Encode(d opencdc.StructuredData) ([]byte, error) {
+	var v any = d
+	if c.wrapped {
+		v = wrapUnions(c.avro, d)
+	}
+	b, err := avroConfig.Marshal(c.avro, v)
+	if err != nil {
+		return nil, fmt.Errorf("encode with schema subject %q version %d: %w", c.schema.Subject, c.schema.Version, err)
+	}
+	return b, nil
+}
