@@ -1,6 +1,7 @@
 # make build     builds the example plugins into bin/
 # make pipeline  runs generator → log over the plugin protocol and prints what flowed
 # make test      runs every test, including end-to-end tests in real Conduit
+# make race      runs the end-to-end tests RACE_RUNS times (default 20) under -race
 # make bench     runs the benchmarks, a sweep of generator → log and the Postgres
 #                destination and source runs, connkit's plugins side by side with
 #                the incumbent's, into bench/results/
@@ -11,12 +12,15 @@ CACHE_DIR       ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/connkit
 CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
 INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
+RACE_RUNS       ?= 20
 PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl
+# The packages whose tests launch plugin binaries or Conduit.
+E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
 
 # Some Conduit modules are not in the public checksum database.
 export GONOSUMDB := github.com/conduitio,buf.build
 
-.PHONY: build pipeline test check conduit incumbent bench clean
+.PHONY: build pipeline test race check conduit incumbent bench clean
 
 build:
 	$(GO) build -o bin/ $(PLUGINS)
@@ -77,6 +81,14 @@ check:
 
 test: check build conduit
 	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) $(GO) test -race -count=1 ./...
+
+# Each run is a fresh test process, as in make test, so that what fails one
+# run in twenty (a race, a flaky start) shows up here first.
+race: build conduit
+	@for i in $$(seq $(RACE_RUNS)); do \
+		echo "race run $$i of $(RACE_RUNS)"; \
+		CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) $(GO) test -race -count=1 $(E2E_PKGS) || exit 1; \
+	done
 
 clean:
 	rm -rf bin

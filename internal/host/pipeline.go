@@ -83,8 +83,9 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	}
 
 	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 2)}
-	go r.forward(src, dst)
-	go r.ack(dst, src)
+	var loops sync.WaitGroup
+	loops.Go(func() { r.forward(src, dst) })
+	loops.Go(func() { r.ack(dst, src) })
 
 	select {
 	case <-r.enough:
@@ -96,14 +97,16 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 		err = r.stop(ctx)
 	}
 	cancel()
+	// Cancelling the streams ends both loops. Wait for them: until they are
+	// done, the ack loop may still call OnAck or count into the result, and
+	// the caller owns both once Run returns.
+	loops.Wait()
 	// Teardown runs even when ctx is done, but a plugin that hangs in it
 	// does not hang the caller.
 	tdCtx, tdCancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer tdCancel()
 	_, srcErr := p.Source.Teardown(tdCtx, pconnector.SourceTeardownRequest{})
 	_, dstErr := p.Destination.Teardown(tdCtx, pconnector.DestinationTeardownRequest{})
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	res := r.res
 	slices.Sort(res.Latencies)
 	if !r.firstRead.IsZero() {
@@ -120,7 +123,9 @@ type run struct {
 	enough    chan struct{} // closed when Records records are acked
 	lastSent  chan struct{} // closed when the stop position is sent to the destination
 	lastAcked chan struct{} // closed when the stop position is acked
-	done      chan error    // a loop ended early
+	// done receives the error a loop ended with; each loop sends once at
+	// most, and room for both means neither blocks once Run stops listening.
+	done chan error
 
 	mu            sync.Mutex
 	res           Result

@@ -1,0 +1,161 @@
+package host
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"testing/synctest"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/matryer/is"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// Run returns only once the goroutines it started are done: an OnAck still
+// running (here, held until the test lets it go) holds Run back, and what
+// OnAck did is the caller's to read when Run returns.
+func TestPipelineRunWaitsForOnAck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const records = 3
+		release := make(chan struct{})
+		var acked []string // written by OnAck, read after Run without a lock
+		p := Pipeline{
+			Source:      newFakeSource(records),
+			Destination: newFakeDestination(records),
+			Records:     records,
+			PerMessage:  true,
+			OnAck: func(pos opencdc.Position) {
+				if string(pos) == strconv.Itoa(records) {
+					<-release
+				}
+				acked = append(acked, string(pos))
+			},
+		}
+		type outcome struct {
+			res Result
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := p.Run(t.Context())
+			done <- outcome{res, err}
+		}()
+
+		synctest.Wait() // everything is blocked: OnAck on release, Run on OnAck
+		select {
+		case <-done:
+			close(release) // so that the bubble can end
+			t.Fatal("Run returned while OnAck was still running")
+		default:
+		}
+		close(release)
+		out := <-done
+		is.NoErr(out.err)
+		is.Equal(out.res.Acked, int64(records))
+		is.Equal(acked, []string{"1", "2", "3"}) // every ack passed to OnAck, in order
+	})
+}
+
+// fakeSource sends records "1".."n" in one message, then waits for its Run
+// stream to end; its Stop returns "n".
+type fakeSource struct {
+	pconnector.SourcePlugin // nil: calling anything else panics
+	n                       int
+}
+
+func newFakeSource(n int) *fakeSource { return &fakeSource{n: n} }
+
+func (s *fakeSource) NewStream() pconnector.SourceRunStream { panic("not used by Pipeline") }
+
+func (s *fakeSource) Stop(context.Context, pconnector.SourceStopRequest) (pconnector.SourceStopResponse, error) {
+	return pconnector.SourceStopResponse{LastPosition: opencdc.Position(strconv.Itoa(s.n))}, nil
+}
+
+func (s *fakeSource) Teardown(context.Context, pconnector.SourceTeardownRequest) (pconnector.SourceTeardownResponse, error) {
+	return pconnector.SourceTeardownResponse{}, nil
+}
+
+func (s *fakeSource) runProto(ctx context.Context, _ ...grpc.CallOption) (connectorv2.SourcePlugin_RunClient, error) {
+	resp := &connectorv2.Source_Run_Response{}
+	for i := 1; i <= s.n; i++ {
+		resp.Records = append(resp.Records, &opencdcv1.Record{Position: []byte(strconv.Itoa(i))})
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return &fakeSourceStream{ctx: ctx, first: b}, nil
+}
+
+type fakeSourceStream struct {
+	connectorv2.SourcePlugin_RunClient // nil: calling anything else panics
+	ctx                                context.Context
+	first                              []byte // the message RecvMsg returns first
+}
+
+func (s *fakeSourceStream) RecvMsg(m any) error {
+	if b := s.first; b != nil {
+		s.first = nil
+		return m.(*scannedRecords).scan(b)
+	}
+	<-s.ctx.Done()
+	return s.ctx.Err()
+}
+
+func (s *fakeSourceStream) Send(*connectorv2.Source_Run_Request) error { return s.ctx.Err() }
+
+// fakeDestination acks every record it receives, each in a message of its
+// own.
+type fakeDestination struct {
+	pconnector.DestinationPlugin // nil: calling anything else panics
+	n                            int
+}
+
+func newFakeDestination(n int) *fakeDestination { return &fakeDestination{n: n} }
+
+func (d *fakeDestination) NewStream() pconnector.DestinationRunStream {
+	panic("not used by Pipeline")
+}
+
+func (d *fakeDestination) Stop(context.Context, pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
+	return pconnector.DestinationStopResponse{}, nil
+}
+
+func (d *fakeDestination) Teardown(context.Context, pconnector.DestinationTeardownRequest) (pconnector.DestinationTeardownResponse, error) {
+	return pconnector.DestinationTeardownResponse{}, nil
+}
+
+func (d *fakeDestination) runProto(ctx context.Context, _ ...grpc.CallOption) (connectorv2.DestinationPlugin_RunClient, error) {
+	return &fakeDestinationStream{ctx: ctx, acks: make(chan []byte, d.n)}, nil
+}
+
+type fakeDestinationStream struct {
+	connectorv2.DestinationPlugin_RunClient // nil: calling anything else panics
+	ctx                                     context.Context
+	acks                                    chan []byte
+}
+
+func (s *fakeDestinationStream) SendMsg(m any) error {
+	var req connectorv2.Destination_Run_Request
+	if err := proto.Unmarshal(m.(encoded).b, &req); err != nil {
+		return err
+	}
+	for _, r := range req.Records {
+		s.acks <- r.Position
+	}
+	return s.ctx.Err()
+}
+
+func (s *fakeDestinationStream) Recv() (*connectorv2.Destination_Run_Response, error) {
+	select {
+	case pos := <-s.acks:
+		return &connectorv2.Destination_Run_Response{Acks: []*connectorv2.Destination_Run_Response_Ack{{Position: pos}}}, nil
+	case <-s.ctx.Done():
+		return nil, s.ctx.Err()
+	}
+}
