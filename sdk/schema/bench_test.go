@@ -102,3 +102,19 @@ func BenchmarkCodecsForDataHit(b *testing.B) {
 		}
 	}
 }
+
+// Records with lists or maps are extracted on every call.
+func BenchmarkCodecsForDataNested(b *testing.B) {
+	ctx := context.Background()
+	codecs := NewCodecs(NewInMemory())
+	d := opencdc.StructuredData{"id": int64(1), "tags": []any{"a"}}
+	if _, _, err := codecs.ForData(ctx, "payload", d); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := codecs.ForData(ctx, "payload", d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

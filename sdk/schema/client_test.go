@@ -11,6 +11,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnutils"
 	"github.com/conduitio/conduit-connector-protocol/pconnutils/v1/server"
 	connutilsv1 "github.com/conduitio/conduit-connector-protocol/proto/connutils/v1"
+	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 	"google.golang.org/grpc"
 )
@@ -86,6 +87,7 @@ func serve(t *testing.T, impl pconnutils.SchemaService) string {
 }
 
 func TestClient(t *testing.T) {
+	leakcheck.Check(t)
 	is := is.New(t)
 	ctx := context.Background()
 	svc := &service{r: NewInMemory()}
@@ -132,6 +134,7 @@ func TestClient(t *testing.T) {
 
 // A server that wraps the sentinels still yields them.
 func TestClientWrappedServerErrors(t *testing.T) {
+	leakcheck.Check(t)
 	is := is.New(t)
 	svc := &wrapping{service{r: NewInMemory()}}
 	c, err := Dial(serve(t, svc), "")
@@ -153,6 +156,7 @@ func (w *wrapping) GetSchema(ctx context.Context, req pconnutils.GetSchemaReques
 }
 
 func TestCachedClient(t *testing.T) {
+	leakcheck.Check(t)
 	is := is.New(t)
 	ctx := context.Background()
 	svc := &service{r: NewInMemory()}

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"math"
+	"math/big"
 	"testing"
 	"time"
 
@@ -185,18 +186,38 @@ func TestDecodeTypes(t *testing.T) {
 		{"name":"ms","type":{"type":"long","logicalType":"timestamp-millis"}},
 		{"name":"tm","type":{"type":"int","logicalType":"time-millis"}},
 		{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}},
-		{"name":"fx","type":{"type":"fixed","name":"F","size":2}}]}`
+		{"name":"fx","type":{"type":"fixed","name":"F","size":2}},
+		{"name":"tu","type":{"type":"long","logicalType":"time-micros"}},
+		{"name":"lts","type":{"type":"long","logicalType":"local-timestamp-micros"}},
+		{"name":"dec","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+		{"name":"ndec","type":["null",{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}]},
+		{"name":"uuid","type":{"type":"string","logicalType":"uuid"}}]}`
 	c, err := NewCodec(Schema{Type: TypeAvro, Bytes: []byte(text)})
 	is.NoErr(err)
 	at := time.Date(2024, 1, 2, 3, 4, 5, 6000000, time.UTC)
 	in := opencdc.StructuredData{
 		"u": "s", "n": int64(3), "date": at.Truncate(24 * time.Hour), "ms": at,
 		"tm": 1500 * time.Millisecond, "e": "B", "fx": [2]byte{1, 2},
+		"tu": 1500 * time.Microsecond, "lts": at, "dec": big.NewRat(12345, 100),
+		"ndec": big.NewRat(-1, 4), "uuid": "0b9e3c4e-8d1f-4a53-9f5e-1c2d3e4f5a6b",
 	}
 	b, err := c.Encode(in)
 	is.NoErr(err)
 	got, err := c.Decode(b)
 	is.NoErr(err)
+	lts := got["lts"].(time.Time)
+	is.True(lts.Equal(at))
+	is.Equal(lts.Location(), time.Local) // local-timestamp has no zone
+	delete(got, "lts")
+	delete(in, "lts")
+	for _, k := range []string{"dec", "ndec"} {
+		is.Equal(got[k].(*big.Rat).Cmp(in[k].(*big.Rat)), 0) // k
+		delete(got, k)
+		delete(in, k)
+	}
+	for k := range in {
+		is.Equal(got[k], in[k]) // k
+	}
 	is.Equal(got, in)
 }
 
@@ -311,4 +332,18 @@ func TestUnionsAgainstCommons(t *testing.T) {
 	var back opencdc.StructuredData
 	is.NoErr(srd.Unmarshal(ours, &back))
 	is.Equal(back, in())
+}
+
+func TestDecodeSharesNoMemoryWithInput(t *testing.T) {
+	is := is.New(t)
+	in := opencdc.StructuredData{"s": "hello", "b": []byte("bytes")}
+	c := newCodecForData(t, in)
+	b, err := c.Encode(in)
+	is.NoErr(err)
+	got, err := c.Decode(b)
+	is.NoErr(err)
+	for i := range b {
+		b[i] = 'X'
+	}
+	is.Equal(got, in)
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"sync"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 )
@@ -12,6 +13,9 @@ type Codecs struct {
 	r        Registry
 	versions flights[getKey, *Codec]
 	shapes   flights[shapeKey, *Codec]
+
+	mu   sync.RWMutex
+	last map[string]*shape // per subject, the last flat shape ForData saw
 }
 
 type shapeKey struct {
@@ -37,9 +41,17 @@ func (c *Codecs) Get(ctx context.Context, subject string, version int) (*Codec, 
 }
 
 // ForData returns the schema for d's shape registered under subject, and its
-// codec. It extracts the schema with [Extract] on every call and registers
-// each distinct schema text once per subject.
+// codec: the schema [Extract] derives from d, registered once per subject
+// and text. A record whose fields are all scalars (nil, bool, numbers,
+// strings, []byte, time.Time) with the same names and Go types as the
+// previous such record for the subject skips extraction.
 func (c *Codecs) ForData(ctx context.Context, subject string, d opencdc.StructuredData) (Schema, *Codec, error) {
+	c.mu.RLock()
+	last := c.last[subject]
+	c.mu.RUnlock()
+	if last != nil && last.matches(d) {
+		return last.schema, last.codec, nil
+	}
 	text, err := Extract(d)
 	if err != nil {
 		return Schema{}, nil, err
@@ -58,6 +70,14 @@ func (c *Codecs) ForData(ctx context.Context, subject string, d opencdc.Structur
 	})
 	if err != nil {
 		return Schema{}, nil, err
+	}
+	if types := flatShape(d); types != nil {
+		c.mu.Lock()
+		if c.last == nil {
+			c.last = make(map[string]*shape)
+		}
+		c.last[subject] = &shape{types: types, schema: codec.schema, codec: codec}
+		c.mu.Unlock()
 	}
 	return codec.schema, codec, nil
 }

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"testing"
@@ -71,4 +73,37 @@ func TestCodecsForData(t *testing.T) {
 
 	_, _, err = codecs.ForData(ctx, "payload", opencdc.StructuredData{"u": uint64(1)})
 	is.True(err != nil)
+}
+
+// Whichever path ForData takes, it answers what extraction would.
+func TestCodecsForDataShapes(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	codecs := NewCodecs(NewInMemory())
+	ref := NewCodecs(NewInMemory()) // sees each record afresh
+	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	records := []opencdc.StructuredData{
+		{"id": int64(1), "name": "a", "at": at, "raw": []byte{1}, "n": nil},
+		{"id": int64(2), "name": "b", "at": at, "raw": []byte{2}, "n": nil},
+		{"id": int64(3), "name": "c", "at": at, "raw": []byte{3}, "n": "now set"},
+		{"id": int64(4), "name": "d", "at": at, "raw": []byte{4}, "n": nil},
+		{"id": 5, "name": "e", "at": at, "raw": []byte{5}, "n": nil},
+		{"id": int32(6), "name": "f", "at": at, "raw": []byte{6}, "n": nil},
+		{"id": int64(7), "name": "g", "at": at, "raw": []byte{7}},
+		{"id": int64(8), "name": "h", "at": at, "raw": []byte{8}, "other": nil},
+		{"id": int64(9), "list": []any{int64(1)}},
+		{"id": int64(9), "list": []any{"x"}},
+		{"id": int64(10), "name": "j", "at": at, "raw": []byte{9}, "n": nil},
+	}
+	for _, d := range records {
+		s, c, err := codecs.ForData(ctx, "p", d)
+		is.NoErr(err)
+		text, err := Extract(d)
+		is.NoErr(err)
+		is.Equal(string(s.Bytes), string(text))
+		is.Equal(c.Schema(), s)
+		want, _, err := ref.ForData(ctx, "p", d)
+		is.NoErr(err)
+		is.Equal(s.Version, want.Version)
+	}
 }

@@ -45,12 +45,15 @@
 //	union                         the value of the branch written, untagged
 //	int date                      time.Time (UTC)
 //	long timestamp-millis/micros  time.Time (UTC)
-//	long local-timestamp-*        time.Time (UTC)
+//	long local-timestamp-*        time.Time (in time.Local)
 //	int time-millis, long time-micros  time.Duration
 //	bytes/fixed decimal           *big.Rat
 //
 // These are the types Conduit's SDK hands its destinations, so code written
-// for either sees the same values. [Codec.Encode] accepts them back, and also
-// any Go int, int32 or int64 for int and long, and float32 or float64 for the
-// floating point types.
+// for either sees the same values. [Codec.Encode] accepts them back. For
+// numbers it accepts exactly the Go types conduit-commons' serde does:
+// int takes int, int8, int16, int32, uint8 and uint16; long takes int,
+// int32, int64 and uint32; float takes float32; double takes float32 and
+// float64. Anything else, an int64 for an int say, is an error, not a
+// silent conversion.
 package schema

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
@@ -160,6 +161,7 @@ func TestCached(t *testing.T) {
 }
 
 func TestCachedSharesConcurrentMisses(t *testing.T) {
+	leakcheck.Check(t)
 	is := is.New(t)
 	ctx := context.Background()
 	back := newCounting()
@@ -202,6 +204,7 @@ func TestCachedSharesConcurrentMisses(t *testing.T) {
 }
 
 func TestCachedWaiterHonoursContext(t *testing.T) {
+	leakcheck.Check(t)
 	is := is.New(t)
 	back := newCounting()
 	back.gate = make(chan struct{})
