@@ -23,7 +23,7 @@ func (b Batching) Policy() batcher.Policy {
 }
 
 // ForSource returns nil: the plugin server batches (see [Batching]).
-func (Batching) ForSource(Env) Middleware[Source] { return nil }
+func (Batching) ForSource(Env) (Middleware[Source], error) { return nil, nil }
 
 // ForDestination returns nil: the plugin server batches (see [Batching]).
-func (Batching) ForDestination(Env) Middleware[Destination] { return nil }
+func (Batching) ForDestination(Env) (Middleware[Destination], error) { return nil, nil }

@@ -1,5 +1,10 @@
 package middleware
 
+import (
+	"github.com/connkit/connkit/middleware/format"
+	"github.com/connkit/connkit/sdk/schema"
+)
+
 // Middleware wraps a connector of type C, a [Source] or a [Destination]. A
 // middleware with nothing to do returns its argument unchanged.
 //
@@ -30,18 +35,22 @@ func Chain[C any](outer Middleware[C], others ...Middleware[C]) Middleware[C] {
 // to a source's specification (see sdk.ParseConfig); the field values of the
 // value a connector lists are those parameters' defaults. The SDK parses a
 // copy of that value from the configuration and calls ForSource on it, which
-// may return nil when the settings leave nothing to do.
+// may return nil when the settings leave nothing to do, or an error naming
+// the parameter at fault when settings do not fit together.
 type SourceSettings interface {
-	ForSource(env Env) Middleware[Source]
+	ForSource(env Env) (Middleware[Source], error)
 }
 
 // DestinationSettings is [SourceSettings] for destinations.
 type DestinationSettings interface {
-	ForDestination(env Env) Middleware[Destination]
+	ForDestination(env Env) (Middleware[Destination], error)
 }
 
 // Env is what middleware may take from the plugin it runs in.
 type Env struct {
+	// Schemas is Conduit's schema service; nil outside a plugin, where the
+	// process's in-memory registry serves (see schema.FromContext).
+	Schemas schema.Registry
 	// ConnectorID is Conduit's ID for the connector; empty outside Conduit.
 	ConnectorID string
 }
@@ -50,14 +59,22 @@ type Env struct {
 // connector lists its own: batching and schema encoding, with the
 // incumbent Conduit SDK's parameters and defaults.
 func DefaultSource() []SourceSettings {
-	return []SourceSettings{Batching{}}
+	return []SourceSettings{
+		Batching{},
+		SchemaEncoding{Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true},
+	}
 }
 
 // DefaultDestination returns the middleware every destination gets unless
 // its connector lists its own: batching, schema decoding, record format and
 // rate limit, with the incumbent Conduit SDK's parameters and defaults.
 func DefaultDestination() []DestinationSettings {
-	return []DestinationSettings{Batching{}, RateLimit{}}
+	return []DestinationSettings{
+		Batching{},
+		SchemaDecoding{Payload: true, Key: true},
+		RecordFormat{Format: format.OpenCDCJSON},
+		RateLimit{},
+	}
 }
 
 // Find looks for an implementation of T in c and the layers it wraps,

@@ -53,5 +53,7 @@ func TestFindLooksThroughWrappers(t *testing.T) {
 func TestRateLimitWithNothingToDo(t *testing.T) {
 	is := is.New(t)
 	is.Equal(LimitRate(0, 10)(base{}), Destination(base{})) // unchanged
-	is.Equal(RateLimit{}.ForDestination(Env{})(base{}), Destination(base{}))
+	mw, err := RateLimit{}.ForDestination(Env{})
+	is.NoErr(err)
+	is.Equal(mw(base{}), Destination(base{}))
 }

@@ -17,8 +17,8 @@ type RateLimit struct {
 }
 
 // ForDestination returns [LimitRate] with these settings.
-func (r RateLimit) ForDestination(Env) Middleware[Destination] {
-	return LimitRate(r.PerSecond, r.Burst)
+func (r RateLimit) ForDestination(Env) (Middleware[Destination], error) {
+	return LimitRate(r.PerSecond, r.Burst), nil
 }
 
 // LimitRate returns middleware that writes at most perSecond records per

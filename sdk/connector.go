@@ -124,7 +124,7 @@ func (c Connector) ConfigureSource(raw map[string]string) (Configured[Source], e
 }
 
 func (c Connector) configureSource(raw map[string]string, env middleware.Env) (Configured[Source], error) {
-	return configure(c.Source, c.sourceMiddleware(), raw, func(s middleware.SourceSettings) middleware.Middleware[Source] {
+	return configure(c.Source, c.sourceMiddleware(), raw, func(s middleware.SourceSettings) (middleware.Middleware[Source], error) {
 		return s.ForSource(env)
 	})
 }
@@ -135,16 +135,16 @@ func (c Connector) ConfigureDestination(raw map[string]string) (Configured[Desti
 }
 
 func (c Connector) configureDestination(raw map[string]string, env middleware.Env) (Configured[Destination], error) {
-	return configure(c.Destination, c.destinationMiddleware(), raw, func(s middleware.DestinationSettings) middleware.Middleware[Destination] {
+	return configure(c.Destination, c.destinationMiddleware(), raw, func(s middleware.DestinationSettings) (middleware.Middleware[Destination], error) {
 		return s.ForDestination(env)
 	})
 }
 
 // configure parses raw into the connector's config struct and into a copy
-// of each settings value, reporting every bad parameter at once, then
-// builds the connector and wraps it in the middleware the settings make,
-// the first outermost.
-func configure[T, S any](f Factory[T], settings []S, raw map[string]string, makeMiddleware func(S) middleware.Middleware[T]) (Configured[T], error) {
+// of each settings value, makes the middleware, reporting every bad
+// parameter at once, then builds the connector and wraps it in the
+// middleware, the first outermost.
+func configure[T, S any](f Factory[T], settings []S, raw map[string]string, makeMiddleware func(S) (middleware.Middleware[T], error)) (Configured[T], error) {
 	var zero Configured[T]
 	if !f.isSet() {
 		return zero, errors.New("sdk: this connector does not play this role")
@@ -174,6 +174,16 @@ func configure[T, S any](f Factory[T], settings []S, raw map[string]string, make
 		errs = append(errs, fill(raw, params, target)...)
 		parsed[i] = v.Interface().(S)
 	}
+	mws := make([]middleware.Middleware[T], len(parsed))
+	if len(errs) == 0 {
+		for i, s := range parsed {
+			mw, err := makeMiddleware(s)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			mws[i] = mw
+		}
+	}
 	if len(errs) > 0 {
 		return zero, invalid(errs) // before building: the connector never sees a bad configuration
 	}
@@ -182,9 +192,9 @@ func configure[T, S any](f Factory[T], settings []S, raw map[string]string, make
 		return zero, invalid([]error{err})
 	}
 	out := Configured[T]{Connector: t}
-	for i := len(parsed) - 1; i >= 0; i-- {
-		if mw := makeMiddleware(parsed[i]); mw != nil {
-			out.Connector = mw(out.Connector)
+	for i := len(mws) - 1; i >= 0; i-- {
+		if mws[i] != nil {
+			out.Connector = mws[i](out.Connector)
 		}
 	}
 	for _, s := range parsed {

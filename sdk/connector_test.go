@@ -17,14 +17,25 @@ func TestConfigureAppliesDefaultMiddleware(t *testing.T) {
 	d, err := c.ConfigureDestination(map[string]string{"level": "warn", "sdk.batch.size": "500", "sdk.batch.delay": "2s", "sdk.batch.bytes": "1048576"})
 	is.NoErr(err)
 	is.Equal(d.Batching, batcher.Policy{Count: 500, Delay: 2 * time.Second, Bytes: 1 << 20})
-	is.Equal(d.Connector, Destination(nopDestination{})) // nothing else to do: not wrapped
+	inner, ok := middleware.Find[nopDestination](d.Connector)
+	is.True(ok) // the connector is inside the schema decoder
+	is.Equal(inner, nopDestination{})
 
-	d, err = c.ConfigureDestination(map[string]string{"sdk.rate.perSecond": "10"})
+	d, err = c.ConfigureDestination(map[string]string{
+		"sdk.schema.extract.payload.enabled": "false", "sdk.schema.extract.key.enabled": "false",
+		"sdk.record.format": "opencdc/json",
+	})
 	is.NoErr(err)
 	is.Equal(d.Batching, batcher.Policy{})
-	inner, ok := middleware.Find[nopDestination](d.Connector)
-	is.True(ok) // rate limited, the connector inside
-	is.Equal(inner, nopDestination{})
+	is.Equal(d.Connector, Destination(nopDestination{})) // nothing to do: not wrapped
+}
+
+func TestConfigureReportsBadFormatOptions(t *testing.T) {
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
+	_, err := c.ConfigureDestination(map[string]string{"sdk.record.format": "debezium/json", "sdk.record.format.options": "debezium.nope=1"})
+	if err == nil || !strings.Contains(err.Error(), "sdk.record.format.options") {
+		t.Fatalf("got %v", err)
+	}
 }
 
 func TestMiddlewareDefaultsComeFromTheListedValues(t *testing.T) {
@@ -95,7 +106,9 @@ type clashing struct {
 	Size int `param:"sdk.batch.size"`
 }
 
-func (clashing) ForDestination(middleware.Env) middleware.Middleware[Destination] { return nil }
+func (clashing) ForDestination(middleware.Env) (middleware.Middleware[Destination], error) {
+	return nil, nil
+}
 
 func TestMiddlewareParameterClash(t *testing.T) {
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),

@@ -11,6 +11,7 @@ import (
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk/schema"
 )
 
 // Serve runs c as a Conduit plugin; it is all a plugin's main needs to call.
@@ -41,7 +42,13 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, w)
 	}
-	env := middleware.Env{ConnectorID: getenv(pconnector.EnvConduitConnectorID)}
+	schemas, closeSchemas, err := schema.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	defer closeSchemas.Close()
+	settings.Schemas = schemas
+	env := middleware.Env{Schemas: schemas, ConnectorID: getenv(pconnector.EnvConduitConnectorID)}
 	return plugin.Serve(c.plugin(spec, env), settings, stderr)
 }
 

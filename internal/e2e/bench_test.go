@@ -95,7 +95,7 @@ func runPipeline(b *testing.B, p pair, srcConfig, dstConfig map[string]string, r
 	ctx, cancel := context.WithTimeout(b.Context(), time.Minute+time.Duration(records)*20*time.Microsecond)
 	defer cancel()
 	launch := func(path string) *host.Plugin {
-		pl, err := host.Launch(path, host.Options{ConnectorID: p.name, LogLevel: "info"})
+		pl, err := host.Launch(path, host.Options{ConnectorID: p.name, LogLevel: "info", Schemas: schemas})
 		if err != nil {
 			b.Fatal(err)
 		}

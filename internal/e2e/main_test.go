@@ -7,14 +7,17 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/pgtest"
 )
 
 // binDir holds connkit's plugins; faultyBin is the test plugin in ./faulty;
-// pg is a PostgreSQL server for the tests that need one.
+// pg is a PostgreSQL server for the tests that need one; schemas is the
+// schema service the plugins of a pipeline share.
 var (
 	binDir, faultyBin string
 	pg                *pgtest.Server
+	schemas           *host.SchemaService
 )
 
 func TestMain(m *testing.M) {
@@ -52,6 +55,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer pg.Stop()
+	if schemas, err = host.StartSchemaService(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer schemas.Stop()
 	return m.Run()
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/connkit/connkit/sdk/schema"
 	"github.com/matryer/is"
 )
 
@@ -51,6 +52,9 @@ func (b *logBuffer) waitFor(t *testing.T, s string) {
 
 func launch(t *testing.T, name string, opts host.Options) *host.Plugin {
 	t.Helper()
+	if opts.Schemas == nil {
+		opts.Schemas = schemas
+	}
 	p, err := host.Launch(binary(name), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -155,13 +159,22 @@ func TestGeneratorOverTheProtocol(t *testing.T) {
 	}
 
 	first := read(nil, 50)
+	// Structured payloads leave the plugin as Avro, with the schema
+	// registered in the host's schema service and named in metadata.
+	codecs := schema.NewCodecs(schemas.Registry)
 	for i, r := range first {
 		is.Equal(string(r.Position), strconv.Itoa(i+1))
 		is.Equal(r.Operation, opencdc.OperationCreate)
-		payload := r.Payload.After.(opencdc.StructuredData)
-		_, hasID := payload["id"]
-		_, hasName := payload["name"]
-		is.True(hasID && hasName)
+		is.Equal(r.Metadata[opencdc.MetadataPayloadSchemaSubject], "gen:payload") // in the connector's schema context
+		version, err := strconv.Atoi(r.Metadata[opencdc.MetadataPayloadSchemaVersion])
+		is.NoErr(err)
+		c, err := codecs.Get(t.Context(), r.Metadata[opencdc.MetadataPayloadSchemaSubject], version)
+		is.NoErr(err)
+		payload, err := c.Decode(r.Payload.After.(opencdc.RawData))
+		is.NoErr(err)
+		_, isInt := payload["id"].(int64)
+		_, isString := payload["name"].(string)
+		is.True(isInt && isString) // typed as the generator made them
 	}
 	resumed := read(opencdc.Position("20"), 30)
 	is.Equal(string(resumed[0].Position), "21") // resumes right after the acked position

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/client"
+	"github.com/conduitio/conduit-connector-protocol/pconnutils"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -31,6 +32,10 @@ type Options struct {
 	// LogLevel of the host's own logger, which filters the plugin's lines
 	// after they arrive. Defaults to trace: everything the plugin sent.
 	HostLogLevel string
+	// Schemas is the schema service the plugin uses. Plugins in one
+	// pipeline must share one, as they share Conduit's; nil starts one for
+	// this plugin alone, stopped by Kill.
+	Schemas *SchemaService
 }
 
 // The protocol's clients, as Conduit uses them.
@@ -79,7 +84,8 @@ func (d destinationPlugin) runProto(ctx context.Context, opts ...grpc.CallOption
 
 // Plugin is a running plugin process.
 type Plugin struct {
-	client *goplugin.Client
+	client  *goplugin.Client
+	schemas *SchemaService // the plugin's own, if it has one
 }
 
 // Launch starts the plugin binary at path.
@@ -100,9 +106,16 @@ func Launch(path string, opts Options) (*Plugin, error) {
 	}
 	// Conduit always sets a token and the address of its connector utilities
 	// (the schema service); plugins built with the incumbent SDK refuse to
-	// start without them. This host serves no utilities.
-	add("CONDUIT_CONNECTOR_TOKEN", "connkit-host")
-	add("CONDUIT_CONNECTOR_UTILITIES_GRPC_TARGET", "127.0.0.1:9")
+	// start without them.
+	schemas, own := opts.Schemas, opts.Schemas == nil
+	if own {
+		var err error
+		if schemas, err = StartSchemaService(); err != nil {
+			return nil, err
+		}
+	}
+	add(pconnutils.EnvConduitConnectorToken, "connkit-host")
+	add(pconnutils.EnvConduitConnectorUtilitiesGRPCTarget, schemas.Target())
 	add(pconnector.EnvConduitConnectorID, opts.ConnectorID)
 	add(pconnector.EnvConduitConnectorLogLevel, opts.LogLevel)
 	if opts.MaxReceiveSize > 0 {
@@ -110,9 +123,16 @@ func Launch(path string, opts Options) (*Plugin, error) {
 	}
 	c, err := client.New(logger, path, env...)
 	if err != nil {
+		if own {
+			schemas.Stop()
+		}
 		return nil, fmt.Errorf("launch %s: %w", path, err)
 	}
-	return &Plugin{client: c}, nil
+	p := &Plugin{client: c}
+	if own {
+		p.schemas = schemas
+	}
+	return p, nil
 }
 
 func (p *Plugin) dispense(name string) (any, *grpc.ClientConn, error) {
@@ -161,7 +181,12 @@ func (p *Plugin) Destination() (DestinationPlugin, error) {
 func (p *Plugin) ProtocolVersion() int { return p.client.NegotiatedVersion() }
 
 // Kill ends the plugin process, as Conduit does after Teardown.
-func (p *Plugin) Kill() { p.client.Kill() }
+func (p *Plugin) Kill() {
+	p.client.Kill()
+	if p.schemas != nil {
+		p.schemas.Stop()
+	}
+}
 
 // stdWriterFix accepts the nil options the protocol's client passes to
 // StandardWriter, which hclog's own logger dereferences.

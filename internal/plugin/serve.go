@@ -12,6 +12,7 @@ import (
 	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/logging"
+	"github.com/connkit/connkit/sdk/schema"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,6 +23,9 @@ import (
 type Settings struct {
 	LogLevel       slog.Level
 	MaxReceiveSize int // bytes; the gRPC limit for one incoming message
+	// Schemas is the schema registry connector code finds in the context of
+	// every call (schema.FromContext); nil leaves the process's default.
+	Schemas schema.Registry
 }
 
 // DefaultMaxReceiveSize is Conduit's default record size limit.
@@ -86,8 +90,8 @@ const (
 )
 
 // ServerOptions are the gRPC options a plugin server needs: the receive size
-// limit, and interceptors that hand log to connector code through the
-// context of every call.
+// limit, and interceptors that hand log and the schema registry to
+// connector code through the context of every call.
 func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.MaxReceiveSize),
@@ -99,12 +103,22 @@ func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 		grpc.ReadBufferSize(bufferSize),
 		grpc.WriteBufferSize(bufferSize),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-			return next(logging.NewContext(ctx, log), req)
+			return next(s.context(ctx, log), req)
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
-			return next(srv, &loggingStream{ServerStream: ss, ctx: logging.NewContext(ss.Context(), log)})
+			return next(srv, &loggingStream{ServerStream: ss, ctx: s.context(ss.Context(), log)})
 		}),
 	}
+}
+
+// context returns ctx carrying what connector code takes from it: the
+// logger and the schema registry.
+func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
+	ctx = logging.NewContext(ctx, log)
+	if s.Schemas != nil {
+		ctx = schema.NewContext(ctx, s.Schemas)
+	}
+	return ctx
 }
 
 type loggingStream struct {

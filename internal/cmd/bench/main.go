@@ -43,6 +43,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
+	if schemas, err = host.StartSchemaService(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	defer schemas.Stop()
 	switch os.Args[1] {
 	case "source":
 		err = sourceMode(ctx, os.Args[2:])
@@ -156,8 +161,12 @@ func recordMaker(size int, fields string) (func(int64) opencdc.Record, error) {
 	}, nil
 }
 
+// schemas is the schema service every plugin of a bench run shares, as
+// plugins share Conduit's.
+var schemas *host.SchemaService
+
 func launch(path string) (*host.Plugin, error) {
-	return host.Launch(path, host.Options{ConnectorID: "bench", LogLevel: "info"})
+	return host.Launch(path, host.Options{ConnectorID: "bench", LogLevel: "info", Schemas: schemas})
 }
 
 // launchSource starts, configures and opens a source; p.Kill ends the

@@ -39,12 +39,18 @@ func main() {
 }
 
 func run(ctx context.Context, srcPath string, srcConfig host.Settings, dstPath string, dstConfig host.Settings, records int64, perMessage bool, logLevel string) error {
-	srcPlugin, err := host.Launch(srcPath, host.Options{ConnectorID: "devpipeline:source", LogLevel: logLevel, Log: os.Stdout, HostLogLevel: "info"})
+	// The plugins share a schema service, as they share Conduit's.
+	schemas, err := host.StartSchemaService()
+	if err != nil {
+		return err
+	}
+	defer schemas.Stop()
+	srcPlugin, err := host.Launch(srcPath, host.Options{ConnectorID: "devpipeline:source", LogLevel: logLevel, Log: os.Stdout, HostLogLevel: "info", Schemas: schemas})
 	if err != nil {
 		return err
 	}
 	defer srcPlugin.Kill()
-	dstPlugin, err := host.Launch(dstPath, host.Options{ConnectorID: "devpipeline:destination", LogLevel: logLevel, Log: os.Stdout, HostLogLevel: "info"})
+	dstPlugin, err := host.Launch(dstPath, host.Options{ConnectorID: "devpipeline:destination", LogLevel: logLevel, Log: os.Stdout, HostLogLevel: "info", Schemas: schemas})
 	if err != nil {
 		return err
 	}

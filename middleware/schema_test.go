@@ -1,0 +1,154 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/sdk/schema"
+	"github.com/matryer/is"
+)
+
+// collect is a destination that keeps what it is asked to write.
+type collect struct {
+	base
+	got []opencdc.Record
+}
+
+func (c *collect) Write(_ context.Context, r []opencdc.Record) (int, error) {
+	c.got = append(c.got, r...)
+	return len(r), nil
+}
+
+// listSource returns its records one Read at a time.
+type listSource struct {
+	recs []opencdc.Record
+}
+
+func (s *listSource) Open(context.Context, opencdc.Position) error { return nil }
+func (s *listSource) Teardown(context.Context) error               { return nil }
+func (s *listSource) Read(ctx context.Context) (opencdc.Record, error) {
+	if len(s.recs) == 0 {
+		return opencdc.Record{}, ctx.Err()
+	}
+	r := s.recs[0]
+	s.recs = s.recs[1:]
+	return r, nil
+}
+
+func structured(i int) opencdc.Record {
+	return opencdc.Record{
+		Position:  opencdc.Position(strconv.Itoa(i)),
+		Operation: opencdc.OperationUpdate,
+		Metadata:  opencdc.Metadata{opencdc.MetadataCollection: "users"},
+		Key:       opencdc.StructuredData{"id": int64(i)},
+		Payload: opencdc.Change{
+			Before: opencdc.StructuredData{"id": int64(i), "name": "old", "big": int64(1<<62 + 1), "raw": []byte{0, 255}},
+			After:  opencdc.StructuredData{"id": int64(i), "name": "new", "big": int64(1<<62 + 1), "raw": []byte{0, 255}},
+		},
+	}
+}
+
+// encoded reads n structured records through EncodeSchemas into reg.
+func encoded(t *testing.T, reg schema.Registry, n int) []opencdc.Record {
+	t.Helper()
+	var recs []opencdc.Record
+	for i := range n {
+		recs = append(recs, structured(i))
+	}
+	src := EncodeSchemas(reg, EncodeOptions{KeySubject: "key", PayloadSubject: "payload", Context: "conn-1"})(&listSource{recs: recs})
+	out := make([]opencdc.Record, n)
+	for i := range out {
+		var err error
+		out[i], err = src.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestSchemasRoundTrip(t *testing.T) {
+	is := is.New(t)
+	reg := schema.NewInMemory()
+	recs := encoded(t, reg, 3)
+	for _, r := range recs {
+		_, raw := r.Payload.After.(opencdc.RawData)
+		is.True(raw) // encoded
+		is.Equal(r.Metadata[opencdc.MetadataPayloadSchemaSubject], "conn-1:users.payload")
+		is.Equal(r.Metadata[opencdc.MetadataPayloadSchemaVersion], "1") // registered once for the shape
+		is.Equal(r.Metadata[opencdc.MetadataKeySchemaSubject], "conn-1:users.key")
+	}
+
+	dst := &collect{}
+	d := DecodeSchemas(reg, true, true)(dst)
+	n, err := d.Write(t.Context(), recs)
+	is.NoErr(err)
+	is.Equal(n, 3)
+	for i, r := range dst.got {
+		want := structured(i)
+		is.Equal(r.Key, want.Key)
+		is.Equal(r.Payload, want.Payload) // int64 beyond 2^53 and bytes kept exactly
+	}
+	_, raw := recs[0].Payload.After.(opencdc.RawData)
+	is.True(raw) // the input slice is left alone
+}
+
+func TestDecodeFailureNamesTheRecordAndWritesThoseBefore(t *testing.T) {
+	is := is.New(t)
+	reg := schema.NewInMemory()
+	recs := encoded(t, reg, 5)
+	recs[3].Payload.After = opencdc.RawData{0xff, 0xff, 0xff}
+	dst := &collect{}
+	n, err := DecodeSchemas(reg, true, true)(dst).Write(t.Context(), recs)
+	is.Equal(n, 3)
+	is.Equal(len(dst.got), 3)
+	is.True(err != nil)
+	for _, want := range []string{`record 3 (position "3")`, `payload.after`, `subject "conn-1:users.payload" version 1`} {
+		is.True(strings.Contains(err.Error(), want)) // names the record, the field and the schema
+	}
+}
+
+func TestDecodeMissingSubject(t *testing.T) {
+	is := is.New(t)
+	recs := encoded(t, schema.NewInMemory(), 2)
+	dst := &collect{}
+	n, err := DecodeSchemas(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
+	is.Equal(n, 0)
+	is.True(errors.Is(err, schema.ErrSubjectNotFound))
+	is.True(strings.Contains(err.Error(), `record 0 (position "0")`))
+	is.True(strings.Contains(err.Error(), "conn-1:users.key"))
+}
+
+func TestDecodeLeavesRecordsWithoutSchemas(t *testing.T) {
+	is := is.New(t)
+	recs := []opencdc.Record{{Position: opencdc.Position("a"), Payload: opencdc.Change{After: opencdc.RawData(`{"x":1}`)}}}
+	dst := &collect{}
+	_, err := DecodeSchemas(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
+	is.NoErr(err)
+	is.Equal(dst.got[0].Payload.After, opencdc.RawData(`{"x":1}`))
+
+	recs[0].Metadata = opencdc.Metadata{opencdc.MetadataPayloadSchemaSubject: "s", opencdc.MetadataPayloadSchemaVersion: "x"}
+	_, err = DecodeSchemas(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "do not name a schema"))
+}
+
+func TestEncodeKeepsANamedSchema(t *testing.T) {
+	is := is.New(t)
+	reg := schema.NewInMemory()
+	first := encoded(t, reg, 1)[0]
+	rec := structured(7)
+	rec.Metadata[opencdc.MetadataPayloadSchemaSubject] = first.Metadata[opencdc.MetadataPayloadSchemaSubject]
+	rec.Metadata[opencdc.MetadataPayloadSchemaVersion] = "1"
+	got, err := EncodeSchemas(reg, EncodeOptions{PayloadSubject: "other"})(&listSource{recs: []opencdc.Record{rec}}).Read(t.Context())
+	is.NoErr(err)
+	is.Equal(got.Metadata[opencdc.MetadataPayloadSchemaSubject], "conn-1:users.payload")
+	_, raw := got.Payload.After.(opencdc.RawData)
+	is.True(raw)
+	_, structuredKey := got.Key.(opencdc.StructuredData)
+	is.True(structuredKey) // keys were not asked for
+}
