@@ -79,15 +79,15 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: check build conduit
-	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) $(GO) test -race -count=1 ./...
+test: check build conduit incumbent
+	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 ./...
 
 # Each run is a fresh test process, as in make test, so that what fails one
 # run in twenty (a race, a flaky start) shows up here first.
-race: build conduit
+race: build conduit incumbent
 	@for i in $$(seq $(RACE_RUNS)); do \
 		echo "race run $$i of $(RACE_RUNS)"; \
-		CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) $(GO) test -race -count=1 $(E2E_PKGS) || exit 1; \
+		CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 $(E2E_PKGS) || exit 1; \
 	done
 
 clean:
