@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -59,81 +60,88 @@ func kindOf(typ string) kind {
 //     base64 and times as RFC 3339, as encoding/json writes them)
 //   - strings: as they are; nil: NULL
 func text(v any, k kind) (s string, null bool, err error) {
+	if s, ok := v.(string); ok {
+		return s, false, nil
+	}
+	b, null, err := appendText(nil, v, k)
+	return string(b), null, err
+}
+
+// appendText appends v's text, as [text] renders it, to b.
+func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 	switch v := v.(type) {
 	case nil:
-		return "", true, nil
+		return b, true, nil
 	case string:
-		return v, false, nil
+		return append(b, v...), false, nil
 	case json.Number:
-		return v.String(), false, nil
+		return append(b, v...), false, nil
 	case bool:
-		return strconv.FormatBool(v), false, nil
+		return strconv.AppendBool(b, v), false, nil
 	case int:
-		return strconv.Itoa(v), false, nil
+		return strconv.AppendInt(b, int64(v), 10), false, nil
 	case int64:
-		return strconv.FormatInt(v, 10), false, nil
+		return strconv.AppendInt(b, v, 10), false, nil
 	case int32:
-		return strconv.FormatInt(int64(v), 10), false, nil
+		return strconv.AppendInt(b, int64(v), 10), false, nil
 	case int16:
-		return strconv.FormatInt(int64(v), 10), false, nil
+		return strconv.AppendInt(b, int64(v), 10), false, nil
 	case int8:
-		return strconv.FormatInt(int64(v), 10), false, nil
+		return strconv.AppendInt(b, int64(v), 10), false, nil
 	case uint:
-		return strconv.FormatUint(uint64(v), 10), false, nil
+		return strconv.AppendUint(b, uint64(v), 10), false, nil
 	case uint64:
-		return strconv.FormatUint(v, 10), false, nil
+		return strconv.AppendUint(b, v, 10), false, nil
 	case uint32:
-		return strconv.FormatUint(uint64(v), 10), false, nil
+		return strconv.AppendUint(b, uint64(v), 10), false, nil
 	case uint16:
-		return strconv.FormatUint(uint64(v), 10), false, nil
+		return strconv.AppendUint(b, uint64(v), 10), false, nil
 	case uint8:
-		return strconv.FormatUint(uint64(v), 10), false, nil
+		return strconv.AppendUint(b, uint64(v), 10), false, nil
 	case float64:
 		// Structured data crosses the protocol with every number a double:
 		// no exponent, so integral values still parse as integers.
-		return strconv.FormatFloat(v, 'f', -1, 64), false, nil
+		return strconv.AppendFloat(b, v, 'f', -1, 64), false, nil
 	case float32:
-		return strconv.FormatFloat(float64(v), 'f', -1, 32), false, nil
+		return strconv.AppendFloat(b, float64(v), 'f', -1, 32), false, nil
 	case time.Time:
-		return timeText(v, k), false, nil
+		return appendTime(b, v, k), false, nil
 	case []byte:
 		if k != bytea {
-			return "", false, fmt.Errorf("binary data ([]byte, %d bytes) goes only into a bytea column: as text it would change", len(v))
+			return b, false, fmt.Errorf("binary data ([]byte, %d bytes) goes only into a bytea column: as text it would change", len(v))
 		}
-		b := make([]byte, 2+hex.EncodedLen(len(v)))
-		b[0], b[1] = '\\', 'x'
-		hex.Encode(b[2:], v)
-		return string(b), false, nil
+		return hex.AppendEncode(append(b, `\x`...), v), false, nil
 	case *big.Rat:
 		if v == nil {
-			return "", true, nil
+			return b, true, nil
 		}
-		return ratText(v)
+		b, err := appendRat(b, v)
+		return b, false, err
 	case *big.Int:
 		if v == nil {
-			return "", true, nil
+			return b, true, nil
 		}
-		return v.String(), false, nil
+		return v.Append(b, 10), false, nil
 	default:
-		b, err := json.Marshal(v) // maps and lists, for json and jsonb columns
+		j, err := json.Marshal(v) // maps and lists, for json and jsonb columns
 		if err != nil {
-			return fmt.Sprint(v), false, nil
+			return fmt.Append(b, v), false, nil
 		}
-		return string(b), false, nil
+		return append(b, j...), false, nil
 	}
 }
 
-// timeText renders t for a column of kind k.
-func timeText(t time.Time, k kind) string {
+// appendTime appends t's text for a column of kind k.
+func appendTime(b []byte, t time.Time, k kind) []byte {
 	switch k {
 	case timestamptz:
-		return string(appendTimestamp(nil, t.UTC(), true))
+		return appendTimestamp(b, t.UTC(), true)
 	case wallClock:
-		return string(appendTimestamp(nil, t, false))
+		return appendTimestamp(b, t, false)
 	case jsonDoc:
-		return `"` + t.Format(time.RFC3339Nano) + `"`
+		return append(t.AppendFormat(append(b, '"'), time.RFC3339Nano), '"')
 	}
-	return t.Format(time.RFC3339Nano)
+	return t.AppendFormat(b, time.RFC3339Nano)
 }
 
 // appendTimestamp appends t as PostgreSQL's ISO input reads it: its wall
@@ -161,27 +169,76 @@ func appendTimestamp(b []byte, t time.Time, zoned bool) []byte {
 // errNoDecimal is a fraction whose decimal form does not end.
 var errNoDecimal = errors.New("the fraction has no exact decimal form")
 
-// ratText renders r as an exact decimal: its denominator must have no
+// appendRat appends r as an exact decimal: its denominator must have no
 // prime factors but 2 and 5, as every decoded decimal's has.
-func ratText(r *big.Rat) (string, bool, error) {
+func appendRat(b []byte, r *big.Rat) ([]byte, error) {
 	if r.IsInt() {
-		return r.Num().String(), false, nil
+		return r.Num().Append(b, 10), nil
 	}
-	// The scale of a/(2^i 5^j) is max(i, j).
-	d := new(big.Int).Set(r.Denom())
-	twos := d.TrailingZeroBits()
-	d.Rsh(d, twos)
-	fives := uint(0)
-	five, m := big.NewInt(5), new(big.Int)
+	scale, ok := decimalScale(r.Denom())
+	if !ok {
+		return b, fmt.Errorf("%w: %s", errNoDecimal, r.RatString())
+	}
+	// r's digits are num·(10^scale/denom), the point scale digits from the right.
+	var m, x big.Int
+	if scale < 20 {
+		m.SetUint64(pow10(scale))
+	} else {
+		m.Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	}
+	m.Quo(&m, r.Denom())
+	x.Mul(r.Num(), &m)
+	if x.Sign() < 0 {
+		b = append(b, '-')
+		x.Neg(&x)
+	}
+	start := len(b)
+	b = x.Append(b, 10)
+	for len(b)-start <= scale { // at least one digit before the point
+		b = append(b, 0)
+		copy(b[start+1:], b[start:])
+		b[start] = '0'
+	}
+	point := len(b) - scale
+	b = append(b, 0)
+	copy(b[point+1:], b[point:])
+	b[point] = '.'
+	return b, nil
+}
+
+func pow10(n int) uint64 {
+	p := uint64(1)
+	for range n {
+		p *= 10
+	}
+	return p
+}
+
+// decimalScale returns the scale of the decimals with denominator d: the
+// larger exponent of d = 2^i·5^j, or false if d has another prime factor.
+func decimalScale(d *big.Int) (int, bool) {
+	if d.IsUint64() {
+		n := d.Uint64()
+		twos := bits.TrailingZeros64(n)
+		n >>= twos
+		fives := 0
+		for n%5 == 0 {
+			n /= 5
+			fives++
+		}
+		return max(twos, fives), n == 1
+	}
+	n := new(big.Int).Rsh(d, d.TrailingZeroBits())
+	twos := int(d.TrailingZeroBits())
+	fives := 0
+	five, q, m := big.NewInt(5), new(big.Int), new(big.Int)
 	for {
-		q, rem := new(big.Int).QuoRem(d, five, m)
-		if rem.Sign() != 0 {
+		q.QuoRem(n, five, m)
+		if m.Sign() != 0 {
 			break
 		}
-		d, fives = q, fives+1
+		n, q = q, n
+		fives++
 	}
-	if !d.IsInt64() || d.Int64() != 1 {
-		return "", false, fmt.Errorf("%w: %s", errNoDecimal, r.RatString())
-	}
-	return r.FloatString(int(max(twos, fives))), false, nil
+	return max(twos, fives), n.IsInt64() && n.Int64() == 1
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -159,12 +160,20 @@ func TestText(t *testing.T) {
 		{rat("12.50"), other, "12.5"},
 		{rat("-1/1024"), other, "-0.0009765625"},
 		{rat("7"), other, "7"},
+		{rat("-0.001"), other, "-0.001"},
+		{rat("0.1234567890123456789012345"), other, "0.1234567890123456789012345"}, // a denominator beyond 64 bits
+		{rat("-98765432109876543210.5"), other, "-98765432109876543210.5"},
 		{big.NewInt(-5), other, "-5"},
 		{map[string]any{"b": []byte{1}, "t": at.UTC()}, jsonDoc, `{"b":"AQ==","t":"2026-01-01T21:19:05.123456789Z"}`},
 	} {
 		got, null, err := text(c.v, c.k)
 		if err != nil || null || got != c.want {
 			t.Errorf("text(%#v, %d) = %q, %v, %v; want %q", c.v, c.k, got, null, err, c.want)
+		}
+	}
+	for _, r := range []*big.Rat{big.NewRat(1, 3), new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Lsh(big.NewInt(3), 70))} {
+		if _, _, err := text(r, other); !errors.Is(err, errNoDecimal) {
+			t.Errorf("text(%s): %v, want errNoDecimal", r, err)
 		}
 	}
 	for _, v := range []any{nil, (*big.Rat)(nil), (*big.Int)(nil)} {

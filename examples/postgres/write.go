@@ -311,20 +311,41 @@ type textColumns struct {
 // render renders the run's values for their columns. A value that cannot
 // be written to its column ends the run before its record: the columns
 // hold the rows before it, and the error names it and its column.
+//
+// A column's values other than strings are appended to one buffer and
+// sliced out of one string made of it: an allocation per column, not per
+// value.
 func (r *run) render() (textColumns, *runError) {
 	cols := textColumns{values: make([][]string, len(r.columns)), null: make([][]bool, len(r.columns))}
 	var bad *runError
-	n := len(r.rows) // the rows every column has rendered
+	n := len(r.rows)            // the rows every column has rendered
+	ends := make([]int, n)      // where each value ends in buf; -1: a string, not in buf
+	buf := make([]byte, 0, 256) // the column's values that are not strings
 	for c, col := range r.columns {
 		isKey := slices.Contains(r.keys, col)
 		k := kindOf(r.table.types[col])
 		values, null := make([]string, n), make([]bool, n)
+		buf = buf[:0]
 		for i, rw := range r.rows[:n] {
+			v := rw.get(col, isKey)
+			if s, ok := v.(string); ok {
+				values[i], ends[i] = s, -1
+				continue
+			}
 			var err error
-			if values[i], null[i], err = text(rw.get(col, isKey), k); err != nil {
+			if buf, null[i], err = appendText(buf, v, k); err != nil {
 				n = i
 				bad = &runError{i, fmt.Errorf("record at position %q: table %s: column %q (%s): %w", rw.position, r.table.name, col, r.table.types[col], err)}
 				break
+			}
+			ends[i] = len(buf)
+		}
+		if len(buf) > 0 {
+			all, start := string(buf), 0
+			for i, end := range ends[:n] {
+				if end >= 0 {
+					values[i], start = all[start:end], end
+				}
 			}
 		}
 		cols.values[c], cols.null[c] = values, null
