@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/connkit/connkit/sdk"
 )
 
 // kind is what rendering a value needs to know of its column's type.
@@ -57,7 +61,8 @@ func kindOf(typ string) kind {
 //   - []byte: into bytea, its \x hex form; into any other column, an error,
 //     since writing bytes as text would change them
 //   - maps, lists: JSON, for json and jsonb columns (bytes in them as
-//     base64 and times as RFC 3339, as encoding/json writes them)
+//     base64 and times as RFC 3339, as encoding/json writes them; a nil
+//     list or map as an empty one)
 //   - strings: as they are; nil: NULL
 func text(v any, k kind) (s string, null bool, err error) {
 	if s, ok := v.(string); ok {
@@ -123,12 +128,57 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		}
 		return v.Append(b, 10), false, nil
 	default:
-		j, err := json.Marshal(v) // maps and lists, for json and jsonb columns
+		start := len(b)
+		b, err := appendJSON(b, v) // maps and lists, for json and jsonb columns
 		if err != nil {
-			return fmt.Append(b, v), false, nil
+			return fmt.Append(b[:start], v), false, nil
 		}
-		return append(b, j...), false, nil
+		return b, false, nil
 	}
+}
+
+// appendJSON appends v as JSON: maps with their keys sorted, as
+// encoding/json writes them, but a nil list or map as an empty one, not
+// null, since that is how a decoder hands over an empty Avro array; NULL
+// is nil itself. Values other than maps and lists are encoding/json's.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	var m map[string]any
+	switch v := v.(type) {
+	case []any:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, x); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any:
+		m = v
+	case sdk.StructuredData:
+		m = v
+	default:
+		j, err := json.Marshal(v)
+		return append(b, j...), err
+	}
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		j, err := json.Marshal(k)
+		if err != nil {
+			return b, err
+		}
+		b = append(append(b, j...), ':')
+		if b, err = appendJSON(b, m[k]); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // appendTime appends t's text for a column of kind k.

@@ -165,6 +165,8 @@ func TestText(t *testing.T) {
 		{rat("-98765432109876543210.5"), other, "-98765432109876543210.5"},
 		{big.NewInt(-5), other, "-5"},
 		{map[string]any{"b": []byte{1}, "t": at.UTC()}, jsonDoc, `{"b":"AQ==","t":"2026-01-01T21:19:05.123456789Z"}`},
+		{[]any(nil), jsonDoc, `[]`},
+		{sdk.StructuredData{"z": map[string]any(nil), "a": []any{[]any(nil), nil, "\u2028<"}}, jsonDoc, `{"a":[[],null,"\u2028\u003c"],"z":{}}`},
 	} {
 		got, null, err := text(c.v, c.k)
 		if err != nil || null || got != c.want {
