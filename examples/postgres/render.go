@@ -197,7 +197,8 @@ func appendTime(b []byte, t time.Time, k kind) []byte {
 // appendTimestamp appends t as PostgreSQL's ISO input reads it: its wall
 // clock, "Z" if zoned (t is in UTC then), and " BC" for years before 1.
 func appendTimestamp(b []byte, t time.Time, zoned bool) []byte {
-	year := t.Year()
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
 	bc := year < 1
 	if bc {
 		year = 1 - year // Go's year 0 is 1 BC
@@ -206,7 +207,15 @@ func appendTimestamp(b []byte, t time.Time, zoned bool) []byte {
 		b = append(b, '0') // four digits at least
 	}
 	b = strconv.AppendInt(b, int64(year), 10)
-	b = t.AppendFormat(b, "-01-02 15:04:05.999999999")
+	b = append(b, '-', digit(int(month)/10), digit(int(month)), '-', digit(day/10), digit(day), ' ',
+		digit(hour/10), digit(hour), ':', digit(minute/10), digit(minute), ':', digit(second/10), digit(second))
+	if ns := t.Nanosecond(); ns > 0 {
+		b = append(b, '.')
+		for p := 100000000; ns > 0; p /= 10 {
+			b = append(b, digit(ns/p))
+			ns %= p
+		}
+	}
 	if zoned {
 		b = append(b, 'Z')
 	}
@@ -215,6 +224,9 @@ func appendTimestamp(b []byte, t time.Time, zoned bool) []byte {
 	}
 	return b
 }
+
+// digit is n's last decimal digit.
+func digit(n int) byte { return byte('0' + n%10) }
 
 // errNoDecimal is a fraction whose decimal form does not end.
 var errNoDecimal = errors.New("the fraction has no exact decimal form")

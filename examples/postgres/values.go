@@ -76,12 +76,29 @@ func timestamp(text []byte, zoned bool) any {
 		}
 		n -= 3
 	}
-	if n < 19 || text[4] != '-' || text[10] != ' ' || text[13] != ':' || text[16] != ':' || !fraction(text[19:n]) {
+	if n < 19 || text[4] != '-' || text[7] != '-' || text[10] != ' ' || text[13] != ':' || text[16] != ':' || !fraction(text[19:n]) {
 		return string(text)
 	}
-	t, err := time.Parse(time.DateTime, string(text[:n])) // the fraction, if any, is parsed too
-	if err != nil {
-		return string(text)
+	var f [6]int // year, month, day, hour, minute, second
+	for i, at := range [6]int{0, 5, 8, 11, 14, 17} {
+		end := at + 2
+		if i == 0 {
+			end = 4
+		}
+		for _, c := range text[at:end] {
+			if c < '0' || c > '9' {
+				return string(text)
+			}
+			f[i] = f[i]*10 + int(c-'0')
+		}
+	}
+	ns := 0
+	for i, p := 20, 100000000; i < n && p > 0; i, p = i+1, p/10 {
+		ns += int(text[i]-'0') * p
+	}
+	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], ns, time.UTC)
+	if n > 29 || t.Month() != time.Month(f[1]) || t.Day() != f[2] || t.Hour() != f[3] || t.Minute() != f[4] || t.Second() != f[5] {
+		return string(text) // out of range, or more than nanoseconds
 	}
 	return t
 }

@@ -25,6 +25,12 @@ func TestTimestamp(t *testing.T) {
 		{"12026-01-02 03:04:05", false, "12026-01-02 03:04:05"},
 		{"2026-01-02 03:04:05.", false, "2026-01-02 03:04:05."},
 		{"2026-13-02 03:04:05", false, "2026-13-02 03:04:05"},
+		{"2026-02-29 03:04:05", false, "2026-02-29 03:04:05"},
+		{"2026-01-02 24:00:00", false, "2026-01-02 24:00:00"},
+		{"2026-01-02 03:04:05.1234567891", false, "2026-01-02 03:04:05.1234567891"},
+		{"2026-01-02 03:04:05.123456789", false, time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)},
+		{"2026-0a-02 03:04:05", false, "2026-0a-02 03:04:05"},
+		{"2026-01-02x03:04:05", false, "2026-01-02x03:04:05"},
 	} {
 		got := timestamp([]byte(tt.text), tt.zoned)
 		if g, ok := got.(time.Time); ok {
@@ -33,6 +39,18 @@ func TestTimestamp(t *testing.T) {
 			}
 		} else if got != tt.want {
 			t.Errorf("timestamp(%q, %v) = %#v, want %#v", tt.text, tt.zoned, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkTimestamp parses a timestamptz as the snapshot and pgoutput
+// deliver it.
+func BenchmarkTimestamp(b *testing.B) {
+	text := []byte("2026-01-02 03:04:05.123456+00")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := timestamp(text, true).(time.Time); !ok {
+			b.Fatal("not parsed")
 		}
 	}
 }
