@@ -60,9 +60,12 @@ func kindOf(typ string) kind {
 //     microseconds; years before 1 are BC.
 //   - []byte: into bytea, its \x hex form; into any other column, an error,
 //     since writing bytes as text would change them
-//   - maps, lists: JSON, for json and jsonb columns (bytes in them as
-//     base64 and times as RFC 3339, as encoding/json writes them; a nil
-//     list or map as an empty one)
+//   - time.Duration (a decoded time-micros): hours:minutes:seconds, for
+//     time and interval columns
+//   - maps, lists: JSON, for json and jsonb columns (decimals in them as
+//     numbers, bytes as base64 and times as RFC 3339, as encoding/json
+//     writes them; a nil list or map as an empty one); a value with no JSON
+//     form (NaN, a channel) is an error
 //   - strings: as they are; nil: NULL
 func text(v any, k kind) (s string, null bool, err error) {
 	if s, ok := v.(string); ok {
@@ -111,6 +114,8 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		return strconv.AppendFloat(b, float64(v), 'f', -1, 32), false, nil
 	case time.Time:
 		return appendTime(b, v, k), false, nil
+	case time.Duration:
+		return appendDuration(b, v), false, nil
 	case []byte:
 		if k != bytea {
 			return b, false, fmt.Errorf("binary data ([]byte, %d bytes) goes only into a bytea column: as text it would change", len(v))
@@ -128,10 +133,9 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		}
 		return v.Append(b, 10), false, nil
 	default:
-		start := len(b)
 		b, err := appendJSON(b, v) // maps and lists, for json and jsonb columns
 		if err != nil {
-			return fmt.Append(b[:start], v), false, nil
+			return b, false, fmt.Errorf("a %T has no JSON form: %w", v, err)
 		}
 		return b, false, nil
 	}
@@ -160,6 +164,11 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		m = v
 	case sdk.StructuredData:
 		m = v
+	case *big.Rat:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		return appendRat(b, v)
 	default:
 		j, err := json.Marshal(v)
 		return append(b, j...), err
@@ -227,6 +236,28 @@ func appendTimestamp(b []byte, t time.Time, zoned bool) []byte {
 
 // digit is n's last decimal digit.
 func digit(n int) byte { return byte('0' + n%10) }
+
+// appendDuration appends d as [-]hours:minutes:seconds, which time and
+// interval columns both read: a decoded Avro time-micros is a
+// time.Duration since midnight.
+func appendDuration(b []byte, d time.Duration) []byte {
+	u := uint64(d)
+	if d < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	b = strconv.AppendUint(b, u/uint64(time.Hour), 10)
+	m, sec, ns := int(u/uint64(time.Minute)%60), int(u/uint64(time.Second)%60), int(u%uint64(time.Second))
+	b = append(b, ':', digit(m/10), digit(m), ':', digit(sec/10), digit(sec))
+	if ns > 0 {
+		b = append(b, '.')
+		for p := 100000000; ns > 0; p /= 10 {
+			b = append(b, digit(ns/p))
+			ns %= p
+		}
+	}
+	return b
+}
 
 // errNoDecimal is a fraction whose decimal form does not end.
 var errNoDecimal = errors.New("the fraction has no exact decimal form")

@@ -17,12 +17,12 @@ import (
 // typedTable has a column of each type the typed values go into.
 const typedTable = `CREATE TABLE typed (
 	id bigint PRIMARY KEY, big bigint, num numeric, raw bytea, tz timestamptz, ts timestamp, day date,
-	flag boolean, r real, d double precision, t text, doc jsonb, i int, s smallint)`
+	flag boolean, r real, d double precision, t text, doc jsonb, i int, s smallint, tod time, span interval)`
 
 // typedQuery reads typed back, every column as PostgreSQL's text (in a UTC
 // session), bytea as hex.
 const typedQuery = `SELECT id::text, big::text, num::text, encode(raw, 'hex'), tz::text, ts::text, day::text,
-	flag::text, r::text, d::text, t, doc::text, i::text, s::text FROM typed ORDER BY id`
+	flag::text, r::text, d::text, t, doc::text, i::text, s::text, tod::text, span::text FROM typed ORDER BY id`
 
 // A value whose offset is not a whole hour, microseconds and all.
 var kathmandu = time.FixedZone("+05:45", 5*3600+45*60)
@@ -45,17 +45,18 @@ func typedRows() ([]sdk.Record, []string) {
 			"tz": at, "ts": at, "day": time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC),
 			"flag": true, "r": float32(0.1), "d": 0.1, "t": "tab\there", "doc": map[string]any{"a": []any{int64(1), "b", nil}, "n": int64(math.MaxInt64)},
 			"i": int32(-2147483648), "s": int32(32767),
+			"tod": 3*time.Hour + 4*time.Minute + 5123456*time.Microsecond, "span": -(25*time.Hour + time.Microsecond),
 		}),
 		rec("2", sdk.OperationCreate, sdk.StructuredData{"id": int64(2)}, sdk.StructuredData{
 			"big": int64(math.MinInt64), "num": rat("-12345678901234567890.123456789012"), "raw": []byte{},
 			"tz": time.Date(2026, 6, 30, 23, 59, 59, 999999000, time.UTC), "ts": time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC),
 			"day":  time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC), // 1 BC
 			"flag": false, "r": float32(math.MaxFloat32), "d": math.SmallestNonzeroFloat64, "t": "ünïcode", "doc": []any{1.5, true},
-			"i": int(7), "s": int16(-1),
+			"i": int(7), "s": int16(-1), "tod": time.Duration(0), "span": time.Duration(0),
 		}),
 		rec("3", sdk.OperationCreate, sdk.StructuredData{"id": int64(3)}, sdk.StructuredData{
 			"big": nil, "num": nil, "raw": nil, "tz": nil, "ts": nil, "day": nil,
-			"flag": nil, "r": nil, "d": nil, "t": nil, "doc": nil, "i": nil, "s": nil,
+			"flag": nil, "r": nil, "d": nil, "t": nil, "doc": nil, "i": nil, "s": nil, "tod": nil, "span": nil,
 		}),
 		rec("4", sdk.OperationCreate, sdk.StructuredData{"id": int64(4)}, sdk.StructuredData{
 			"big": uint32(math.MaxUint32), "num": uint64(math.MaxUint64), "raw": []byte("\x00\x01\xfe\xffnot utf-8 \xc3\x28"),
@@ -63,21 +64,22 @@ func typedRows() ([]sdk.Record, []string) {
 			"ts":   time.Date(2026, 3, 29, 1, 30, 0, 1600, kathmandu), // 1.6µs rounds up
 			"day":  time.Date(2026, 3, 29, 2, 0, 0, 0, kathmandu),     // the date where it is (in UTC, the 28th)
 			"flag": true, "r": float32(math.Copysign(0, -1)), "d": -1e300, "t": "", "doc": sdk.StructuredData{"nested": map[string]any{}},
-			"i": int8(-128), "s": uint8(255),
+			"i": int8(-128), "s": uint8(255), "tod": 24 * time.Hour, "span": 3 * time.Microsecond,
 		}),
 	}
 	want := []string{
-		"1|9007199254740993|9007199254740993|00ff|2026-01-01 21:19:05.123456+00|2026-01-02 03:04:05.123456|2026-01-02|true|0.1|0.1|tab\there|{\"a\": [1, \"b\", null], \"n\": 9223372036854775807}|-2147483648|32767",
-		"2|-9223372036854775808|-12345678901234567890.123456789012||2026-06-30 23:59:59.999999+00|0001-01-01 00:00:00.000001|0001-12-31 BC|false|3.4028235e+38|5e-324|ünïcode|[1.5, true]|7|-1",
-		"3|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>",
-		"4|4294967295|18446744073709551615|0001feff6e6f74207574662d3820c328|2026-03-28 19:45:00+00|2026-03-29 01:30:00.000002|2026-03-29|true|-0|-1e+300||{\"nested\": {}}|-128|255",
+		"1|9007199254740993|9007199254740993|00ff|2026-01-01 21:19:05.123456+00|2026-01-02 03:04:05.123456|2026-01-02|true|0.1|0.1|tab\there|{\"a\": [1, \"b\", null], \"n\": 9223372036854775807}|-2147483648|32767|03:04:05.123456|-25:00:00.000001",
+		"2|-9223372036854775808|-12345678901234567890.123456789012||2026-06-30 23:59:59.999999+00|0001-01-01 00:00:00.000001|0001-12-31 BC|false|3.4028235e+38|5e-324|ünïcode|[1.5, true]|7|-1|00:00:00|00:00:00",
+		"3|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>|<nil>",
+		"4|4294967295|18446744073709551615|0001feff6e6f74207574662d3820c328|2026-03-28 19:45:00+00|2026-03-29 01:30:00.000002|2026-03-29|true|-0|-1e+300||{\"nested\": {}}|-128|255|24:00:00|00:00:00.000003",
 	}
 	return recs, want
 }
 
 // Typed values are written exactly: 64-bit integers into bigint and
 // numeric, bytes that are not UTF-8 into bytea, times to the microsecond in
-// the right zone, decimals into numeric, nested data into jsonb.
+// the right zone, decimals into numeric, nested data into jsonb, durations
+// into time and interval.
 func TestTypedValues(t *testing.T) {
 	for _, batch := range []int{1, 4} { // one row through VALUES, several through unnest
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
@@ -166,6 +168,10 @@ func TestText(t *testing.T) {
 		{big.NewInt(-5), other, "-5"},
 		{map[string]any{"b": []byte{1}, "t": at.UTC()}, jsonDoc, `{"b":"AQ==","t":"2026-01-01T21:19:05.123456789Z"}`},
 		{[]any(nil), jsonDoc, `[]`},
+		{[]any{rat("-12.50"), (*big.Rat)(nil)}, jsonDoc, `[-12.5,null]`},
+		{time.Duration(0), other, "0:00:00"},
+		{25*time.Hour + 2*time.Minute + 3*time.Second + time.Microsecond, other, "25:02:03.000001"},
+		{-time.Duration(math.MaxInt64), other, "-2562047:47:16.854775807"},
 		{sdk.StructuredData{"z": map[string]any(nil), "a": []any{[]any(nil), nil, "\u2028<"}}, jsonDoc, `{"a":[[],null,"\u2028\u003c"],"z":{}}`},
 	} {
 		got, null, err := text(c.v, c.k)
@@ -177,6 +183,9 @@ func TestText(t *testing.T) {
 		if _, _, err := text(r, other); !errors.Is(err, errNoDecimal) {
 			t.Errorf("text(%s): %v, want errNoDecimal", r, err)
 		}
+	}
+	if _, _, err := text(map[string]any{"n": math.NaN()}, jsonDoc); err == nil || !strings.Contains(err.Error(), "a map[string]interface {} has no JSON form") {
+		t.Errorf("text of a NaN in a map: %v", err)
 	}
 	for _, v := range []any{nil, (*big.Rat)(nil), (*big.Int)(nil)} {
 		if _, null, err := text(v, other); !null || err != nil {
