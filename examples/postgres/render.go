@@ -42,8 +42,8 @@ func kindOf(typ string) kind {
 	return other
 }
 
-// text renders a value in PostgreSQL's text input format, for a column of
-// kind k, which the statement then casts to the column's type. Values come
+// appendText appends v to b in PostgreSQL's text input format, for a
+// column of kind k, whose type the statement then casts it to. Values come
 // from structured payloads (Go types as a schema's decoder gives them, or
 // doubles and strings as the protocol's Struct carries them) and from raw
 // JSON (json.Number). Every value renders exactly, never through a double:
@@ -66,16 +66,7 @@ func kindOf(typ string) kind {
 //     numbers, bytes as base64 and times as RFC 3339, as encoding/json
 //     writes them; a nil list or map as an empty one); a value with no JSON
 //     form (NaN, a channel) is an error
-//   - strings: as they are; nil: NULL
-func text(v any, k kind) (s string, null bool, err error) {
-	if s, ok := v.(string); ok {
-		return s, false, nil
-	}
-	b, null, err := appendText(nil, v, k)
-	return string(b), null, err
-}
-
-// appendText appends v's text, as [text] renders it, to b.
+//   - strings: as they are; nil: NULL (true, and nothing appended)
 func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 	switch v := v.(type) {
 	case nil:

@@ -139,6 +139,12 @@ func TestTypedValueErrors(t *testing.T) {
 	}
 }
 
+// text is appendText's text.
+func text(v any, k kind) (string, bool, error) {
+	b, null, err := appendText(nil, v, k)
+	return string(b), null, err
+}
+
 func TestText(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, kathmandu)
 	for _, c := range []struct {
