@@ -4,35 +4,41 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // value turns a column's value in PostgreSQL's text output format (as both
-// the snapshot, which reads in text format, and pgoutput deliver it) into a
-// Go value that survives the protocol's structured data, which carries
-// strings, doubles, bools, nil and nested maps and lists:
+// the snapshot, which reads in text format, and pgoutput deliver it) into
+// the Go value that carries it exactly both ways a record leaves the
+// plugin: encoded with a schema (Avro, whose types these are) and, with
+// schemas off, as the protocol's Struct, where the plugin's encoder turns
+// integers beyond ±2^53 and times into text their columns cast back:
 //
 //   - boolean: bool
-//   - smallint, integer, oid, and bigint within ±2^53: int64 (a double
-//     holds it exactly); larger bigints: their decimal text
+//   - smallint, integer, oid, bigint: int64
 //   - real, double precision: float64; NaN and infinities: their text
 //   - json, jsonb: an object or array decoded into maps and lists; other
 //     JSON values: their JSON text
-//   - timestamp with time zone: RFC 3339 in UTC (the source's sessions
-//     run in UTC); timestamp: RFC 3339 as if it were UTC
+//   - timestamp with time zone: a time.Time in UTC (the source's sessions
+//     run in UTC); timestamp: its wall clock as a time.Time in UTC; either
+//     outside years 1-9999 (BC, infinity): PostgreSQL's text
 //   - everything else (numeric, text, date, uuid, bytea as \x hex, arrays,
 //     ...): PostgreSQL's text, which the same type parses back
 //
-// The postgres destination casts these back to the column's type, so rows
-// copied from one database to another keep their values.
+// Numeric stays text because the schema extractor makes a *big.Rat a
+// decimal(31, 10), which would round; bytea stays text because the
+// Struct carries []byte as base64, which a bytea column would take as
+// other bytes. The postgres destination casts these back to the column's
+// type, so rows copied from one database to another keep their values.
 func value(oid uint32, text []byte) any {
 	switch oid {
 	case pgtype.BoolOID:
 		return len(text) > 0 && text[0] == 't'
 	case pgtype.Int2OID, pgtype.Int4OID, pgtype.OIDOID, pgtype.Int8OID:
 		n, err := strconv.ParseInt(string(text), 10, 64)
-		if err != nil || n > 1<<53 || n < -(1<<53) {
+		if err != nil {
 			return string(text)
 		}
 		return n
@@ -51,18 +57,18 @@ func value(oid uint32, text []byte) any {
 		}
 		return string(text)
 	case pgtype.TimestamptzOID:
-		return rfc3339(text, true)
+		return timestamp(text, true)
 	case pgtype.TimestampOID:
-		return rfc3339(text, false)
+		return timestamp(text, false)
 	}
 	return string(text)
 }
 
-// rfc3339 rewrites PostgreSQL's ISO timestamp output ("2026-01-02
-// 03:04:05.123456", with "+00" in a UTC session for timestamptz) as RFC 3339
-// ("2026-01-02T03:04:05.123456Z"). Text of another shape (infinity, BC,
-// years past 9999, another zone) is returned as it is.
-func rfc3339(text []byte, zoned bool) string {
+// timestamp parses PostgreSQL's ISO timestamp output ("2026-01-02
+// 03:04:05.123456", with "+00" in a UTC session for timestamptz) into a
+// time.Time in UTC. Text of another shape (infinity, BC, years past 9999,
+// another zone) is returned as it is.
+func timestamp(text []byte, zoned bool) any {
 	n := len(text)
 	if zoned {
 		if n < 22 || string(text[n-3:]) != "+00" {
@@ -70,18 +76,35 @@ func rfc3339(text []byte, zoned bool) string {
 		}
 		n -= 3
 	}
-	if n < 19 || text[4] != '-' || text[10] != ' ' || text[13] != ':' || text[16] != ':' || !fraction(text[19:n]) {
+	if n < 19 || text[4] != '-' || text[7] != '-' || text[10] != ' ' || text[13] != ':' || text[16] != ':' || !fraction(text[19:n]) {
 		return string(text)
 	}
-	b := make([]byte, 0, n+1)
-	b = append(b, text[:10]...)
-	b = append(b, 'T')
-	b = append(b, text[11:n]...)
-	return string(append(b, 'Z'))
+	var f [6]int // year, month, day, hour, minute, second
+	for i, at := range [6]int{0, 5, 8, 11, 14, 17} {
+		end := at + 2
+		if i == 0 {
+			end = 4
+		}
+		for _, c := range text[at:end] {
+			if c < '0' || c > '9' {
+				return string(text)
+			}
+			f[i] = f[i]*10 + int(c-'0')
+		}
+	}
+	ns := 0
+	for i, p := 20, 100000000; i < n && p > 0; i, p = i+1, p/10 {
+		ns += int(text[i]-'0') * p
+	}
+	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], ns, time.UTC)
+	if n > 29 || t.Month() != time.Month(f[1]) || t.Day() != f[2] || t.Hour() != f[3] || t.Minute() != f[4] || t.Second() != f[5] {
+		return string(text) // out of range, or more than nanoseconds
+	}
+	return t
 }
 
 // fraction reports whether b is empty or a decimal point and digits: all
-// that may follow the seconds of a timestamp rfc3339 rewrites.
+// that may follow the seconds of a timestamp parses.
 func fraction(b []byte) bool {
 	if len(b) == 0 {
 		return true

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
@@ -217,12 +216,25 @@ type runError struct {
 	err   error
 }
 
-// writeRun writes a run with one statement. A statement that fails because
+// writeRun writes a run with one statement; if a record's value cannot be
+// rendered for its column, the records before it, and the error names it.
+// A statement that fails because
 // the connection broke is tried once more. Otherwise, to find the record at
 // fault, the run's records are written one at a time, in order, and the
 // first that fails ends the run.
 func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
-	cols := r.render()
+	cols, bad := r.render()
+	if len(r.rows) == 0 {
+		return bad
+	}
+	if err := d.writeRows(ctx, r, cols); err != nil {
+		return err
+	}
+	return bad
+}
+
+// writeRows writes the rendered rows of a run.
+func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *runError {
 	keep := r.dedupe(cols)
 	single := len(r.rows) == 1 || len(keep) == 1
 	args := cols.args(keep)
@@ -296,17 +308,55 @@ type textColumns struct {
 	null   [][]bool
 }
 
-func (r *run) render() textColumns {
+// render renders the run's values for their columns. A value that cannot
+// be written to its column ends the run before its record: the columns
+// hold the rows before it, and the error names it and its column.
+//
+// A column's values other than strings are appended to one buffer and
+// sliced out of one string made of it: an allocation per column, not per
+// value.
+func (r *run) render() (textColumns, *runError) {
 	cols := textColumns{values: make([][]string, len(r.columns)), null: make([][]bool, len(r.columns))}
+	var bad *runError
+	n := len(r.rows)            // the rows every column has rendered
+	ends := make([]int, n)      // where each value ends in buf; -1: a string, not in buf
+	buf := make([]byte, 0, 256) // the column's values that are not strings
 	for c, col := range r.columns {
 		isKey := slices.Contains(r.keys, col)
-		values, null := make([]string, len(r.rows)), make([]bool, len(r.rows))
-		for i, rw := range r.rows {
-			values[i], null[i] = text(rw.get(col, isKey))
+		k := kindOf(r.table.types[col])
+		values, null := make([]string, n), make([]bool, n)
+		buf = buf[:0]
+		for i, rw := range r.rows[:n] {
+			v := rw.get(col, isKey)
+			if s, ok := v.(string); ok {
+				values[i], ends[i] = s, -1
+				continue
+			}
+			var err error
+			if buf, null[i], err = appendText(buf, v, k); err != nil {
+				n = i
+				bad = &runError{i, fmt.Errorf("record at position %q: table %s: column %q (%s): %w", rw.position, r.table.name, col, r.table.types[col], err)}
+				break
+			}
+			ends[i] = len(buf)
+		}
+		if len(buf) > 0 {
+			all, start := string(buf), 0
+			for i, end := range ends[:n] {
+				if end >= 0 {
+					values[i], start = all[start:end], end
+				}
+			}
 		}
 		cols.values[c], cols.null[c] = values, null
 	}
-	return cols
+	if bad != nil {
+		r.rows = r.rows[:n]
+		for c := range cols.values {
+			cols.values[c], cols.null[c] = cols.values[c][:n], cols.null[c][:n]
+		}
+	}
+	return cols, bad
 }
 
 // dedupe returns the rows to write, for each key the last: one statement
@@ -484,42 +534,6 @@ func (r *run) statement(c class, single bool) string {
 }
 
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
-
-// text renders a value in PostgreSQL's text input format.
-func text(v any) (s string, null bool) {
-	switch v := v.(type) {
-	case nil:
-		return "", true
-	case string:
-		return v, false
-	case json.Number:
-		return v.String(), false
-	case bool:
-		return strconv.FormatBool(v), false
-	case int:
-		return strconv.Itoa(v), false
-	case int64:
-		return strconv.FormatInt(v, 10), false
-	case int32:
-		return strconv.FormatInt(int64(v), 10), false
-	case float64:
-		// Structured data crosses the protocol with every number a double:
-		// no exponent, so integral values still parse as integers.
-		return strconv.FormatFloat(v, 'f', -1, 64), false
-	case float32:
-		return strconv.FormatFloat(float64(v), 'f', -1, 32), false
-	case time.Time:
-		return v.Format(time.RFC3339Nano), false
-	case []byte:
-		return `\x` + fmt.Sprintf("%x", v), false
-	default:
-		b, err := json.Marshal(v) // maps and lists, for json and jsonb columns
-		if err != nil {
-			return fmt.Sprint(v), false
-		}
-		return string(b), false
-	}
-}
 
 // message is the database's reason for err, with its detail.
 func message(err error) string {

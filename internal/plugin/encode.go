@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -20,7 +22,20 @@ const sourceRunResponseRecords = 1
 // without building those messages. Structured data is what that costs
 // most: every field becomes a google.protobuf.Value first. Values are
 // converted as structpb.NewValue converts them, and what it rejects is an
-// error here too, naming the record.
+// error here too, naming the record, with two exceptions, where structpb
+// loses or refuses a value that structured data exists to carry:
+//
+//   - an integer beyond ±2^53, which a double cannot hold, travels as its
+//     decimal text (structpb rounds it to the nearest double); within
+//     ±2^53 integers are numbers, as there;
+//   - a time.Time travels as RFC 3339 text with its offset and nanoseconds,
+//     as encoding/json and protobuf's JSON mapping write it (structpb
+//     refuses it).
+//
+// Both are text that the value's own type parses back exactly, the way
+// protobuf's JSON mapping carries 64-bit integers and timestamps; a source
+// whose data is encoded with a schema never gets here with them. []byte
+// stays base64 text, as structpb, encoding/json and that mapping all have it.
 func appendSourceRunResponse(b []byte, records []opencdc.Record) ([]byte, error) {
 	for i, r := range records {
 		var start int
@@ -127,7 +142,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		b = protowire.AppendTag(b, valueBool, protowire.VarintType)
 		return protowire.AppendVarint(b, protowire.EncodeBool(v)), nil
 	case int:
-		return appendNumber(b, float64(v)), nil
+		return appendInteger(b, int64(v)), nil
 	case int8:
 		return appendNumber(b, float64(v)), nil
 	case int16:
@@ -135,9 +150,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case int32:
 		return appendNumber(b, float64(v)), nil
 	case int64:
-		return appendNumber(b, float64(v)), nil
+		return appendInteger(b, v), nil
 	case uint:
-		return appendNumber(b, float64(v)), nil
+		return appendUnsigned(b, uint64(v)), nil
 	case uint8:
 		return appendNumber(b, float64(v)), nil
 	case uint16:
@@ -145,7 +160,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case uint32:
 		return appendNumber(b, float64(v)), nil
 	case uint64:
-		return appendNumber(b, float64(v)), nil
+		return appendUnsigned(b, v), nil
 	case float32:
 		return appendNumber(b, float64(v)), nil
 	case float64:
@@ -163,6 +178,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return appendString(b, valueString, v), nil
 	case []byte:
 		return appendString(b, valueString, base64.StdEncoding.EncodeToString(v)), nil
+	case time.Time:
+		return appendString(b, valueString, v.Format(time.RFC3339Nano)), nil
 	case map[string]any:
 		var start int
 		b, start = openMessage(b, valueStruct)
@@ -185,7 +202,26 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return closeMessage(b, list), nil
 	}
-	return nil, fmt.Errorf("invalid type %T: structured data holds nil, booleans, numbers, strings, []byte, map[string]any and []any", v)
+	return nil, fmt.Errorf("invalid type %T: structured data holds nil, booleans, numbers, strings, []byte, time.Time, map[string]any and []any", v)
+}
+
+// maxExact is the largest magnitude up to which a double holds every integer.
+const maxExact = 1 << 53
+
+// appendInteger appends n as a number if a double holds it exactly, as its
+// decimal text otherwise.
+func appendInteger(b []byte, n int64) []byte {
+	if n > maxExact || n < -maxExact {
+		return appendString(b, valueString, strconv.FormatInt(n, 10))
+	}
+	return appendNumber(b, float64(n))
+}
+
+func appendUnsigned(b []byte, n uint64) []byte {
+	if n > maxExact {
+		return appendString(b, valueString, strconv.FormatUint(n, 10))
+	}
+	return appendNumber(b, float64(n))
 }
 
 func appendNumber(b []byte, f float64) []byte {

@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,8 +55,8 @@ func encodeRecords() []opencdc.Record {
 			Position: opencdc.Position(strings.Repeat("long position ", 40)), // lengths of two bytes
 			Key:      opencdc.RawData(strings.Repeat("k", 20000)),            // and three
 			Payload: opencdc.Change{After: opencdc.StructuredData{
-				"int": 1, "int8": int8(-2), "int16": int16(3), "int32": int32(-4), "int64": int64(1 << 60),
-				"uint": uint(5), "uint8": uint8(6), "uint16": uint16(7), "uint32": uint32(8), "uint64": uint64(1 << 63),
+				"int": 1, "int8": int8(-2), "int16": int16(3), "int32": int32(-4), "int64": int64(-1 << 53), // the last exact doubles
+				"uint": uint(5), "uint8": uint8(6), "uint16": uint16(7), "uint32": uint32(8), "uint64": uint64(1 << 53),
 				"float32": float32(0.5), "number": json.Number("12.25"), "bytes": []byte{0, 1, 2, 255},
 				"nested": map[string]any{"list": []any{int64(1), []byte("x"), map[string]any{"deep": strings.Repeat("d", 300)}}},
 			}},
@@ -86,14 +87,13 @@ func TestSourceRunResponseRejectsWhatProtobufCannotHold(t *testing.T) {
 		r    opencdc.Record
 		want string
 	}{
-		"time":            {opencdc.Record{Position: opencdc.Position("p"), Payload: opencdc.Change{After: opencdc.StructuredData{"at": time.Now()}}}, `record 0 at position "p": payload after: field "at": invalid type time.Time`},
-		"struct":          {opencdc.Record{Payload: opencdc.Change{After: opencdc.StructuredData{"s": struct{}{}}}}, `field "s": invalid type struct {}`},
+		"struct":          {opencdc.Record{Position: opencdc.Position("p"), Payload: opencdc.Change{After: opencdc.StructuredData{"s": struct{}{}}}}, `record 0 at position "p": payload after: field "s": invalid type struct {}`},
 		"string slice":    {opencdc.Record{Key: opencdc.StructuredData{"l": []string{"a"}}}, `key: field "l": invalid type []string`},
 		"bad UTF-8 value": {opencdc.Record{Payload: opencdc.Change{Before: opencdc.StructuredData{"s": "\xff"}}}, `payload before: field "s": string field contains invalid UTF-8`},
 		"bad UTF-8 key":   {opencdc.Record{Key: opencdc.StructuredData{"\xff": 1}}, `invalid UTF-8`},
 		"bad metadata":    {opencdc.Record{Metadata: opencdc.Metadata{"k": "\xff"}}, `metadata "k": string field contains invalid UTF-8`},
 		"bad number":      {opencdc.Record{Key: opencdc.StructuredData{"n": json.Number("x")}}, `invalid number format "x"`},
-		"list element":    {opencdc.Record{Key: opencdc.StructuredData{"l": []any{1, time.Time{}}}}, `key: field "l": element 1: invalid type time.Time`},
+		"list element":    {opencdc.Record{Key: opencdc.StructuredData{"l": []any{1, struct{}{}}}}, `key: field "l": element 1: invalid type struct {}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			records := []opencdc.Record{c.r}
@@ -106,6 +106,35 @@ func TestSourceRunResponseRejectsWhatProtobufCannotHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Where the protocol's conversion rounds an integer to a double or refuses
+// a time, the encoder carries text that parses back exactly; everything
+// else in the same record is what the protocol's conversion sends.
+func TestSourceRunResponseCarriesExactText(t *testing.T) {
+	is := is.New(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("", 5*3600+45*60))
+	r := opencdc.Record{
+		Position: opencdc.Position("p"),
+		Key:      opencdc.StructuredData{"id": int64(1<<53 + 1)},
+		Payload: opencdc.Change{After: opencdc.StructuredData{
+			"min": int64(math.MinInt64), "max": uint64(math.MaxUint64), "int": -(1<<53 + 1), "uint": uint(1<<53 + 1),
+			"edge": int64(1 << 53), "at": at, "utc": at.UTC(),
+			"nested": map[string]any{"list": []any{int64(math.MaxInt64), at, 1.5}},
+		}},
+	}
+	b, err := appendSourceRunResponse(nil, []opencdc.Record{r})
+	is.NoErr(err)
+	got := readSourceRunResponse(t, b)
+	is.Equal(got[0].Key, opencdc.StructuredData{"id": "9007199254740993"})
+	is.Equal(got[0].Payload.After, opencdc.StructuredData{
+		"min": "-9223372036854775808", "max": "18446744073709551615", "int": "-9007199254740993", "uint": "9007199254740993",
+		"edge": float64(1 << 53), "at": "2026-01-02T03:04:05.123456789+05:45", "utc": "2026-01-01T21:19:05.123456789Z",
+		"nested": map[string]any{"list": []any{"9223372036854775807", "2026-01-02T03:04:05.123456789+05:45", 1.5}},
+	})
+	parsed, err := time.Parse(time.RFC3339Nano, got[0].Payload.After.(opencdc.StructuredData)["at"].(string))
+	is.NoErr(err)
+	is.True(parsed.Equal(at))
 }
 
 // Whatever records a request decodes to encode to the same records.
