@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -52,7 +53,16 @@ func (s schemaService) CreateSchema(ctx context.Context, req pconnutils.CreateSc
 	return pconnutils.CreateSchemaResponse{Schema: sch}, err
 }
 
+// GetSchema answers a missing schema with the bare sentinel, as a service
+// that knows nothing of the client's wording; the client names the subject
+// and version.
 func (s schemaService) GetSchema(ctx context.Context, req pconnutils.GetSchemaRequest) (pconnutils.GetSchemaResponse, error) {
 	sch, err := s.reg.Get(ctx, req.Subject, req.Version)
+	switch {
+	case errors.Is(err, pconnutils.ErrVersionNotFound):
+		err = pconnutils.ErrVersionNotFound
+	case errors.Is(err, pconnutils.ErrSubjectNotFound):
+		err = pconnutils.ErrSubjectNotFound
+	}
 	return pconnutils.GetSchemaResponse{Schema: sch}, err
 }
