@@ -13,8 +13,8 @@ import (
 )
 
 // SchemaService serves Conduit's schema service, part of its connector
-// utilities, to plugins on a loopback address, from an in-memory registry.
-// Plugins that share one see each other's schemas, as in Conduit.
+// utilities, to plugins on a loopback address, from a registry. Plugins
+// that share one see each other's schemas, as in Conduit.
 type SchemaService struct {
 	// Registry holds the schemas plugins create.
 	Registry schema.Registry
@@ -23,13 +23,22 @@ type SchemaService struct {
 	served   chan struct{}
 }
 
-// StartSchemaService starts a schema service on 127.0.0.1.
+// StartSchemaService starts a schema service on 127.0.0.1 with an empty
+// in-memory registry.
 func StartSchemaService() (*SchemaService, error) {
+	return ServeSchemas(schema.NewInMemory())
+}
+
+// ServeSchemas starts a schema service on 127.0.0.1 that serves reg: every
+// call a plugin makes reaches reg once, with the connector token the plugin
+// presented in its context (pconnutils.ConnectorTokenFromContext). Tests
+// wrap a registry to count calls or check tokens.
+func ServeSchemas(reg schema.Registry) (*SchemaService, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("schema service: %w", err)
 	}
-	s := &SchemaService{Registry: schema.NewInMemory(), server: grpc.NewServer(), lis: lis, served: make(chan struct{})}
+	s := &SchemaService{Registry: reg, server: grpc.NewServer(), lis: lis, served: make(chan struct{})}
 	connutilsv1.RegisterSchemaServiceServer(s.server, server.NewSchemaServiceServer(schemaService{s.Registry}))
 	go func() { defer close(s.served); _ = s.server.Serve(lis) }()
 	return s, nil
