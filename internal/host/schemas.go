@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -58,10 +59,23 @@ type schemaService struct{ reg schema.Registry }
 
 func (s schemaService) CreateSchema(ctx context.Context, req pconnutils.CreateSchemaRequest) (pconnutils.CreateSchemaResponse, error) {
 	sch, err := s.reg.Create(ctx, req.Subject, req.Type, req.Bytes)
-	return pconnutils.CreateSchemaResponse{Schema: sch}, err
+	return pconnutils.CreateSchemaResponse{Schema: sch}, bare(err)
 }
 
 func (s schemaService) GetSchema(ctx context.Context, req pconnutils.GetSchemaRequest) (pconnutils.GetSchemaResponse, error) {
 	sch, err := s.reg.Get(ctx, req.Subject, req.Version)
-	return pconnutils.GetSchemaResponse{Schema: sch}, err
+	return pconnutils.GetSchemaResponse{Schema: sch}, bare(err)
+}
+
+// bare returns the sentinel err wraps, alone, as Conduit's service does
+// (its connutils.SchemaService unwraps the registry's errors): the client
+// names the subject and version itself, and a wrapped message would say
+// them twice.
+func bare(err error) error {
+	for _, s := range []error{schema.ErrSubjectNotFound, schema.ErrVersionNotFound, schema.ErrInvalidSchema} {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -50,6 +51,7 @@ func TestServeSchemas(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(got.Bytes, created.Bytes)
 	_, err = c.Get(t.Context(), "missing", 1)
-	is.True(schema.IsNotFound(err))
+	is.True(errors.Is(err, schema.ErrSubjectNotFound))
+	is.Equal(err.Error(), `schema subject "missing" version 1: schema subject not found`) // as from Conduit: named once
 	is.Equal(reg.seen, []string{"the-token", "the-token", "the-token"})
 }
