@@ -391,6 +391,7 @@ func TestSchemaMissingSubjectIsNacked(t *testing.T) {
 			t.Errorf("nack %q does not contain %q", acks[bad].Error, want)
 		}
 	}
+	is.Equal(strings.Count(acks[bad].Error, `"no-such-subject"`), 1) // said once, not at every layer
 	dst.stop(t, batch[len(batch)-1].Position)
 	lines := dst.lines(t)
 	is.Equal(len(lines), bad) // only the records acked were written
@@ -435,6 +436,7 @@ func TestSchemaCorruptPayloadIsNacked(t *testing.T) {
 					t.Errorf("nack %q does not contain %q", nack, want)
 				}
 			}
+			is.Equal(strings.Count(nack, `"corrupt:payload"`), 1) // said once, not at every layer
 			// The Write that failed at k acks nothing after k.
 			at := 0
 			for _, m := range messages {
