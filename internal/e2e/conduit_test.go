@@ -37,13 +37,7 @@ type conduit struct {
 // set, where a missing server is a failure.
 func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 	t.Helper()
-	bin := os.Getenv("CONDUIT_BIN")
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CONDUIT_BIN is not set; `make test` builds Conduit and sets it")
-		}
-		t.Skip("CONDUIT_BIN is not set; `make test` builds Conduit and sets it")
-	}
+	bin := conduitBin(t)
 	dir := t.TempDir()
 	for _, sub := range []string{"connectors", "pipelines", "processors"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
@@ -58,6 +52,28 @@ func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 	if err := os.WriteFile(filepath.Join(dir, "pipelines", "pipeline.yaml"), []byte(pipeline), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return runConduit(t, bin, dir, flags...)
+}
+
+// conduitBin returns the server in CONDUIT_BIN. It skips the test when
+// that is unset, unless CI is set, where a missing server is a failure.
+func conduitBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("CONDUIT_BIN")
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CONDUIT_BIN is not set; `make test` builds Conduit and sets it")
+		}
+		t.Skip("CONDUIT_BIN is not set; `make test` builds Conduit and sets it")
+	}
+	return bin
+}
+
+// runConduit starts the server bin in dir, with the plugins in its
+// connectors directory and the pipeline files in its pipelines directory,
+// as a user would run it there, and an in-memory database on free ports.
+func runConduit(t *testing.T, bin, dir string, flags ...string) *conduit {
+	t.Helper()
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
 	c := &conduit{t: t, httpURL: "http://" + httpAddr, logPath: filepath.Join(dir, "conduit.log"), exited: make(chan error, 1)}
 	logFile, err := os.Create(c.logPath)
@@ -159,9 +175,16 @@ func (c *conduit) waitFor(what string, timeout time.Duration, cond func() (bool,
 // failing at once if the pipeline degrades.
 func (c *conduit) waitForAcked(n int) {
 	c.t.Helper()
-	acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
+	c.waitForPipelineAcked("e2e", n)
+}
+
+// waitForPipelineAcked waits until Conduit reports n records through
+// pipeline id, failing at once if the pipeline degrades.
+func (c *conduit) waitForPipelineAcked(id string, n int) {
+	c.t.Helper()
+	acked := fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, id)
 	c.waitFor(fmt.Sprintf("%d acked records", n), 3*time.Minute, func() (bool, string) {
-		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
+		if status, errText := c.pipelineState(id); status == "STATUS_DEGRADED" {
 			c.t.Fatalf("pipeline degraded: %s", errText)
 		}
 		got := c.metric(acked)
