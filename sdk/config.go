@@ -3,6 +3,7 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -135,6 +136,7 @@ func newParameter(f reflect.StructField, name string, path []int) (Parameter, er
 		Type:        typ,
 		Default:     f.Tag.Get(tagDefault),
 		Description: f.Tag.Get(tagDesc),
+		kind:        f.Type.Kind(),
 		field:       path,
 	}
 	rules := f.Tag.Get(tagValidate)
@@ -356,18 +358,22 @@ func set(p *Parameter, field reflect.Value, value string) error {
 		case time.Duration:
 			n = int64(v)
 		}
-		if field.OverflowInt(n) {
+		if field.OverflowInt(n) { // checked by p.check; kept for safety
 			return &ParameterError{Name: p.Name, Value: value, Expected: "an integer that fits in " + field.Type().String()}
 		}
 		field.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n := v.(int64)
 		if n < 0 || field.OverflowUint(uint64(n)) {
-			return &ParameterError{Name: p.Name, Value: value, Expected: "a non-negative integer that fits in " + field.Type().String()}
+			return &ParameterError{Name: p.Name, Value: value, Expected: "an integer that fits in " + field.Type().String()}
 		}
 		field.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
-		field.SetFloat(v.(float64))
+		f := v.(float64)
+		if field.OverflowFloat(f) {
+			return &ParameterError{Name: p.Name, Value: value, Expected: fmt.Sprintf("a number between %g and %g", -math.MaxFloat32, math.MaxFloat32)}
+		}
+		field.SetFloat(f)
 	case reflect.Bool:
 		field.SetBool(v.(bool))
 	case reflect.String:

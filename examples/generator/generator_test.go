@@ -82,7 +82,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"format.options.id": "integer"}, `parameter "format.options.id": got "integer", expected one of int, string, time, bool, duration`},
 		{map[string]string{"format.type": "file"}, `parameter "format.options.path": is required when format.type is file`},
 		{map[string]string{"format.type": "csv", "format.options.id": "int"}, `parameter "format.type": got "csv", expected one of raw, structured, file`},
-		{map[string]string{"format.options.id": "int", "recordCount": "-1"}, `parameter "recordCount": got "-1", expected a value greater than -1`},
+		{map[string]string{"format.options.id": "int", "recordCount": "-1"}, `parameter "recordCount": got "-1", expected at least 0`},
 	}
 	for _, tt := range tests {
 		_, err := Connector.Source.New(tt.raw)
