@@ -21,6 +21,10 @@ const (
 	TypeFloat    ParameterType = "float"
 	TypeBool     ParameterType = "bool"
 	TypeDuration ParameterType = "duration"
+	// TypeStringList is a []string field's, written comma-separated.
+	// Conduit's parameter types have no list, so on the wire it is a
+	// string, as in the incumbent SDK.
+	TypeStringList ParameterType = "[]string"
 )
 
 // Parameter describes one configuration parameter of a connector. Parameters
@@ -273,7 +277,7 @@ func typeOf(t reflect.Type) (ParameterType, bool) {
 		return TypeFloat, true
 	case reflect.Slice:
 		// A list is written as comma-separated strings.
-		return TypeString, t.Elem().Kind() == reflect.String
+		return TypeStringList, t.Elem().Kind() == reflect.String
 	case reflect.Map:
 		// A map holds the values of a wildcard parameter.
 		return TypeString, t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String
