@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -343,4 +344,92 @@ func TestBoundsReadAsWords(t *testing.T) {
 			is.Equal(pe.Expected, tt.want)
 		})
 	}
+}
+
+// rangeConfig's Validate checks that min is below max, which no tag can.
+type rangeConfig struct {
+	Min  int    `param:"min" default:"0"`
+	Max  int    `param:"max" default:"10"`
+	Name string `param:"name" validate:"required"`
+}
+
+func (c *rangeConfig) Validate() error {
+	var errs []error
+	if c.Min >= c.Max {
+		errs = append(errs, &ParameterError{Name: "min", Value: strconv.Itoa(c.Min), Expected: "less than max (" + strconv.Itoa(c.Max) + ")"})
+	}
+	if c.Name == "nobody" {
+		errs = append(errs, errors.New("name: nobody is nobody"))
+	}
+	return errors.Join(errs...)
+}
+
+func TestValidateJoinsTagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  map[string]string
+		want []string // the lines of the error, in order
+	}{{
+		name: "valid",
+		raw:  map[string]string{"name": "x", "min": "1", "max": "2"},
+	}, {
+		name: "Validate alone",
+		raw:  map[string]string{"name": "nobody", "min": "5", "max": "5"},
+		want: []string{`parameter "min": got "5", expected less than max (5)`, "name: nobody is nobody"},
+	}, {
+		name: "Validate runs although a tag failed",
+		raw:  map[string]string{"min": "5", "max": "5"},
+		want: []string{`parameter "name": is required but missing`, `parameter "min": got "5", expected less than max (5)`},
+	}, {
+		name: "a bad value holds its default for Validate",
+		raw:  map[string]string{"name": "x", "min": "12", "max": "ten"},
+		want: []string{`parameter "max": got "ten", expected an integer`, `parameter "min": got "12", expected less than max (10)`},
+	}, {
+		name: "what Validate says of a parameter already reported is left out",
+		raw:  map[string]string{"name": "x", "min": "many", "max": "-1"},
+		want: []string{`parameter "min": got "many", expected an integer`},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var cfg rangeConfig
+			err := ParseConfig(tt.raw, &cfg)
+			if tt.want == nil {
+				is.NoErr(err)
+				return
+			}
+			is.True(err != nil)
+			is.Equal(strings.Split(err.Error(), "\n"), tt.want)
+		})
+	}
+}
+
+// TestFactoryRunsAfterValidate checks the order a connector author relies
+// on: tags and Validate are reported together, and the factory runs only
+// on a configuration that passed both.
+func TestFactoryRunsAfterValidate(t *testing.T) {
+	is := is.New(t)
+	built := 0
+	f := NewDestination(func(cfg rangeConfig) (nopDestination, error) {
+		built++
+		if cfg.Name == "refused" {
+			return nopDestination{}, &ParameterError{Name: "name", Value: cfg.Name, Expected: "anything else"}
+		}
+		return nopDestination{}, nil
+	})
+	c := Connector{Name: "x", Version: "v0.1.0", Destination: f}
+
+	_, err := c.ConfigureDestination(map[string]string{"min": "3", "max": "2", "unknown": "1"})
+	is.Equal(err.Error(), "invalid configuration: "+strings.Join([]string{
+		`parameter "unknown": is not a known parameter`,
+		`parameter "name": is required but missing`,
+		`parameter "min": got "3", expected less than max (2)`,
+	}, "\n"))
+	is.Equal(built, 0) // the factory never sees a configuration with errors
+
+	_, err = f.New(map[string]string{"name": "refused"})
+	is.Equal(err.Error(), `invalid configuration: parameter "name": got "refused", expected anything else`)
+	var pe *ParameterError
+	is.True(errors.As(err, &pe))
+	is.Equal(built, 1)
 }
