@@ -83,6 +83,13 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"format.type": "file"}, `parameter "format.options.path": is required when format.type is file`},
 		{map[string]string{"format.type": "csv", "format.options.id": "int"}, `parameter "format.type": got "csv", expected one of raw, structured, file`},
 		{map[string]string{"format.options.id": "int", "recordCount": "-1"}, `parameter "recordCount": got "-1", expected at least 0`},
+		{map[string]string{"format.options.id": "int", "recordCount": "99999999999999999999"}, `parameter "recordCount": got "99999999999999999999", expected between 0 and 9223372036854775807`},
+		{map[string]string{"format.options.id": "int", "rate": "99999999999999999999"}, `parameter "rate": got "100000000000000000000", expected 0 (as fast as possible) or from 0.000001 to 1000000000 records per second`},
+		{map[string]string{"format.options.id": "int", "rate": "-0.5"}, `parameter "rate": got "-0.5", expected 0 (as fast as possible) or from 0.000001`},
+		{map[string]string{"format.options.id": "int", "rate": "1e-300"}, `parameter "rate": got "0.000`},
+		{map[string]string{"format.options.id": "int", "rate": "NaN"}, `parameter "rate": got "NaN", expected a finite number`},
+		{map[string]string{"format.options.id": "int", "burst.sleepTime": "-1s"}, `parameter "burst.sleepTime": got "-1s", expected at least 0s`},
+		{map[string]string{"format.options.id": "int", "burst.sleepTime": "1s", "burst.generateTime": "0s"}, `parameter "burst.generateTime": got "0s", expected longer than 0s`},
 	}
 	for _, tt := range tests {
 		_, err := Connector.Source.New(tt.raw)
