@@ -2,7 +2,6 @@ package generator
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,18 +36,20 @@ func TestRawPayloadIsTheFieldsAsJSON(t *testing.T) {
 	is.Equal(string(r.Position), "1")
 	is.Equal(string(r.Key.Bytes()), "1")
 	is.Equal(r.Operation, sdk.OperationCreate)
-	var payload map[string]any
-	is.NoErr(json.Unmarshal(r.Payload.After.Bytes(), &payload))
+	payload, err := sdk.FieldsOf(r.Payload.After)
+	is.NoErr(err) // a JSON object
 	is.Equal(len(payload), 5)
-	_, isNumber := payload["id"].(float64)
-	is.True(isNumber)
-	is.True(strings.Contains(payload["name"].(string), "-"))
-	_, err = time.Parse(time.RFC3339Nano, payload["at"].(string))
+	_, err = payload.Int("id")
 	is.NoErr(err)
-	_, isBool := payload["ok"].(bool)
-	is.True(isBool)
-	_, isNumber = payload["took"].(float64)
-	is.True(isNumber)
+	name, err := payload.String("name")
+	is.NoErr(err)
+	is.True(strings.Contains(name, "-"))
+	_, err = payload.Time("at")
+	is.NoErr(err)
+	_, err = payload.Bool("ok")
+	is.NoErr(err)
+	_, err = payload.Int("took") // nanoseconds
+	is.NoErr(err)
 }
 
 func TestStructuredPayloadHasTheSameShape(t *testing.T) {
@@ -265,10 +266,15 @@ func TestCollections(t *testing.T) {
 		is.Equal(c, want.collection) // in name order, continuing the rotation after a restart
 		is.Equal(r.Operation.String(), want.op)
 		if c == "users" {
-			_, ok := r.Payload.After.(sdk.StructuredData)["name"]
-			is.True(ok)
+			payload, err := sdk.FieldsOf(r.Payload.After)
+			is.NoErr(err)
+			_, err = payload.String("name")
+			is.NoErr(err)
 		} else {
-			is.True(strings.Contains(string(r.Payload.After.Bytes()), `"total":`))
+			payload, err := sdk.FieldsOf(r.Payload.After)
+			is.NoErr(err)
+			_, err = payload.Int("total")
+			is.NoErr(err)
 		}
 	}
 	_, err := Connector.Source.New(map[string]string{"collections.users.format.options.id": "integer"})

@@ -52,19 +52,12 @@ func nextIDs(n int) int { return int(ids.Add(int64(n))) - n + 1 }
 // compare equal whatever their Go type: a structured payload's fields, or a
 // raw one's parsed as a JSON object. ok is false if d has no fields.
 func fields(d opencdc.Data) (map[string]string, bool) {
-	var m map[string]any
-	switch d := d.(type) {
-	case opencdc.StructuredData:
-		m = d
-	case opencdc.RawData:
-		if err := json.Unmarshal(d, &m); err != nil {
-			return nil, false
-		}
-	default:
+	f, err := sdk.FieldsOf(d)
+	if err != nil || d == nil {
 		return nil, false
 	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
+	out := make(map[string]string, len(f))
+	for k, v := range f {
 		switch v := v.(type) {
 		case []byte:
 			out[k] = string(v)
