@@ -3,6 +3,9 @@ package sdktest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -82,7 +85,7 @@ func findWritten(written, read []opencdc.Record) (missing, duplicated, differ []
 			byID[id] = append(byID[id], f)
 		}
 	}
-	for _, w := range written {
+	for i, w := range written {
 		want, ok := fields(w.Payload.After)
 		if !ok || want["id"] == "" {
 			continue
@@ -94,16 +97,26 @@ func findWritten(written, read []opencdc.Record) (missing, duplicated, differ []
 		case len(got) > 1:
 			duplicated = append(duplicated, string(w.Position))
 		default:
-			var diffs []string
-			for k, v := range want {
-				if got[0][k] != v {
-					diffs = append(diffs, fmt.Sprintf("%s: wrote %q, read %q", k, v, got[0][k]))
+			for _, k := range slices.Sorted(maps.Keys(want)) {
+				if v, ok := got[0][k]; !ok || v != want[k] {
+					read := strconv.Quote(v)
+					if !ok {
+						read = "no such field"
+					}
+					differ = append(differ, fmt.Sprintf("record %d (position %q): payload.after.%s: wrote %q, read %s", i, w.Position, k, want[k], read))
+					break // the first field that differs says enough
 				}
-			}
-			if len(diffs) > 0 {
-				differ = append(differ, fmt.Sprintf("%s (%s)", w.Position, strings.Join(diffs, "; ")))
 			}
 		}
 	}
 	return missing, duplicated, differ
+}
+
+// firstOf lists the first few of items, and how many more there are.
+func firstOf(items []string) string {
+	const n = 5
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
