@@ -100,8 +100,8 @@ func newFactory[C, T any](build func(C) (T, error)) Factory[T] {
 		params: params,
 		parse: func(raw map[string]string) (any, []error) {
 			var cfg C
-			errs := fill(raw, params, reflect.ValueOf(&cfg).Elem())
-			return cfg, errs
+			target := reflect.ValueOf(&cfg).Elem()
+			return cfg, validate(target, fill(raw, params, target))
 		},
 		build: func(cfg any) (T, error) { return build(cfg.(C)) },
 	}
