@@ -159,9 +159,15 @@ func (c *conduit) waitFor(what string, timeout time.Duration, cond func() (bool,
 // failing at once if the pipeline degrades.
 func (c *conduit) waitForAcked(n int) {
 	c.t.Helper()
-	acked := `conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`
-	c.waitFor(fmt.Sprintf("%d acked records", n), 3*time.Minute, func() (bool, string) {
-		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
+	c.waitForAckedIn("e2e", n)
+}
+
+// waitForAckedIn is [conduit.waitForAcked] for the pipeline with the given ID.
+func (c *conduit) waitForAckedIn(pipeline string, n int) {
+	c.t.Helper()
+	acked := fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, pipeline)
+	c.waitFor(fmt.Sprintf("%d acked records in %s", n, pipeline), 3*time.Minute, func() (bool, string) {
+		if status, errText := c.pipelineState(pipeline); status == "STATUS_DEGRADED" {
 			c.t.Fatalf("pipeline degraded: %s", errText)
 		}
 		got := c.metric(acked)
