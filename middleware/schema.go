@@ -91,7 +91,7 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record) (opencdc.Reco
 			if c != nil {
 				v, err := c.Decode(raw)
 				if err != nil {
-					return rec, false, fmt.Errorf("decode the key with %s: %w", named(c), err)
+					return rec, false, fmt.Errorf("decode the key: %w", err)
 				}
 				rec.Key, changed = v, true
 			}
@@ -109,14 +109,14 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record) (opencdc.Reco
 				if isBefore && before != nil {
 					v, err := c.Decode(before)
 					if err != nil {
-						return rec, false, fmt.Errorf("decode payload.before with %s: %w", named(c), err)
+						return rec, false, fmt.Errorf("decode payload.before: %w", err)
 					}
 					rec.Payload.Before, changed = v, true
 				}
 				if isAfter && after != nil {
 					v, err := c.Decode(after)
 					if err != nil {
-						return rec, false, fmt.Errorf("decode payload.after with %s: %w", named(c), err)
+						return rec, false, fmt.Errorf("decode payload.after: %w", err)
 					}
 					rec.Payload.After, changed = v, true
 				}
@@ -246,7 +246,7 @@ func (e *encoding) encode(ctx context.Context, rec *opencdc.Record) error {
 			}
 			b, err := c.Encode(key)
 			if err != nil {
-				return fmt.Errorf("encode the key with %s: %w", named(c), err)
+				return fmt.Errorf("encode the key: %w", err)
 			}
 			rec.Key = opencdc.RawData(b)
 		}
@@ -268,14 +268,14 @@ func (e *encoding) encode(ctx context.Context, rec *opencdc.Record) error {
 		if isBefore {
 			b, err := c.Encode(before)
 			if err != nil {
-				return fmt.Errorf("encode payload.before with %s: %w", named(c), err)
+				return fmt.Errorf("encode payload.before: %w", err)
 			}
 			rec.Payload.Before = opencdc.RawData(b)
 		}
 		if isAfter {
 			b, err := c.Encode(after)
 			if err != nil {
-				return fmt.Errorf("encode payload.after with %s: %w", named(c), err)
+				return fmt.Errorf("encode payload.after: %w", err)
 			}
 			rec.Payload.After = opencdc.RawData(b)
 		}
@@ -318,10 +318,4 @@ func (e Env) schemas() schema.Registry {
 		return e.Schemas
 	}
 	return schema.FromContext(context.Background())
-}
-
-// named says which schema c decodes and encodes with.
-func named(c *schema.Codec) string {
-	s := c.Schema()
-	return fmt.Sprintf("schema subject %q version %d", s.Subject, s.Version)
 }

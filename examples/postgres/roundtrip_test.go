@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -33,6 +34,7 @@ const kindsTable = `
 		 'infinity', '0044-03-15 12:00:00.5 BC', '-infinity', NULL, 'NaN', '-Infinity', NULL, '"just a string"', '-infinity'),
 		(4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	CREATE TABLE by_avro (LIKE kinds INCLUDING ALL);
+	CREATE TABLE by_plugins (LIKE kinds INCLUDING ALL);
 	CREATE TABLE by_struct (LIKE kinds INCLUDING ALL)`
 
 // differences counts (and logs) the rows of kinds and copy that are not in
@@ -75,27 +77,51 @@ func TestSourceToDestinationBothWays(t *testing.T) {
 		is.Equal(n, 4)
 		is.Equal(differences(t, conn, "by_avro"), 0)
 	})
-	t.Run("struct", func(t *testing.T) {
-		is := is.New(t)
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		src, err := launch(t, "pg-source").Source()
-		is.NoErr(err)
-		_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"url": url, "tables": "kinds", "slot.name": "struct"}})
-		is.NoErr(err)
-		_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
-		is.NoErr(err)
-		dst, err := launch(t, "pg-destination").Destination()
-		is.NoErr(err)
-		_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: map[string]string{"url": url, "table": "by_struct"}})
-		is.NoErr(err)
-		_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
-		is.NoErr(err)
-		res, err := host.Pipeline{Source: src, Destination: dst, Records: 4}.Run(ctx)
-		is.NoErr(err)
-		is.Equal(res.Acked, int64(4))
-		is.Equal(differences(t, conn, "by_struct"), 0)
-	})
+	// Through the plugins: with schemas on (the default: the plugins share a
+	// schema service, as in Conduit) and off (the protocol's Struct).
+	noSchemas := map[string]string{"sdk.schema.extract.key.enabled": "false", "sdk.schema.extract.payload.enabled": "false"}
+	for _, tt := range []struct {
+		name     string
+		settings map[string]string
+	}{{"plugins", nil}, {"struct", noSchemas}} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			schemas, err := host.StartSchemaService()
+			is.NoErr(err)
+			defer schemas.Stop()
+			table := "by_" + tt.name
+			src, err := launch(t, "pg-source", schemas).Source()
+			is.NoErr(err)
+			_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: with(tt.settings, "url", url, "tables", "kinds", "slot.name", tt.name)})
+			is.NoErr(err)
+			_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
+			is.NoErr(err)
+			dst, err := launch(t, "pg-destination", schemas).Destination()
+			is.NoErr(err)
+			_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: with(tt.settings, "url", url, "table", table)})
+			is.NoErr(err)
+			_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
+			is.NoErr(err)
+			res, err := host.Pipeline{Source: src, Destination: dst, Records: 4}.Run(ctx)
+			is.NoErr(err)
+			is.Equal(res.Acked, int64(4))
+			is.Equal(differences(t, conn, table), 0)
+		})
+	}
+}
+
+// with returns settings and the key-value pairs kv in one map.
+func with(settings map[string]string, kv ...string) map[string]string {
+	out := maps.Clone(settings)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
 }
 
 // throughAvro encodes d with the schema extracted from it and decodes it,
@@ -119,7 +145,7 @@ func throughAvro(t *testing.T, d sdk.StructuredData) sdk.StructuredData {
 
 // launch starts the connector's plugin binary: $CONNKIT_BIN's (make build
 // puts it there) or, without it, one built for the test.
-func launch(t *testing.T, id string) *host.Plugin {
+func launch(t *testing.T, id string, schemas *host.SchemaService) *host.Plugin {
 	t.Helper()
 	bin := filepath.Join(os.Getenv("CONNKIT_BIN"), "connkit-postgres")
 	if _, err := os.Stat(bin); os.Getenv("CONNKIT_BIN") == "" || err != nil {
@@ -128,7 +154,7 @@ func launch(t *testing.T, id string) *host.Plugin {
 			t.Fatalf("build the plugin: %v\n%s", err, out)
 		}
 	}
-	p, err := host.Launch(bin, host.Options{ConnectorID: id, LogLevel: "warn"})
+	p, err := host.Launch(bin, host.Options{ConnectorID: id, LogLevel: "warn", Schemas: schemas})
 	if err != nil {
 		t.Fatal(err)
 	}
