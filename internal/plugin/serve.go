@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
@@ -48,21 +49,45 @@ func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 	return s, warnings
 }
 
-// Serve serves c to Conduit over go-plugin until Conduit kills the process.
-// Logs go to stderr as JSON lines Conduit re-logs at their level.
+// Serve serves c to Conduit over go-plugin until Conduit ends the plugin,
+// or until the process that started it has exited: then it tears the
+// connectors down and returns nil, so that nothing a connector holds
+// outlives its host. Logs go to stderr as JSON lines Conduit re-logs at
+// their level.
 func Serve(c Connector, s Settings, stderr io.Writer) error {
 	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
-	newSource := func() pconnector.SourcePlugin { return newSourceServer(sourceOrNot(c.NewSource), log) }
+	live := &liveConnectors{}
+	newSource := func() pconnector.SourcePlugin { return live.source(newSourceServer(sourceOrNot(c.NewSource), log)) }
 	newDestination := func() pconnector.DestinationPlugin {
-		return newDestinationServer(destinationOrNot(c.NewDestination), log)
+		return live.destination(newDestinationServer(destinationOrNot(c.NewDestination), log))
 	}
-	return server.Serve(
-		func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
-		newSource,
-		newDestination,
-		server.WithGRPCServerOptions(ServerOptions(s, log)...),
-		recordsOnTheWireV2(newSource, newDestination),
-	)
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(
+			func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
+			newSource,
+			newDestination,
+			server.WithGRPCServerOptions(ServerOptions(s, log)...),
+			recordsOnTheWireV2(newSource, newDestination),
+			serveOption(func(cfg *goplugin.ServeConfig) error {
+				cfg.GRPCServer = live.grpcServer(cfg.GRPCServer)
+				return nil
+			}),
+		)
+	}()
+	hostGone := make(chan string, 1)
+	if watch := watchParent(parentAtStart, os.Getppid); watch != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			if why := watch(ctx); why != "" {
+				hostGone <- why
+			}
+		}()
+	} else {
+		log.Debug("the plugin's parent is pid 1: it cannot tell when its host exits")
+	}
+	return untilHostGone(s.context(context.Background(), log), served, hostGone, live, log, orphanTeardown)
 }
 
 // recordsOnTheWireV2 serves protocol version 2, the one Conduit speaks,

@@ -1,0 +1,180 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/matryer/is"
+)
+
+// The parent is gone at the first tick that finds another one, and not
+// before.
+func TestParentGone(t *testing.T) {
+	is := is.New(t)
+	ppids := []int{100, 100, 1}
+	var calls atomic.Int32
+	getppid := func() int { return ppids[calls.Add(1)-1] }
+	ticks := make(chan time.Time)
+	gone := make(chan string, 1)
+	go func() { gone <- parentGone(t.Context(), 100, getppid, ticks) }()
+	for range ppids {
+		ticks <- time.Time{} // taken only while parentGone still waits
+	}
+	why := <-gone
+	is.True(strings.Contains(why, "(pid 100) has exited"))
+	is.True(strings.Contains(why, "now pid 1"))
+	is.Equal(calls.Load(), int32(3))
+}
+
+func TestParentGoneEndsWithContext(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	is.Equal(parentGone(ctx, 100, func() int { return 100 }, nil), "")
+}
+
+// A plugin whose parent is init cannot tell when its host exits, and does
+// not watch.
+func TestWatchParentOfInit(t *testing.T) {
+	is := is.New(t)
+	is.True(watchParent(1, func() int { return 1 }) == nil)
+	is.True(watchParent(0, func() int { return 0 }) == nil)
+	is.True(watchParent(42, func() int { return 42 }) != nil)
+}
+
+// hostDeath is a plugin's server state with a running source and a
+// configured destination, as Conduit leaves it when it dies.
+type hostDeath struct {
+	live       *liveConnectors
+	src        *fakeSource
+	dst        *fakeDestination
+	source     pconnector.SourcePlugin
+	dropStream context.CancelFunc // the connection's end, as gRPC cancels a stream
+	runDone    <-chan error
+}
+
+func newHostDeath(t *testing.T, src *fakeSource) *hostDeath {
+	t.Helper()
+	h := &hostDeath{live: &liveConnectors{}, src: src, dst: &fakeDestination{}}
+	ss := newTestSourceServer(src, nil)
+	h.source = h.live.source(ss)
+	dest := h.live.destination(newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return h.dst, batcher.Policy{}, nil }, discard))
+	ctx := t.Context()
+	if _, err := h.source.Configure(ctx, pconnector.SourceConfigureRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.source.Open(ctx, pconnector.SourceOpenRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dest.Configure(ctx, pconnector.DestinationConfigureRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	var streamCtx context.Context
+	streamCtx, h.dropStream = context.WithCancel(ctx)
+	_, h.runDone = runSource(streamCtx, ss)
+	return h
+}
+
+func (h *hostDeath) calls(name string) int {
+	h.src.mu.Lock()
+	defer h.src.mu.Unlock()
+	n := 0
+	for _, c := range h.src.calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+// When the host is gone, the plugin says why at warn and tears down every
+// connector it serves, running or not.
+func TestHostGoneTearsDown(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		h := newHostDeath(t, &fakeSource{limit: 3})
+		var logs bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&logs, nil))
+		hostGone := make(chan string, 1)
+		hostGone <- "the host died"
+		h.dropStream()
+		err := untilHostGone(t.Context(), make(chan error), hostGone, h.live, log, time.Minute)
+		is.NoErr(err)
+		is.NoErr(<-h.runDone)
+		is.Equal(h.calls("Teardown"), 1)
+		h.dst.mu.Lock()
+		is.True(h.dst.torndown)
+		h.dst.mu.Unlock()
+		is.True(strings.Contains(logs.String(), `"level":"WARN","msg":"the plugin's host is gone: tearing down its connectors and exiting","reason":"the host died"`))
+	})
+}
+
+// A connector the host tore down before it died is not torn down again.
+func TestHostGoneAfterTeardown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		h := newHostDeath(t, &fakeSource{limit: 3})
+		h.dropStream()
+		_, err := h.source.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+		hostGone := make(chan string, 1)
+		hostGone <- "gone"
+		is.NoErr(untilHostGone(t.Context(), make(chan error), hostGone, h.live, discard, time.Minute))
+		is.Equal(h.calls("Teardown"), 1)
+	})
+}
+
+// blockingSource is a source whose Teardown ignores its context until
+// released.
+type blockingSource struct {
+	*fakeSource
+	release chan struct{}
+}
+
+func (s blockingSource) Teardown(context.Context) error {
+	<-s.release
+	return nil
+}
+
+// A Teardown that does not return does not keep an orphan alive: the
+// shutdown ends at its deadline.
+func TestHostGoneTeardownBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		release := make(chan struct{})
+		live := &liveConnectors{}
+		src := live.source(newSourceServer(func(map[string]string) (Source, batcher.Policy, error) {
+			return blockingSource{&fakeSource{}, release}, batcher.Policy{}, nil
+		}, discard))
+		_, err := src.Configure(t.Context(), pconnector.SourceConfigureRequest{})
+		is.NoErr(err)
+		var logs bytes.Buffer
+		hostGone := make(chan string, 1)
+		hostGone <- "gone"
+		start := time.Now()
+		is.NoErr(untilHostGone(t.Context(), make(chan error), hostGone, live, slog.New(slog.NewJSONHandler(&logs, nil)), 15*time.Second))
+		is.Equal(time.Since(start), 15*time.Second) // virtual time: exactly the bound
+		is.True(strings.Contains(logs.String(), "a connector's Teardown did not return"))
+		close(release)
+	})
+}
+
+// While the host lives, the plugin's end is its server's.
+func TestServedEndsFirst(t *testing.T) {
+	is := is.New(t)
+	served := make(chan error, 1)
+	boom := errors.New("boom")
+	served <- boom
+	is.Equal(untilHostGone(t.Context(), served, make(chan string), &liveConnectors{}, discard, time.Minute), boom)
+}
