@@ -15,7 +15,10 @@ import (
 )
 
 // Serve runs c as a Conduit plugin; it is all a plugin's main needs to call.
-// It returns only when Conduit ends the plugin. Run with the argument
+// It returns only when Conduit ends the plugin, or once the process that
+// started the plugin has exited (Conduit was killed, say): then it tears the
+// connectors down first, so that nothing they hold (a replication slot, a
+// lock, a connection) outlives Conduit. Run with the argument
 // "spec", the binary prints its [Specification] as JSON and exits instead.
 // A Connector that is not valid is reported on stderr and exits with status 1.
 func Serve(c Connector) {

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// TestConduitKilled kills Conduit with SIGKILL while a standalone:postgres
+// source streams changes, checks that its plugins exit on their own, and
+// starts Conduit again on the same database and state: the source gets its
+// replication slot back (an orphaned plugin would keep it in use, and every
+// restart would fail on it) and the changes keep coming.
+func TestConduitKilled(t *testing.T) {
+	const ddl = `CREATE TABLE items (id int PRIMARY KEY, n bigint)`
+	from, src := sourceDatabase(t, ddl+`; INSERT INTO items SELECT i, i FROM generate_series(1, 1000) i`)
+	to, dst := sourceDatabase(t, ddl)
+	pipeline := fmt.Sprintf(`version: "2.2"
+pipelines:
+  - id: e2e
+    status: running
+    connectors:
+      - id: source
+        type: source
+        plugin: standalone:postgres
+        settings:
+          url: %q
+          tables: items
+          slot.name: %s
+          sdk.batch.size: "100"
+          sdk.batch.delay: "10ms"
+      - id: destination
+        type: destination
+        plugin: standalone:postgres
+        settings:
+          url: %q
+`, from, dbName(from), to)
+	insert := func(first, last int) {
+		t.Helper()
+		if _, err := src.Exec(t.Context(), `INSERT INTO items SELECT i, i FROM generate_series($1::int, $2::int) i`, first, last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Positions survive Conduit in a database on disk.
+	state := filepath.Join(t.TempDir(), "conduit.db")
+	flags := []string{"--db.type", "badger", "--db.badger.path", state}
+	is := is.New(t)
+
+	c := startConduit(t, pipeline, flags...)
+	c.waitForAcked(1000)
+	insert(1001, 1100)
+	c.waitForAcked(1100)
+	plugins := childrenRunning(t, c.cmd.Process.Pid, binary("connkit-postgres"))
+	is.Equal(len(plugins), 2) // the source's and the destination's
+	t.Cleanup(func() {
+		for _, pid := range plugins {
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL) // the test failed; leave nothing behind
+			}
+		}
+	})
+	c.kill()
+	deadline := time.Now().Add(time.Minute)
+	for _, pid := range plugins {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("plugin %d still runs a minute after Conduit was killed", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	insert(1101, 1200) // while no one reads
+	c = runConduit(t, conduitBin(t), c.cmd.Dir, flags...)
+	c.waitFor("the changes made before and after the restart", 3*time.Minute, func() (bool, string) {
+		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
+			t.Fatalf("pipeline degraded: %s", errText)
+		}
+		n := count(t, to, `SELECT count(*) FROM items`)
+		return n == 1200, fmt.Sprintf("%d rows copied", n)
+	})
+	insert(1201, 1300)
+	c.waitFor("the changes made once restarted", 3*time.Minute, func() (bool, string) {
+		n := count(t, to, `SELECT count(*) FROM items`)
+		return n == 1300, fmt.Sprintf("%d rows copied", n)
+	})
+	var sum int64
+	if err := dst.QueryRow(t.Context(), `SELECT sum(n) FROM items`).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	is.Equal(sum, int64(1300*1301/2))
+	c.stop()
+	if log := c.log(); strings.Contains(log, "is in use") {
+		t.Errorf("the restarted source found its slot in use:\n%s", log)
+	}
+	if p := c.problems(); len(p) > 0 {
+		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// kill kills Conduit with SIGKILL, as an OOM killer or a crash would end
+// it, and waits for it to be gone.
+func (c *conduit) kill() {
+	c.t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		c.t.Fatal(err)
+	}
+	err := <-c.exited
+	c.exited <- err // for the cleanup, which waits for it too
+}
+
+// childrenRunning returns the processes running bin whose parent is ppid.
+func childrenRunning(t *testing.T, ppid int, bin string) []int {
+	t.Helper()
+	want, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc to find plugin processes in: %v", err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		parent, state, ok := procStat(pid)
+		if !ok || parent != ppid || state == "Z" {
+			continue
+		}
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == want {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// alive reports whether process pid runs: it exists and is not a zombie,
+// which an exited orphan stays until its new parent reaps it.
+func alive(pid int) bool {
+	_, state, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat returns the parent and state of process pid from /proc.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return ppid, fields[0], err == nil
+}
