@@ -137,9 +137,12 @@ func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 }
 
 // context returns ctx carrying what connector code takes from it: the
-// logger and the schema registry.
+// logger, the record size limit and the schema registry.
 func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
 	ctx = logging.NewContext(ctx, log)
+	if s.MaxReceiveSize > 0 {
+		ctx = NewMaxRecordSizeContext(ctx, s.MaxReceiveSize)
+	}
 	if s.Schemas != nil {
 		ctx = schema.NewContext(ctx, s.Schemas)
 	}

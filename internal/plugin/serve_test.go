@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 
@@ -27,4 +28,13 @@ func TestSettingsFromEnv(t *testing.T) {
 		is.Equal(got, tt.want)
 		is.Equal(len(warnings), tt.warnings)
 	}
+}
+
+// Connector code finds the plugin's record size limit in the context of
+// every call, and Conduit's default outside one.
+func TestMaxRecordSizeInContext(t *testing.T) {
+	is := is.New(t)
+	is.Equal(MaxRecordSize(context.Background()), 4<<20)
+	ctx := Settings{MaxReceiveSize: 1234}.context(context.Background(), discard)
+	is.Equal(MaxRecordSize(ctx), 1234)
 }
