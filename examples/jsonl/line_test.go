@@ -1,12 +1,17 @@
 package jsonl
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/matryer/is"
@@ -45,4 +50,89 @@ func TestBrokenAfterFailedRollBack(t *testing.T) {
 	is.Equal(n, 0)
 	is.True(errors.Is(err, os.ErrClosed))
 	is.True(strings.Contains(err.Error(), "unknown state after a failed write"))
+}
+
+// The source reads a line of any length up to the record size limit whole,
+// and stops at a longer one with an error that names it.
+func TestSourceLongLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	rec := func(pos string, size int) sdk.Record {
+		return sdk.Record{Position: sdk.Position(pos), Operation: sdk.OperationCreate,
+			Payload: sdk.Change{After: sdk.StructuredData{"s": strings.Repeat("z", size)}}}
+	}
+	small, mib3, mib5 := rec("a", 10), rec("b", 3<<20), rec("c", 5<<20)
+	var file []byte
+	var offsets []int
+	for _, r := range []sdk.Record{small, mib3, mib5} {
+		b, err := encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, len(file))
+		file = append(append(file, b...), '\n')
+	}
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(ctx context.Context, n int) ([]sdk.Record, error) {
+		t.Helper()
+		s, err := NewSource(SourceConfig{Path: path, Poll: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Teardown(ctx)
+		if err := s.Open(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out []sdk.Record
+		for range n {
+			r, err := s.Read(ctx)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	}
+
+	t.Run("default limit", func(t *testing.T) {
+		is := is.New(t)
+		got, err := read(t.Context(), 3)
+		is.Equal(len(got), 2)
+		is.Equal(got[1].Payload.After, mib3.Payload.After) // read whole
+		is.Equal(got[1].Position, sdk.Position(strconv.Itoa(offsets[2])))
+		is.True(err != nil)
+		is.Equal(err.Error(), fmt.Sprintf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", path, offsets[2], 4<<20))
+	})
+	t.Run("the plugin's limit", func(t *testing.T) {
+		is := is.New(t)
+		got, err := read(sdk.ContextWithMaxRecordSize(t.Context(), 1<<20), 2)
+		is.Equal(len(got), 1)
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), fmt.Sprintf("the line at offset %d exceeds the limit of %d bytes", offsets[1], 1<<20)))
+	})
+}
+
+// A line is as long as the limit, newline aside, and no longer; the end of
+// the file ends a line that has no newline yet.
+func TestReadLine(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		limit   int
+		want    string
+		wantErr error
+	}{
+		{"abcd\n", 4, "abcd\n", nil},
+		{"abcde\n", 4, "", errLineTooLong},
+		{"abcd", 4, "abcd", io.EOF},
+		{"abcde", 4, "", errLineTooLong},
+		{strings.Repeat("x", 40) + "\n", 40, strings.Repeat("x", 40) + "\n", nil}, // longer than the buffer
+		{strings.Repeat("x", 41) + "\n", 40, "", errLineTooLong},
+		{strings.Repeat("x", 30) + "\nnext", 40, strings.Repeat("x", 30) + "\n", nil},
+	} {
+		is := is.New(t)
+		got, err := readLine(bufio.NewReaderSize(strings.NewReader(tt.in), 16), tt.limit)
+		is.Equal(err, tt.wantErr)
+		is.Equal(string(got), tt.want)
+	}
 }

@@ -27,6 +27,7 @@ type Source struct {
 	f      *os.File
 	r      *bufio.Reader
 	offset int64 // after the last line read
+	limit  int   // the longest line, in bytes, newline aside
 	// missing is set while the file does not exist, so that its appearance
 	// is logged as its absence was.
 	missing bool
@@ -37,14 +38,17 @@ type Source struct {
 // before the process that writes the file), so a missing file is logged as
 // a warning at Open, once, and looked for every poll.
 func NewSource(cfg SourceConfig) (*Source, error) {
-	return &Source{cfg: cfg}, nil
+	return &Source{cfg: cfg, limit: sdk.DefaultMaxRecordSize}, nil
 }
 
-// Open resumes after the line at position from, the offset it ends at. It
-// fails if path can never be read: a directory, a file it may not open, or
+// Open resumes after the line at position from, the offset it ends at. The
+// longest line it reads is the plugin's record size limit
+// ([sdk.MaxRecordSize]); a longer one stops the source with an error that
+// names its offset. It fails if path can never be read: a directory, a file it may not open, or
 // a missing file it was reading before (a position cannot point into a file
 // that is not there). A file that does not exist yet is waited for.
 func (s *Source) Open(ctx context.Context, from sdk.Position) error {
+	s.limit = sdk.MaxRecordSize(ctx)
 	if from != nil {
 		off, err := strconv.ParseInt(string(from), 10, 64)
 		if err != nil || off < 0 {
@@ -115,11 +119,10 @@ func (s *Source) next() (rec sdk.Record, ok bool, err error) {
 		}
 		s.f, s.r = f, bufio.NewReaderSize(f, 64<<10)
 	}
-	b, err := s.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		var long []byte
-		long, err = s.r.ReadBytes('\n')
-		b = append(append([]byte(nil), b...), long...)
+	at := s.offset
+	b, err := readLine(s.r, s.limit)
+	if errors.Is(err, errLineTooLong) {
+		return sdk.Record{}, false, fmt.Errorf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", s.cfg.Path, at, s.limit)
 	}
 	if errors.Is(err, io.EOF) {
 		// A partial line is read again once it is complete.
@@ -132,7 +135,6 @@ func (s *Source) next() (rec sdk.Record, ok bool, err error) {
 	if err != nil {
 		return sdk.Record{}, false, err
 	}
-	at := s.offset
 	s.offset += int64(len(b))
 	rec, err = decode(b)
 	if err != nil {
@@ -154,4 +156,31 @@ func (s *Source) Teardown(context.Context) error {
 		return nil
 	}
 	return s.f.Close()
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line with its newline, or what there is of it
+// with io.EOF when the file ends first. A line whose length, newline
+// aside, exceeds limit is errLineTooLong, found as soon as more than limit
+// bytes of it are read. The line is valid until the next read from r.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var long []byte // the line so far, once it outgrows r's buffer
+	for {
+		b, err := r.ReadSlice('\n')
+		if long != nil || errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, b...) // b is r's: copied before r reads again
+			b = long
+		}
+		n := len(b)
+		if err == nil {
+			n-- // the newline
+		}
+		if n > limit {
+			return nil, errLineTooLong
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return b, err
+		}
+	}
 }
