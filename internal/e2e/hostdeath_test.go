@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -53,6 +55,9 @@ pipelines:
 	flags := []string{"--db.type", "badger", "--db.badger.path", state}
 	is := is.New(t)
 
+	// The test adopts the plugins Conduit leaves behind, to see how they
+	// end: torn down and exited, not killed by a write to a closed pipe.
+	adoptOrphans(t)
 	c := startConduit(t, pipeline, flags...)
 	c.waitForAcked(1000)
 	insert(1001, 1100)
@@ -69,11 +74,22 @@ pipelines:
 	c.kill()
 	deadline := time.Now().Add(time.Minute)
 	for _, pid := range plugins {
-		for alive(pid) {
+		var status syscall.WaitStatus
+		for {
+			got, err := syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
+			if err != nil {
+				t.Fatalf("wait for plugin %d: %v", pid, err)
+			}
+			if got == pid {
+				break
+			}
 			if time.Now().After(deadline) {
 				t.Fatalf("plugin %d still runs a minute after Conduit was killed", pid)
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+		if !status.Exited() || status.ExitStatus() != 0 {
+			t.Errorf("plugin %d ended with %v (signal %v), not after tearing down and exiting", pid, status.ExitStatus(), status.Signal())
 		}
 	}
 
@@ -103,6 +119,18 @@ pipelines:
 	if p := c.problems(); len(p) > 0 {
 		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 	}
+}
+
+// adoptOrphans makes the test process the subreaper of its descendants
+// for the rest of the test: a process whose parent dies becomes the test's
+// child, so the test can wait for it and see how it ended.
+func adoptOrphans(t *testing.T) {
+	t.Helper()
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		t.Skipf("cannot become a subreaper: %v", errno)
+	}
+	t.Cleanup(func() { syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0) })
 }
 
 // kill kills Conduit with SIGKILL, as an OOM killer or a crash would end

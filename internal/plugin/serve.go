@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
@@ -56,6 +58,11 @@ func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 // their level.
 func Serve(c Connector, s Settings, stderr io.Writer) error {
 	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
+	// Conduit reads the plugin's stderr through a pipe. Once Conduit is
+	// gone, a write to it would end the process with SIGPIPE, in the
+	// middle of whatever logged, before the connectors are torn down;
+	// ignored, it fails with EPIPE and the line is lost.
+	signal.Ignore(syscall.SIGPIPE)
 	live := &liveConnectors{}
 	newSource := func() pconnector.SourcePlugin { return live.source(newSourceServer(sourceOrNot(c.NewSource), log)) }
 	newDestination := func() pconnector.DestinationPlugin {
