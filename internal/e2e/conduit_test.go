@@ -59,10 +59,6 @@ func conduitBin(t *testing.T) string {
 	return bin
 }
 
-func (c *conduit) metric(series string) float64 { return c.Metric(series) }
-
-func (c *conduit) pipelineState(id string) (status, errText string) { return c.PipelineState(id) }
-
 // waitForAcked waits until Conduit reports n records through pipeline e2e,
 // failing at once if the pipeline degrades.
 func (c *conduit) waitForAcked(n int) {
@@ -82,8 +78,6 @@ func (c *conduit) stop() {
 		c.t.Fatalf("Conduit exited with %v", err)
 	}
 }
-
-func (c *conduit) problems() []string { return c.Problems() }
 
 // pipelineFile is a pipeline e2e from standalone:generator, making records
 // of three structured fields, to a destination plugin, each with extra
@@ -139,13 +133,13 @@ func TestConduit(t *testing.T) {
 			is := is.New(t)
 			c := startConduit(t, pipelineFile(records, tt.source, "log", merge(map[string]string{"level": "trace"}, tt.destination)), tt.flags...)
 			c.waitForAcked(records)
-			is.Equal(c.metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // exactly: no record twice
-			is.Equal(c.metric(`conduit_connector_bytes_count{pipeline_name="e2e",plugin="standalone:log",type="destination"}`), float64(records))
-			status, errText := c.pipelineState("e2e")
+			is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // exactly: no record twice
+			is.Equal(c.Metric(`conduit_connector_bytes_count{pipeline_name="e2e",plugin="standalone:log",type="destination"}`), float64(records))
+			status, errText := c.PipelineState("e2e")
 			is.Equal(status, "STATUS_RUNNING")
 			is.Equal(errText, "")
 			c.stop()
-			if p := c.problems(); len(p) > 0 {
+			if p := c.Problems(); len(p) > 0 {
 				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 			}
 		})
@@ -165,7 +159,7 @@ func TestConduitPostgres(t *testing.T) {
 	c.waitForAcked(records)
 	is.Equal(count(t, url, `SELECT count(*) FROM generated`), int64(records))
 	c.stop()
-	if p := c.problems(); len(p) > 0 {
+	if p := c.Problems(); len(p) > 0 {
 		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 	}
 }
