@@ -110,6 +110,7 @@ func TestDecodeFailureNamesTheRecordAndWritesThoseBefore(t *testing.T) {
 	for _, want := range []string{`record 3 (position "3")`, `payload.after`, `subject "conn-1:users.payload" version 1`} {
 		is.True(strings.Contains(err.Error(), want)) // names the record, the field and the schema
 	}
+	is.Equal(strings.Count(err.Error(), "conn-1:users.payload"), 1) // once, not by every layer
 }
 
 func TestDecodeMissingSubject(t *testing.T) {

@@ -3,6 +3,7 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -11,19 +12,8 @@ import (
 	"time"
 )
 
-// Struct tags that turn a config struct field into a parameter.
-//
-//	param:"name"      the parameter's name; on a struct field, a prefix for its fields
-//	default:"value"   used when the parameter is absent or empty
-//	desc:"text"       what the parameter does, shown to users
-//	validate:"rules"  comma-separated: required, gt=N, lt=N, inclusion=a|b,
-//	                  exclusion=a|b, regex=EXPR (regex must come last)
-//
-// Field types: string, bool, signed and unsigned integers, floats,
-// time.Duration, []string (written comma-separated), map[string]string (for a
-// name ending in ".*", collecting every parameter with that prefix) and
-// structs (nested parameters). Fields without a param tag are ignored, except
-// embedded structs, whose fields are flattened.
+// The struct tags that turn a config struct field into a parameter; the
+// grammar is documented on ParseConfig.
 const (
 	tagName     = "param"
 	tagDefault  = "default"
@@ -135,6 +125,7 @@ func newParameter(f reflect.StructField, name string, path []int) (Parameter, er
 		Type:        typ,
 		Default:     f.Tag.Get(tagDefault),
 		Description: f.Tag.Get(tagDesc),
+		kind:        f.Type.Kind(),
 		field:       path,
 	}
 	rules := f.Tag.Get(tagValidate)
@@ -185,11 +176,69 @@ func (p *Parameter) addRule(rule string) error {
 }
 
 // ParseConfig fills target, a pointer to a config struct, from the raw
-// configuration Conduit sends. Defaults apply to absent and empty values.
-// Unknown parameters, missing required ones, values of the wrong type and
-// values that fail a validation are all reported, each as a
-// [*ParameterError] naming the parameter, the value and what was expected;
-// an unknown name comes with the closest known one.
+// configuration Conduit sends: a flat map of parameter names to strings.
+// The same struct declares the parameters that [Parameters] lists and the
+// specification shows, so what users read cannot drift from what is parsed.
+//
+// # Tags
+//
+// An exported field with a param tag is a parameter:
+//
+//	param:"name"      the parameter's name; on a struct field, the prefix
+//	                  "name." of its fields' names
+//	default:"value"   used when the parameter is absent or empty
+//	desc:"text"       what the parameter does, shown to users
+//	validate:"rules"  comma-separated rules:
+//	                    required        the value may not be absent or empty
+//	                    gt=N, lt=N      a number, or a duration in nanoseconds,
+//	                                    greater than N, less than N (exclusive:
+//	                                    gt=-1 on an integer means at least 0)
+//	                    inclusion=a|b   one of the values a, b, …
+//	                    exclusion=a|b   none of them
+//	                    regex=EXPR      the whole value matches EXPR; this rule
+//	                                    comes last, as EXPR may hold commas
+//
+// # Field types
+//
+//   - string, bool, int and uint of every size, float32 and float64, and
+//     time.Duration (written "1s", "250ms"). An integer must also fit its
+//     field's type, and a float must be finite.
+//   - []string, written comma-separated ("a, b,c"); blank items are dropped.
+//   - map[string]string, with a name ending in ".*": every parameter under
+//     the prefix, keyed by the rest of its name ("format.options.id: int"
+//     gives Options["id"] = "int"). The rules apply to each value.
+//   - A struct (not time.Duration): nested parameters, named with the
+//     field's param as prefix. An embedded struct without a param tag has
+//     its fields flattened into the outer struct's.
+//   - A map of structs with string keys, with a name ending in ".*": one
+//     element per name given ("collections.users.format: raw" fills
+//     Collections["users"].Format); its struct's parameters are declared as
+//     "collections.*.format" and so on. Such maps cannot nest.
+//
+// Fields without a param tag are ignored.
+//
+// # Errors
+//
+// Everything wrong is reported at once, joined with errors.Join: unknown
+// parameters (with the closest known name), missing required ones, values
+// of the wrong type and values that fail a rule, each as a
+// [*ParameterError] naming the parameter, the value given and what was
+// expected:
+//
+//	parameter "count": got "-1", expected at least 0
+//
+// # Custom validation
+//
+// Checks that tags cannot express, such as a parameter that depends on
+// another, belong in a Validate method (see [Validator]) on the config
+// struct. Validate runs after the tags are applied, also when some
+// parameters failed, so that one error lists every problem: a parameter
+// that failed holds its default then, and what Validate reports about a
+// parameter already reported is left out. The factory given to
+// [NewSource] or [NewDestination] runs last, only once the configuration
+// is valid; it may refuse it too, preferably with a [*ParameterError],
+// but its error cannot join the others, as it never sees a configuration
+// with errors.
 func ParseConfig(raw map[string]string, target any) error {
 	v := reflect.ValueOf(target)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
@@ -203,7 +252,50 @@ func ParseConfig(raw map[string]string, target any) error {
 }
 
 func decode(raw map[string]string, params []Parameter, target reflect.Value) error {
-	return errors.Join(append(unknownKeys(raw, params), fill(raw, params, target)...)...)
+	return errors.Join(append(unknownKeys(raw, params), validate(target, fill(raw, params, target))...)...)
+}
+
+// Validator is implemented by a config struct that checks what its tags
+// cannot express, such as a parameter that is required only when another
+// has some value. See [ParseConfig] for when Validate runs.
+type Validator interface {
+	// Validate reports what is wrong with the configuration, preferably
+	// as a [*ParameterError] for each parameter at fault, joined with
+	// errors.Join.
+	Validate() error
+}
+
+// validate calls the Validate method of the config struct target, if it
+// has one, and adds what it reports to errs, the errors of parsing target:
+// a parameter that failed to parse holds its default, and what Validate
+// says about a parameter that errs already names is left out, as the
+// parse error is the more precise.
+func validate(target reflect.Value, errs []error) []error {
+	v, ok := target.Addr().Interface().(Validator)
+	if !ok {
+		return errs
+	}
+	err := v.Validate()
+	if err == nil {
+		return errs
+	}
+	failed := map[string]bool{}
+	for _, e := range errs {
+		if pe, ok := errors.AsType[*ParameterError](e); ok {
+			failed[pe.Name] = true
+		}
+	}
+	list := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		list = joined.Unwrap()
+	}
+	for _, e := range list {
+		if pe, ok := errors.AsType[*ParameterError](e); ok && failed[pe.Name] {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errs
 }
 
 // unknownKeys reports every key in raw that names none of params.
@@ -251,6 +343,9 @@ func fill(raw map[string]string, params []Parameter, target reflect.Value) []err
 		}
 		if err := set(p, field, value); err != nil {
 			errs = append(errs, err)
+			if value != p.Default && p.Default != "" {
+				_ = set(p, field, p.Default) // for Validate, which runs anyway
+			}
 		}
 	}
 	for _, group := range groups {
@@ -356,18 +451,22 @@ func set(p *Parameter, field reflect.Value, value string) error {
 		case time.Duration:
 			n = int64(v)
 		}
-		if field.OverflowInt(n) {
+		if field.OverflowInt(n) { // checked by p.check; kept for safety
 			return &ParameterError{Name: p.Name, Value: value, Expected: "an integer that fits in " + field.Type().String()}
 		}
 		field.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n := v.(int64)
 		if n < 0 || field.OverflowUint(uint64(n)) {
-			return &ParameterError{Name: p.Name, Value: value, Expected: "a non-negative integer that fits in " + field.Type().String()}
+			return &ParameterError{Name: p.Name, Value: value, Expected: "an integer that fits in " + field.Type().String()}
 		}
 		field.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
-		field.SetFloat(v.(float64))
+		f := v.(float64)
+		if field.OverflowFloat(f) {
+			return &ParameterError{Name: p.Name, Value: value, Expected: fmt.Sprintf("a number between %g and %g", -math.MaxFloat32, math.MaxFloat32)}
+		}
+		field.SetFloat(f)
 	case reflect.Bool:
 		field.SetBool(v.(bool))
 	case reflect.String:

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,14 +89,14 @@ func TestParseConfig(t *testing.T) {
 		name: "out of range",
 		raw:  map[string]string{"url": "x", "count": "0", "small": "300", "size": "-1"},
 		wantErr: []string{
-			`parameter "count": got "0", expected a value greater than 0`,
-			`parameter "small": got "300", expected an integer that fits in int8`,
-			`parameter "size": got "-1", expected a non-negative integer that fits in uint32`,
+			`parameter "count": got "0", expected between 1 and 999`,
+			`parameter "small": got "300", expected between -128 and 127`,
+			`parameter "size": got "-1", expected between 0 and 4294967295`,
 		},
 	}, {
 		name:    "upper bound",
 		raw:     map[string]string{"url": "x", "count": "1000"},
-		wantErr: []string{`parameter "count": got "1000", expected a value less than 1000`},
+		wantErr: []string{`parameter "count": got "1000", expected between 1 and 999`},
 	}, {
 		name: "inclusion, exclusion and regex",
 		raw:  map[string]string{"url": "x", "format.type": "xml", "format.options.f": "bad", "mode": "abc-"},
@@ -290,4 +291,145 @@ func TestWildcardMatching(t *testing.T) {
 			t.Errorf("%q matches %q: got %v", tt.pattern, tt.key, got)
 		}
 	}
+}
+
+// TestBoundsReadAsWords checks that a value out of bounds is reported as a
+// person would state the bounds, for the field's type.
+func TestBoundsReadAsWords(t *testing.T) {
+	type config struct {
+		Count   int           `param:"count" validate:"gt=-1"`
+		Workers int           `param:"workers" validate:"gt=0"`
+		Percent int           `param:"percent" validate:"gt=0,lt=101"`
+		Max     int           `param:"max" validate:"lt=10"`
+		Small   int8          `param:"small"`
+		Port    uint16        `param:"port" validate:"gt=0"`
+		Plain   int64         `param:"plain"`
+		Ratio   float64       `param:"ratio" validate:"gt=0"`
+		Share   float64       `param:"share" validate:"gt=0,lt=1"`
+		Single  float32       `param:"single"`
+		Wait    time.Duration `param:"wait" validate:"gt=-1"`
+		Tick    time.Duration `param:"tick" validate:"gt=0,lt=3600000000000"`
+	}
+	tests := []struct{ name, value, want string }{
+		{"count", "-1", "at least 0"},
+		{"count", "99999999999999999999", "between 0 and 9223372036854775807"},
+		{"workers", "0", "at least 1"},
+		{"percent", "0", "between 1 and 100"},
+		{"percent", "101", "between 1 and 100"},
+		{"max", "10", "at most 9"},
+		{"small", "-129", "between -128 and 127"},
+		{"port", "65536", "between 1 and 65535"},
+		{"plain", "99999999999999999999", "at most 9223372036854775807"},
+		{"plain", "-99999999999999999999", "at least -9223372036854775808"},
+		{"plain", "1.5", "an integer"},
+		{"ratio", "0", "greater than 0"},
+		{"ratio", "NaN", "a finite number"},
+		{"ratio", "-Inf", "a finite number"},
+		{"ratio", "1e999", "a finite number"},
+		{"ratio", "fast", "a number"},
+		{"share", "1", "greater than 0 and less than 1"},
+		{"single", "1e39", "a number between -3.4028234663852886e+38 and 3.4028234663852886e+38"},
+		{"wait", "-1s", "at least 0s"},
+		{"tick", "0s", "longer than 0s and shorter than 1h0m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			is := is.New(t)
+			var cfg config
+			err := ParseConfig(map[string]string{tt.name: tt.value}, &cfg)
+			var pe *ParameterError
+			is.True(errors.As(err, &pe))
+			is.Equal(pe.Name, tt.name)   // the parameter
+			is.Equal(pe.Value, tt.value) // the value given
+			is.Equal(pe.Expected, tt.want)
+		})
+	}
+}
+
+// rangeConfig's Validate checks that min is below max, which no tag can.
+type rangeConfig struct {
+	Min  int    `param:"min" default:"0"`
+	Max  int    `param:"max" default:"10"`
+	Name string `param:"name" validate:"required"`
+}
+
+func (c *rangeConfig) Validate() error {
+	var errs []error
+	if c.Min >= c.Max {
+		errs = append(errs, &ParameterError{Name: "min", Value: strconv.Itoa(c.Min), Expected: "less than max (" + strconv.Itoa(c.Max) + ")"})
+	}
+	if c.Name == "nobody" {
+		errs = append(errs, errors.New("name: nobody is nobody"))
+	}
+	return errors.Join(errs...)
+}
+
+func TestValidateJoinsTagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  map[string]string
+		want []string // the lines of the error, in order
+	}{{
+		name: "valid",
+		raw:  map[string]string{"name": "x", "min": "1", "max": "2"},
+	}, {
+		name: "Validate alone",
+		raw:  map[string]string{"name": "nobody", "min": "5", "max": "5"},
+		want: []string{`parameter "min": got "5", expected less than max (5)`, "name: nobody is nobody"},
+	}, {
+		name: "Validate runs although a tag failed",
+		raw:  map[string]string{"min": "5", "max": "5"},
+		want: []string{`parameter "name": is required but missing`, `parameter "min": got "5", expected less than max (5)`},
+	}, {
+		name: "a bad value holds its default for Validate",
+		raw:  map[string]string{"name": "x", "min": "12", "max": "ten"},
+		want: []string{`parameter "max": got "ten", expected an integer`, `parameter "min": got "12", expected less than max (10)`},
+	}, {
+		name: "what Validate says of a parameter already reported is left out",
+		raw:  map[string]string{"name": "x", "min": "many", "max": "-1"},
+		want: []string{`parameter "min": got "many", expected an integer`},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			var cfg rangeConfig
+			err := ParseConfig(tt.raw, &cfg)
+			if tt.want == nil {
+				is.NoErr(err)
+				return
+			}
+			is.True(err != nil)
+			is.Equal(strings.Split(err.Error(), "\n"), tt.want)
+		})
+	}
+}
+
+// TestFactoryRunsAfterValidate checks the order a connector author relies
+// on: tags and Validate are reported together, and the factory runs only
+// on a configuration that passed both.
+func TestFactoryRunsAfterValidate(t *testing.T) {
+	is := is.New(t)
+	built := 0
+	f := NewDestination(func(cfg rangeConfig) (nopDestination, error) {
+		built++
+		if cfg.Name == "refused" {
+			return nopDestination{}, &ParameterError{Name: "name", Value: cfg.Name, Expected: "anything else"}
+		}
+		return nopDestination{}, nil
+	})
+	c := Connector{Name: "x", Version: "v0.1.0", Destination: f}
+
+	_, err := c.ConfigureDestination(map[string]string{"min": "3", "max": "2", "unknown": "1"})
+	is.Equal(err.Error(), "invalid configuration: "+strings.Join([]string{
+		`parameter "unknown": is not a known parameter`,
+		`parameter "name": is required but missing`,
+		`parameter "min": got "3", expected less than max (2)`,
+	}, "\n"))
+	is.Equal(built, 0) // the factory never sees a configuration with errors
+
+	_, err = f.New(map[string]string{"name": "refused"})
+	is.Equal(err.Error(), `invalid configuration: parameter "name": got "refused", expected anything else`)
+	var pe *ParameterError
+	is.True(errors.As(err, &pe))
+	is.Equal(built, 1)
 }

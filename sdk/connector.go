@@ -100,8 +100,8 @@ func newFactory[C, T any](build func(C) (T, error)) Factory[T] {
 		params: params,
 		parse: func(raw map[string]string) (any, []error) {
 			var cfg C
-			errs := fill(raw, params, reflect.ValueOf(&cfg).Elem())
-			return cfg, errs
+			target := reflect.ValueOf(&cfg).Elem()
+			return cfg, validate(target, fill(raw, params, target))
 		},
 		build: func(cfg any) (T, error) { return build(cfg.(C)) },
 	}
@@ -141,9 +141,9 @@ func (c Connector) configureDestination(raw map[string]string, env middleware.En
 }
 
 // configure parses raw into the connector's config struct and into a copy
-// of each settings value, makes the middleware, reporting every bad
-// parameter at once, then builds the connector and wraps it in the
-// middleware, the first outermost.
+// of each settings value, makes the middleware of every settings value
+// whose own parameters parsed, reporting every bad parameter at once, then
+// builds the connector and wraps it in the middleware, the first outermost.
 func configure[T, S any](f Factory[T], settings []S, raw map[string]string, makeMiddleware func(S) (middleware.Middleware[T], error)) (Configured[T], error) {
 	var zero Configured[T]
 	if !f.isSet() {
@@ -159,6 +159,7 @@ func configure[T, S any](f Factory[T], settings []S, raw map[string]string, make
 	cfg, errs := f.parse(raw)
 	errs = append(unknownKeys(raw, all), errs...)
 	parsed := make([]S, len(settings))
+	parsedOK := make([]bool, len(settings))
 	for i, s := range settings {
 		v := reflect.New(reflect.TypeOf(s)).Elem()
 		v.Set(reflect.ValueOf(s))
@@ -171,18 +172,23 @@ func configure[T, S any](f Factory[T], settings []S, raw map[string]string, make
 			target = copied.Elem()
 		}
 		params, _ := settingsParameters(s) // checked by allParameters
-		errs = append(errs, fill(raw, params, target)...)
-		parsed[i] = v.Interface().(S)
+		fillErrs := fill(raw, params, target)
+		errs = append(errs, fillErrs...)
+		parsed[i], parsedOK[i] = v.Interface().(S), len(fillErrs) == 0
 	}
+	// Settings that parsed are judged as a whole even when others did not
+	// (sdk.record.format.options against its format, say), so that one
+	// error names every parameter at fault.
 	mws := make([]middleware.Middleware[T], len(parsed))
-	if len(errs) == 0 {
-		for i, s := range parsed {
-			mw, err := makeMiddleware(s)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			mws[i] = mw
+	for i, s := range parsed {
+		if !parsedOK[i] {
+			continue
 		}
+		mw, err := makeMiddleware(s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		mws[i] = mw
 	}
 	if len(errs) > 0 {
 		return zero, invalid(errs) // before building: the connector never sees a bad configuration

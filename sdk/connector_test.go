@@ -83,7 +83,7 @@ func TestConfigureReportsEveryBadParameter(t *testing.T) {
 		`parameter "level": got "loud", expected one of info, warn`,
 		`parameter "sdk.batch.szie": is not a known parameter (did you mean "sdk.batch.size"?)`,
 		`parameter "sdk.batch.delay": got "soon", expected a duration`,
-		`parameter "sdk.batch.bytes": got "-1", expected a value greater than -1`,
+		`parameter "sdk.batch.bytes": got "-1", expected at least 0`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)

@@ -16,12 +16,34 @@
 //
 // # Configuration
 //
-// A config struct's field tags declare the parameters: their names, types,
-// defaults, descriptions and validations (see [ParseConfig]). The
-// specification Conduit shows users is derived from the same struct, so it
-// cannot go stale, and a configuration is parsed and validated once, before
-// the connector is built. Errors name the parameter, the value given and what
-// was expected.
+// A connector's configuration is a Go struct whose field tags declare the
+// parameters: param (the name), default, desc and validate (required,
+// gt=N, lt=N, inclusion=a|b, exclusion=a|b, regex=EXPR):
+//
+//	type Config struct {
+//		URL     string            `param:"url" validate:"required" desc:"Where to connect."`
+//		Batch   int               `param:"batch" default:"100" validate:"gt=0,lt=10001" desc:"Rows per statement."`
+//		Tables  []string          `param:"tables" desc:"Comma-separated tables to read."`
+//		Options map[string]string `param:"options.*" desc:"Driver options, e.g. options.sslmode."`
+//	}
+//
+// Field types are strings, bools, integers, floats, time.Duration,
+// []string (comma-separated), map[string]string (a name ending in ".*"),
+// nested and embedded structs, and maps of structs; [ParseConfig] has the
+// full grammar and an example that uses all of it. The [Specification]
+// Conduit shows users is derived from the same struct, so it cannot go
+// stale, and [NewSource] and [NewDestination] parse and validate a
+// configuration once, before the connector is built. Every problem is
+// reported at once, each as a [*ParameterError] that names the parameter,
+// the value given and what was expected:
+//
+//	parameter "batch": got "0", expected between 1 and 10000
+//
+// Checks the tags cannot express, such as one parameter that depends on
+// another, go in a Validate method on the config struct ([Validator]),
+// whose errors are reported together with the tags'. The factory passed
+// to NewSource or NewDestination runs last, on a valid configuration, and
+// may refuse it with a [*ParameterError] too.
 //
 // # Middleware and batching
 //

@@ -3,25 +3,9 @@ package sdk_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/connkit/connkit/sdk"
 )
-
-func ExampleParseConfig() {
-	type Config struct {
-		URL   string        `param:"url" validate:"required" desc:"Where to connect."`
-		Delay time.Duration `param:"delay" default:"1s" desc:"How long to wait."`
-	}
-	var cfg Config
-	err := sdk.ParseConfig(map[string]string{"url": "pg://localhost", "dealy": "2s"}, &cfg)
-	fmt.Println(err)
-	err = sdk.ParseConfig(map[string]string{"url": "pg://localhost"}, &cfg)
-	fmt.Println(err, cfg.URL, cfg.Delay)
-	// Output:
-	// parameter "dealy": is not a known parameter (did you mean "delay"?)
-	// <nil> pg://localhost 1s
-}
 
 // Counter is a destination that counts what it is given.
 type Counter struct{ n int }

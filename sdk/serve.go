@@ -105,7 +105,7 @@ func (p Parameter) protocol() config.Parameter {
 		out.Type = config.ParameterTypeBool
 	case TypeDuration:
 		out.Type = config.ParameterTypeDuration
-	default:
+	default: // strings, and lists, which Conduit has no type for
 		out.Type = config.ParameterTypeString
 	}
 	if p.Required {

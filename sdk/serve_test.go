@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conduitio/conduit-commons/config"
+	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
@@ -85,4 +87,31 @@ func TestFactoryNew(t *testing.T) {
 	var none Factory[Source]
 	_, err = none.New(nil)
 	is.True(err != nil)
+}
+
+// TestServeSpecShowsLists checks that a []string parameter is a list in the
+// specification users read, and a string on the wire, as Conduit has no
+// list type and the incumbent SDK sends lists as strings too.
+func TestServeSpecShowsLists(t *testing.T) {
+	is := is.New(t)
+	type listConfig struct {
+		Tables []string `param:"tables" default:"a,b" desc:"Comma-separated tables."`
+	}
+	c := Connector{Name: "nop", Version: "v0.1.0", DestinationMiddleware: []middleware.DestinationSettings{},
+		Destination: NewDestination(func(listConfig) (nopDestination, error) { return nopDestination{}, nil })}
+	var out bytes.Buffer
+	is.NoErr(serve(c, []string{"spec"}, func(string) string { return "" }, &out, &out))
+	is.True(strings.Contains(out.String(), `"type": "[]string"`)) // what `binary spec` prints
+	p := protocolSpec(mustSpec(t, c)).DestinationParams["tables"]
+	is.Equal(p.Type, config.ParameterTypeString) // what Conduit receives
+	is.Equal(p.Default, "a,b")
+}
+
+func mustSpec(t *testing.T, c Connector) Specification {
+	t.Helper()
+	spec, err := c.Specification()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,18 +36,20 @@ func TestRawPayloadIsTheFieldsAsJSON(t *testing.T) {
 	is.Equal(string(r.Position), "1")
 	is.Equal(string(r.Key.Bytes()), "1")
 	is.Equal(r.Operation, sdk.OperationCreate)
-	var payload map[string]any
-	is.NoErr(json.Unmarshal(r.Payload.After.Bytes(), &payload))
+	payload, err := sdk.FieldsOf(r.Payload.After)
+	is.NoErr(err) // a JSON object
 	is.Equal(len(payload), 5)
-	_, isNumber := payload["id"].(float64)
-	is.True(isNumber)
-	is.True(strings.Contains(payload["name"].(string), "-"))
-	_, err = time.Parse(time.RFC3339Nano, payload["at"].(string))
+	_, err = payload.Int("id")
 	is.NoErr(err)
-	_, isBool := payload["ok"].(bool)
-	is.True(isBool)
-	_, isNumber = payload["took"].(float64)
-	is.True(isNumber)
+	name, err := payload.String("name")
+	is.NoErr(err)
+	is.True(strings.Contains(name, "-"))
+	_, err = payload.Time("at")
+	is.NoErr(err)
+	_, err = payload.Bool("ok")
+	is.NoErr(err)
+	_, err = payload.Int("took") // nanoseconds
+	is.NoErr(err)
 }
 
 func TestStructuredPayloadHasTheSameShape(t *testing.T) {
@@ -82,7 +83,14 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"format.options.id": "integer"}, `parameter "format.options.id": got "integer", expected one of int, string, time, bool, duration`},
 		{map[string]string{"format.type": "file"}, `parameter "format.options.path": is required when format.type is file`},
 		{map[string]string{"format.type": "csv", "format.options.id": "int"}, `parameter "format.type": got "csv", expected one of raw, structured, file`},
-		{map[string]string{"format.options.id": "int", "recordCount": "-1"}, `parameter "recordCount": got "-1", expected a value greater than -1`},
+		{map[string]string{"format.options.id": "int", "recordCount": "-1"}, `parameter "recordCount": got "-1", expected at least 0`},
+		{map[string]string{"format.options.id": "int", "recordCount": "99999999999999999999"}, `parameter "recordCount": got "99999999999999999999", expected between 0 and 9223372036854775807`},
+		{map[string]string{"format.options.id": "int", "rate": "99999999999999999999"}, `parameter "rate": got "100000000000000000000", expected 0 (as fast as possible) or from 0.000001 to 1000000000 records per second`},
+		{map[string]string{"format.options.id": "int", "rate": "-0.5"}, `parameter "rate": got "-0.5", expected 0 (as fast as possible) or from 0.000001`},
+		{map[string]string{"format.options.id": "int", "rate": "1e-300"}, `parameter "rate": got "0.000`},
+		{map[string]string{"format.options.id": "int", "rate": "NaN"}, `parameter "rate": got "NaN", expected a finite number`},
+		{map[string]string{"format.options.id": "int", "burst.sleepTime": "-1s"}, `parameter "burst.sleepTime": got "-1s", expected at least 0s`},
+		{map[string]string{"format.options.id": "int", "burst.sleepTime": "1s", "burst.generateTime": "0s"}, `parameter "burst.generateTime": got "0s", expected longer than 0s`},
 	}
 	for _, tt := range tests {
 		_, err := Connector.Source.New(tt.raw)
@@ -258,10 +266,15 @@ func TestCollections(t *testing.T) {
 		is.Equal(c, want.collection) // in name order, continuing the rotation after a restart
 		is.Equal(r.Operation.String(), want.op)
 		if c == "users" {
-			_, ok := r.Payload.After.(sdk.StructuredData)["name"]
-			is.True(ok)
+			payload, err := sdk.FieldsOf(r.Payload.After)
+			is.NoErr(err)
+			_, err = payload.String("name")
+			is.NoErr(err)
 		} else {
-			is.True(strings.Contains(string(r.Payload.After.Bytes()), `"total":`))
+			payload, err := sdk.FieldsOf(r.Payload.After)
+			is.NoErr(err)
+			_, err = payload.Int("total")
+			is.NoErr(err)
 		}
 	}
 	_, err := Connector.Source.New(map[string]string{"collections.users.format.options.id": "integer"})

@@ -1,10 +1,13 @@
 package jsonl_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +115,65 @@ func TestTornLine(t *testing.T) {
 	}
 	if r, err := src.Read(ctx); err != nil || r.Metadata["jsonl.position"] != "sdktest-1" {
 		t.Fatalf("read %v, %v after the torn line was replaced", r, err)
+	}
+}
+
+// A file that does not exist yet is waited for, as the poll parameter
+// says, but not silently: Open warns once, and Read says when it appears.
+func TestSourceWaitsForAMissingFileAndSaysSo(t *testing.T) {
+	var log bytes.Buffer
+	ctx := sdk.ContextWithLogger(t.Context(), slog.New(slog.NewTextHandler(&log, nil)))
+	path := filepath.Join(t.TempDir(), "later.jsonl")
+	configured, err := jsonl.Connector.ConfigureSource(map[string]string{"path": path, "poll": "1ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := configured.Connector
+	if err := src.Open(ctx, nil); err != nil {
+		t.Fatalf("Open fails on a file that may appear later: %v", err)
+	}
+	defer src.Teardown(context.Background())
+	for range 3 {
+		short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		if r, err := src.Read(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("read %v, %v from a missing file; want to wait for it", r, err)
+		}
+		cancel()
+	}
+	if n := strings.Count(log.String(), "level=WARN"); n != 1 || !strings.Contains(log.String(), path+" does not exist yet") {
+		t.Fatalf("want one warning naming %s, got %d:\n%s", path, n, log.String())
+	}
+	written := writeFile(t, path, 1)
+	r, err := src.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Metadata["jsonl.position"]; got != string(written[0].Position) {
+		t.Fatalf("read the record written at %q as %q", written[0].Position, got)
+	}
+	if !strings.Contains(log.String(), path+" exists now") {
+		t.Errorf("the file's appearance is not logged:\n%s", log.String())
+	}
+}
+
+// What can never be read fails at Open, naming the parameter.
+func TestSourceOpenRefusesWhatCannotBeRead(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, path string
+		from       sdk.Position
+		want       string
+	}{
+		{"a directory", dir, nil, "is a directory"},
+		{"a file gone while it was read", filepath.Join(dir, "gone.jsonl"), sdk.Position("120"), "was it moved or deleted?"},
+	} {
+		configured, err := jsonl.Connector.ConfigureSource(map[string]string{"path": tt.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = configured.Connector.Open(t.Context(), tt.from)
+		if err == nil || !strings.Contains(err.Error(), `parameter "path"`) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Open returned %v, want an error naming path and saying %q", tt.name, err, tt.want)
+		}
 	}
 }

@@ -27,24 +27,49 @@ type Source struct {
 	f      *os.File
 	r      *bufio.Reader
 	offset int64 // after the last line read
+	// missing is set while the file does not exist, so that its appearance
+	// is logged as its absence was.
+	missing bool
 }
 
-// NewSource returns a source; it opens the file in Read, once it exists.
+// NewSource returns a source; it opens the file in Read, once it exists:
+// following a file that is created later is a feature (a pipeline may start
+// before the process that writes the file), so a missing file is logged as
+// a warning at Open, once, and looked for every poll.
 func NewSource(cfg SourceConfig) (*Source, error) {
 	return &Source{cfg: cfg}, nil
 }
 
-// Open resumes after the line at position from, the offset it ends at.
-func (s *Source) Open(_ context.Context, from sdk.Position) error {
-	if from == nil {
+// Open resumes after the line at position from, the offset it ends at. It
+// fails if path can never be read: a directory, a file it may not open, or
+// a missing file it was reading before (a position cannot point into a file
+// that is not there). A file that does not exist yet is waited for.
+func (s *Source) Open(ctx context.Context, from sdk.Position) error {
+	if from != nil {
+		off, err := strconv.ParseInt(string(from), 10, 64)
+		if err != nil || off < 0 {
+			return fmt.Errorf("position %q is not a jsonl position (an offset in the file)", from)
+		}
+		s.offset = off
+	}
+	info, err := os.Stat(s.cfg.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && from != nil:
+		return fmt.Errorf(`parameter "path": %s does not exist, but the source was reading it (position %q): was it moved or deleted?`, s.cfg.Path, from)
+	case errors.Is(err, os.ErrNotExist):
+		s.missing = true
+		sdk.Logger(ctx).Warn(fmt.Sprintf("jsonl: %s does not exist yet; looking for it every %v (parameter poll)", s.cfg.Path, s.cfg.Poll), "path", s.cfg.Path)
 		return nil
+	case err != nil:
+		return fmt.Errorf(`parameter "path": %w`, err)
+	case info.IsDir():
+		return fmt.Errorf(`parameter "path": %s is a directory, not a file of JSON lines`, s.cfg.Path)
 	}
-	off, err := strconv.ParseInt(string(from), 10, 64)
-	if err != nil || off < 0 {
-		return fmt.Errorf("position %q is not a jsonl position (an offset in the file)", from)
+	f, err := os.Open(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf(`parameter "path": %w`, err)
 	}
-	s.offset = off
-	return nil
+	return f.Close() // Read opens it again, where it resumes
 }
 
 // Read returns the next line's record, waiting for it at the end of the
@@ -52,7 +77,12 @@ func (s *Source) Open(_ context.Context, from sdk.Position) error {
 func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
 	var wait *time.Timer
 	for {
-		if rec, ok, err := s.next(); ok || err != nil {
+		rec, ok, err := s.next()
+		if s.missing && s.f != nil {
+			s.missing = false
+			sdk.Logger(ctx).Info("jsonl: "+s.cfg.Path+" exists now; reading it", "path", s.cfg.Path)
+		}
+		if ok || err != nil {
 			return rec, err
 		}
 		if wait == nil {

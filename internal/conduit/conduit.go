@@ -23,12 +23,14 @@ import (
 	"time"
 )
 
-// Options says what to run.
+// Options says what to run. Conduit runs in Dir, laid out as a user's:
+// plugins in connectors/, pipeline files in pipelines/, processors/, its
+// log in conduit.log.
 type Options struct {
 	Bin      string   // the Conduit binary
-	Dir      string   // an empty directory for Conduit's files; the caller removes it
-	Pipeline string   // the pipeline file
-	Plugins  []string // plugin binaries, linked into the connectors directory
+	Dir      string   // Conduit's directory, empty or laid out already; the caller removes it
+	Pipeline string   // a pipeline file to write into pipelines/, if not empty
+	Plugins  []string // plugin binaries to link into connectors/
 	Env      []string // extra environment, name=value, which the pipeline file can name as ${name}
 	Flags    []string // extra flags for `conduit run`
 }
@@ -51,7 +53,7 @@ type Server struct {
 // interrupt makes Conduit exit without stopping its pipelines).
 func Start(opts Options) (*Server, error) {
 	for _, sub := range []string{"connectors", "pipelines", "processors"} {
-		if err := os.Mkdir(filepath.Join(opts.Dir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
 			return nil, err
 		}
 	}
@@ -64,8 +66,10 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(opts.Dir, "pipelines", "pipeline.yaml"), []byte(opts.Pipeline), 0o644); err != nil {
-		return nil, err
+	if opts.Pipeline != "" {
+		if err := os.WriteFile(filepath.Join(opts.Dir, "pipelines", "pipeline.yaml"), []byte(opts.Pipeline), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	httpAddr, err := freeAddr()
 	if err != nil {

@@ -26,13 +26,26 @@ type conduit struct {
 // set, where a missing server is a failure.
 func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 	t.Helper()
-	s, err := conduitpkg.Start(conduitpkg.Options{
+	return startConduitWith(t, conduitpkg.Options{
 		Bin:      conduitBin(t),
 		Dir:      t.TempDir(),
 		Pipeline: pipeline,
 		Plugins:  []string{binary("connkit-generator"), binary("connkit-log"), binary("connkit-postgres")},
 		Flags:    flags,
 	})
+}
+
+// runConduit starts the server bin in dir, with the plugins in its
+// connectors directory and the pipeline files in its pipelines directory,
+// as a user would run it there, and an in-memory database on free ports.
+func runConduit(t *testing.T, bin, dir string, flags ...string) *conduit {
+	t.Helper()
+	return startConduitWith(t, conduitpkg.Options{Bin: bin, Dir: dir, Flags: flags})
+}
+
+func startConduitWith(t *testing.T, opts conduitpkg.Options) *conduit {
+	t.Helper()
+	s, err := conduitpkg.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +58,8 @@ func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 	return &conduit{Server: s, t: t}
 }
 
-// conduitBin returns CONDUIT_BIN. It skips the test when it is unset,
-// unless CI is set, where a missing server is a failure.
+// conduitBin returns the server in CONDUIT_BIN. It skips the test when
+// that is unset, unless CI is set, where a missing server is a failure.
 func conduitBin(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("CONDUIT_BIN")
@@ -63,9 +76,16 @@ func conduitBin(t *testing.T) string {
 // failing at once if the pipeline degrades.
 func (c *conduit) waitForAcked(n int) {
 	c.t.Helper()
+	c.waitForPipelineAcked("e2e", n)
+}
+
+// waitForPipelineAcked waits until Conduit reports n records through
+// pipeline id, failing at once if the pipeline degrades.
+func (c *conduit) waitForPipelineAcked(id string, n int) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.t.Context(), 3*time.Minute)
 	defer cancel()
-	if err := c.WaitAcked(ctx, "e2e", n); err != nil {
+	if err := c.WaitAcked(ctx, id, n); err != nil {
 		c.t.Fatal(err)
 	}
 }

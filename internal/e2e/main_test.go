@@ -31,7 +31,8 @@ func run(m *testing.M) int {
 		pkgs = append(pkgs,
 			"github.com/connkit/connkit/examples/generator/cmd/connkit-generator",
 			"github.com/connkit/connkit/examples/log/cmd/connkit-log",
-			"github.com/connkit/connkit/examples/postgres/cmd/connkit-postgres")
+			"github.com/connkit/connkit/examples/postgres/cmd/connkit-postgres",
+			"github.com/connkit/connkit/examples/jsonl/cmd/connkit-jsonl")
 	}
 	testBin, err := os.MkdirTemp("", "connkit-e2e-")
 	if err != nil {

@@ -36,7 +36,14 @@ type Options struct {
 	// pipeline must share one, as they share Conduit's; nil starts one for
 	// this plugin alone, stopped by Kill.
 	Schemas *SchemaService
+	// Token is the connector token the plugin presents to the schema
+	// service (CONDUIT_CONNECTOR_TOKEN); empty means DefaultToken. Conduit
+	// gives each connector its own.
+	Token string
 }
+
+// DefaultToken is the connector token plugins get when Options name none.
+const DefaultToken = "connkit-host"
 
 // The protocol's clients, as Conduit uses them.
 type (
@@ -114,7 +121,11 @@ func Launch(path string, opts Options) (*Plugin, error) {
 			return nil, err
 		}
 	}
-	add(pconnutils.EnvConduitConnectorToken, "connkit-host")
+	token := opts.Token
+	if token == "" {
+		token = DefaultToken
+	}
+	add(pconnutils.EnvConduitConnectorToken, token)
 	add(pconnutils.EnvConduitConnectorUtilitiesGRPCTarget, schemas.Target())
 	add(pconnector.EnvConduitConnectorID, opts.ConnectorID)
 	add(pconnector.EnvConduitConnectorLogLevel, opts.LogLevel)

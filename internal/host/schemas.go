@@ -14,8 +14,8 @@ import (
 )
 
 // SchemaService serves Conduit's schema service, part of its connector
-// utilities, to plugins on a loopback address, from an in-memory registry.
-// Plugins that share one see each other's schemas, as in Conduit.
+// utilities, to plugins on a loopback address, from a registry. Plugins
+// that share one see each other's schemas, as in Conduit.
 type SchemaService struct {
 	// Registry holds the schemas plugins create.
 	Registry schema.Registry
@@ -24,13 +24,22 @@ type SchemaService struct {
 	served   chan struct{}
 }
 
-// StartSchemaService starts a schema service on 127.0.0.1.
+// StartSchemaService starts a schema service on 127.0.0.1 with an empty
+// in-memory registry.
 func StartSchemaService() (*SchemaService, error) {
+	return ServeSchemas(schema.NewInMemory())
+}
+
+// ServeSchemas starts a schema service on 127.0.0.1 that serves reg: every
+// call a plugin makes reaches reg once, with the connector token the plugin
+// presented in its context (pconnutils.ConnectorTokenFromContext). Tests
+// wrap a registry to count calls or check tokens.
+func ServeSchemas(reg schema.Registry) (*SchemaService, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("schema service: %w", err)
 	}
-	s := &SchemaService{Registry: schema.NewInMemory(), server: grpc.NewServer(), lis: lis, served: make(chan struct{})}
+	s := &SchemaService{Registry: reg, server: grpc.NewServer(), lis: lis, served: make(chan struct{})}
 	connutilsv1.RegisterSchemaServiceServer(s.server, server.NewSchemaServiceServer(schemaService{s.Registry}))
 	go func() { defer close(s.served); _ = s.server.Serve(lis) }()
 	return s, nil
@@ -50,19 +59,23 @@ type schemaService struct{ reg schema.Registry }
 
 func (s schemaService) CreateSchema(ctx context.Context, req pconnutils.CreateSchemaRequest) (pconnutils.CreateSchemaResponse, error) {
 	sch, err := s.reg.Create(ctx, req.Subject, req.Type, req.Bytes)
-	return pconnutils.CreateSchemaResponse{Schema: sch}, err
+	return pconnutils.CreateSchemaResponse{Schema: sch}, bare(err)
 }
 
-// GetSchema answers a missing schema with the bare sentinel, as a service
-// that knows nothing of the client's wording; the client names the subject
-// and version.
 func (s schemaService) GetSchema(ctx context.Context, req pconnutils.GetSchemaRequest) (pconnutils.GetSchemaResponse, error) {
 	sch, err := s.reg.Get(ctx, req.Subject, req.Version)
-	switch {
-	case errors.Is(err, pconnutils.ErrVersionNotFound):
-		err = pconnutils.ErrVersionNotFound
-	case errors.Is(err, pconnutils.ErrSubjectNotFound):
-		err = pconnutils.ErrSubjectNotFound
+	return pconnutils.GetSchemaResponse{Schema: sch}, bare(err)
+}
+
+// bare returns the sentinel err wraps, alone, as Conduit's service does
+// (its connutils.SchemaService unwraps the registry's errors): the client
+// names the subject and version itself, and a wrapped message would say
+// them twice.
+func bare(err error) error {
+	for _, s := range []error{schema.ErrSubjectNotFound, schema.ErrVersionNotFound, schema.ErrInvalidSchema} {
+		if errors.Is(err, s) {
+			return s
+		}
 	}
-	return pconnutils.GetSchemaResponse{Schema: sch}, err
+	return err
 }

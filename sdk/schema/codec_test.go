@@ -313,10 +313,12 @@ func TestUnionsAgainstCommons(t *testing.T) {
 	is.NoErr(err)
 	srd, err := cavro.Parse([]byte(text))
 	is.NoErr(err)
+	// Avro writes a map's entries in Go's iteration order, which varies
+	// from run to run, so only maps of one entry compare byte for byte.
 	in := func() opencdc.StructuredData {
 		return opencdc.StructuredData{
 			"m": map[string]any{"l": []any{int64(3), int64(4)}},
-			"l": []any{int64(1), nil, map[string]any{"a": "b", "c": "d"}},
+			"l": []any{int64(1), nil, map[string]any{"a": "b"}},
 			"n": nil,
 		}
 	}

@@ -318,13 +318,20 @@ func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []open
 	}
 	missing, duplicated, differ := findWritten(written, read)
 	if len(missing) > 0 {
-		t.Errorf("%d acknowledged records are not in the destination's system: %s\nAcknowledge only what is durably written (Write's n counts the leading records written).", len(missing), strings.Join(missing, ", "))
+		t.Errorf("%d acknowledged records are not in the destination's system: %s\nAcknowledge only what is durably written (Write's n counts the leading records written).", len(missing), firstOf(missing))
 	}
 	if len(duplicated) > 0 {
-		t.Errorf("records were written more than once: %s", strings.Join(duplicated, ", "))
+		t.Errorf("%d records were written more than once: %s", len(duplicated), firstOf(duplicated))
 	}
 	if len(differ) > 0 {
-		t.Errorf("records read back differ from what was written: %s", strings.Join(differ, "; "))
+		more := ""
+		switch n := len(differ) - 1; {
+		case n == 1:
+			more = "; 1 more record differs"
+		case n > 1:
+			more = fmt.Sprintf("; %d more records differ", n)
+		}
+		t.Errorf("records read back differ from what was written: %s%s", differ[0], more)
 	}
 }
 
@@ -356,7 +363,11 @@ func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
 			t.Errorf("Write of %d records %s returned n=%d and no error: a short write must return an error saying why", len(recs), what, n)
 		}
 		if !reflect.DeepEqual(before, recs) {
-			t.Errorf("Write %s modified the records it was given: it must not modify the slice or the records", what)
+			d := DiffRecords(recs, before)
+			if d == "" {
+				d = "a nil value became empty, or the reverse"
+			}
+			t.Errorf("Write %s modified the records it was given: %s (want: as given)\nWrite must not modify the slice or the records.", what, d)
 		}
 		return max(0, min(n, len(recs))), err
 	}

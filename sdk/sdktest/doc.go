@@ -80,6 +80,11 @@
 //     records before it are acknowledged, and written, and the failure
 //     reaches Conduit in the nack.
 //
+// A failure that compares records names the first record that differs
+// (its index and position) and its first field that differs, such as
+// payload.after.name with both values, then counts the rest; [DiffRecords]
+// gives a connector's own tests the same message.
+//
 // # Faults
 //
 // [FailAt], [FailAfter] and [DropAt] wrap a destination to make a Write

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/sdktest"
@@ -38,4 +39,18 @@ func ExampleNewProxy() {
 	// address; p.Drop() breaks its connections, for example through DropAt.
 	fmt.Println(p.Addr() != "")
 	// Output: true
+}
+
+// DiffRecords says where two lists of records part ways, for a test's
+// failure message.
+func ExampleDiffRecords() {
+	var want []sdk.Record
+	for id := range 20 {
+		want = append(want, sdktest.TestRecord(id, sdk.OperationCreate, true))
+	}
+	got := slices.Clone(want)
+	got[12] = sdktest.TestRecord(12, sdk.OperationUpdate, true)
+	got[15] = sdktest.TestRecord(15, sdk.OperationCreate, false)
+	fmt.Println(sdktest.DiffRecords(got, want))
+	// Output: record 12 (position "sdktest-12"): operation: got update, want create; 1 more record differs
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,7 @@ const (
 	destinationRejectsDelete                // fails every delete
 	destinationFailingHook                  // OnDeleted fails
 	destinationIgnoresDelete                // acknowledges deletes without deleting
+	destinationCorrupts                     // writes every name in upper case
 )
 
 // store is the fake destination's system: a log of records or, keyed, a
@@ -180,6 +182,15 @@ func (d *fakeDestination) Write(_ context.Context, records []sdk.Record) (int, e
 		d.keep(records)
 	case destinationModifies:
 		records[0].Position = sdk.Position("changed")
+	case destinationCorrupts:
+		for _, r := range records {
+			if f, err := sdk.FieldsOf(r.Payload.After); err == nil && len(f) > 0 {
+				name, _ := f.String("name")
+				r.Payload.After = sdk.StructuredData{"id": f["id"], "name": strings.ToUpper(name)}
+			}
+			d.keep([]sdk.Record{r})
+		}
+		return len(records), nil
 	case destinationIgnoresDelete:
 		for _, r := range records {
 			if r.Operation != sdk.OperationDelete {

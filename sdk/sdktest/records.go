@@ -3,6 +3,9 @@ package sdktest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -52,19 +55,12 @@ func nextIDs(n int) int { return int(ids.Add(int64(n))) - n + 1 }
 // compare equal whatever their Go type: a structured payload's fields, or a
 // raw one's parsed as a JSON object. ok is false if d has no fields.
 func fields(d opencdc.Data) (map[string]string, bool) {
-	var m map[string]any
-	switch d := d.(type) {
-	case opencdc.StructuredData:
-		m = d
-	case opencdc.RawData:
-		if err := json.Unmarshal(d, &m); err != nil {
-			return nil, false
-		}
-	default:
+	f, err := sdk.FieldsOf(d)
+	if err != nil || d == nil {
 		return nil, false
 	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
+	out := make(map[string]string, len(f))
+	for k, v := range f {
 		switch v := v.(type) {
 		case []byte:
 			out[k] = string(v)
@@ -89,7 +85,7 @@ func findWritten(written, read []opencdc.Record) (missing, duplicated, differ []
 			byID[id] = append(byID[id], f)
 		}
 	}
-	for _, w := range written {
+	for i, w := range written {
 		want, ok := fields(w.Payload.After)
 		if !ok || want["id"] == "" {
 			continue
@@ -101,16 +97,26 @@ func findWritten(written, read []opencdc.Record) (missing, duplicated, differ []
 		case len(got) > 1:
 			duplicated = append(duplicated, string(w.Position))
 		default:
-			var diffs []string
-			for k, v := range want {
-				if got[0][k] != v {
-					diffs = append(diffs, fmt.Sprintf("%s: wrote %q, read %q", k, v, got[0][k]))
+			for _, k := range slices.Sorted(maps.Keys(want)) {
+				if v, ok := got[0][k]; !ok || v != want[k] {
+					read := strconv.Quote(v)
+					if !ok {
+						read = "no such field"
+					}
+					differ = append(differ, fmt.Sprintf("record %d (position %q): payload.after.%s: wrote %q, read %s", i, w.Position, k, want[k], read))
+					break // the first field that differs says enough
 				}
-			}
-			if len(diffs) > 0 {
-				differ = append(differ, fmt.Sprintf("%s (%s)", w.Position, strings.Join(diffs, "; ")))
 			}
 		}
 	}
 	return missing, duplicated, differ
+}
+
+// firstOf lists the first few of items, and how many more there are.
+func firstOf(items []string) string {
+	const n = 5
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }

@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// incumbentSettings are, for each role, every sdk.* parameter the
+// incumbent SDK's specification lists (TestSpecificationMatchesIncumbent
+// holds connkit's to them), set as a pipeline written for the incumbent
+// might set them: to values other than the defaults wherever another value
+// makes sense. sdk.schema.extract.type has one value only, avro.
+var incumbentSettings = struct{ source, destination map[string]string }{
+	source: map[string]string{
+		"sdk.batch.size":                     "200",
+		"sdk.batch.delay":                    "20ms",
+		"sdk.schema.context.enabled":         "true",
+		"sdk.schema.context.name":            "parity",
+		"sdk.schema.extract.type":            "avro",
+		"sdk.schema.extract.payload.enabled": "true",
+		"sdk.schema.extract.payload.subject": "generated-payload",
+		"sdk.schema.extract.key.enabled":     "true",
+		"sdk.schema.extract.key.subject":     "generated-key",
+	},
+	destination: map[string]string{
+		"sdk.batch.size":                     "100",
+		"sdk.batch.delay":                    "10ms",
+		"sdk.rate.perSecond":                 "50000",
+		"sdk.rate.burst":                     "500",
+		"sdk.record.format":                  "debezium/json",
+		"sdk.record.format.options":          "debezium.schema.name=parity.generated,debezium.rawData.key=raw",
+		"sdk.schema.extract.payload.enabled": "true",
+		"sdk.schema.extract.key.enabled":     "false",
+	},
+}
+
+// TestIncumbentSettingsAreComplete checks that incumbentSettings sets every
+// sdk.* parameter the incumbent's plugins declare, so that
+// TestIncumbentPipelineFile keeps up with them.
+func TestIncumbentSettingsAreComplete(t *testing.T) {
+	dir := incumbentBin(t)
+	is := is.New(t)
+	source := sdkParams(specify(t, filepath.Join(dir, "generator")).SourceParams)
+	destination := sdkParams(specify(t, filepath.Join(dir, "log")).DestinationParams)
+	is.Equal(slices.Sorted(maps.Keys(source)), slices.Sorted(maps.Keys(incumbentSettings.source)))
+	is.Equal(slices.Sorted(maps.Keys(destination)), slices.Sorted(maps.Keys(incumbentSettings.destination)))
+}
+
+// yamlSettings writes settings as a pipeline file's settings block.
+func yamlSettings(settings ...map[string]string) string {
+	var b strings.Builder
+	all := merge(settings...)
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		fmt.Fprintf(&b, "          %s: %q\n", k, all[k])
+	}
+	return b.String()
+}
+
+// TestIncumbentPipelineFile runs, in real Conduit with both engines, a
+// pipeline file that sets every sdk.* parameter of the incumbent SDK on
+// connkit's generator, log and postgres plugins, and checks that Conduit
+// takes it without complaint, every record is acked, and the settings did
+// what they say where their effect can be seen from outside:
+//
+//   - sdk.record.format and its options: the log destination's records are
+//     Debezium JSON with the schema name given;
+//   - sdk.schema.extract.payload.* and sdk.schema.context.* on the source:
+//     the payload schema's subject, in each record's metadata (Debezium's
+//     source block), is the context name, a colon and the subject given;
+//   - sdk.schema.extract.payload.enabled on the destinations: the payload
+//     reaches the connectors decoded, as fields, not as Avro bytes under the
+//     raw data key, and the rows in Postgres have every column.
+//
+// The key settings have nothing to act on, since the generator's keys are
+// raw; batching and rate limits have effects only in timing, which this
+// test does not assert.
+func TestIncumbentPipelineFile(t *testing.T) {
+	const records = 2000
+	for _, tt := range []struct {
+		name  string
+		flags []string
+	}{
+		{name: "default engine"},
+		{name: "v2 engine", flags: []string{"--preview.pipeline-arch-v2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			url := database(t)
+			generator := map[string]string{
+				"format.type": "structured", "format.options.name": "string", "format.options.n": "int",
+				"format.options.at": "time", "recordCount": fmt.Sprint(records),
+			}
+			// Two pipelines, as the v2 engine takes one destination per
+			// pipeline; each source has its own schema context.
+			pipeline := fmt.Sprintf(`version: "2.2"
+pipelines:
+  - id: e2e
+    status: running
+    connectors:
+      - id: generator
+        type: source
+        plugin: standalone:generator
+        settings:
+%s      - id: log
+        type: destination
+        plugin: standalone:log
+        settings:
+%s  - id: e2e-pg
+    status: running
+    connectors:
+      - id: generator
+        type: source
+        plugin: standalone:generator
+        settings:
+%s      - id: postgres
+        type: destination
+        plugin: standalone:postgres
+        settings:
+%s`,
+				yamlSettings(incumbentSettings.source, generator),
+				yamlSettings(incumbentSettings.destination, map[string]string{"level": "info"}),
+				yamlSettings(incumbentSettings.source, generator, map[string]string{"sdk.schema.context.name": "parity-pg"}),
+				yamlSettings(incumbentSettings.destination, map[string]string{"url": url, "table": "generated", "key": "seq"}),
+			)
+			c := startConduit(t, pipeline, tt.flags...)
+			c.waitForPipelineAcked("e2e", records)
+			c.waitForPipelineAcked("e2e-pg", records)
+			for _, p := range []struct{ pipeline, plugin string }{{"e2e", "log"}, {"e2e-pg", "postgres"}} {
+				is.Equal(c.Metric(fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, p.pipeline)), float64(records)) // exactly: no record twice
+				is.Equal(c.Metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin="standalone:%s",type="destination"}`, p.pipeline, p.plugin)), float64(records))
+				status, errText := c.PipelineState(p.pipeline)
+				is.Equal(status, "STATUS_RUNNING")
+				is.Equal(errText, "")
+			}
+			is.Equal(count(t, url, `SELECT count(*) FROM generated WHERE name IS NOT NULL AND n IS NOT NULL AND at IS NOT NULL`), int64(records))
+			c.stop()
+			if p := c.Problems(); len(p) > 0 {
+				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
+			}
+
+			events := c.loggedRecords("e2e:log")
+			is.Equal(len(events), records) // the log destination logged each record once
+			for _, line := range events {
+				var e debeziumEvent
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatalf("the log destination's record is not JSON (%v): %s", err, line)
+				}
+				is.Equal(e.Schema.Name, "parity.generated")                                      // debezium.schema.name
+				is.Equal(e.Payload.Op, "c")                                                      // a Debezium create
+				is.Equal(slices.Sorted(maps.Keys(e.Payload.After)), []string{"at", "n", "name"}) // decoded fields, no raw Avro
+				is.Equal(e.Payload.Source["opencdc.payload.schema.subject"], "parity:generated-payload")
+				is.Equal(e.Payload.Source["opencdc.payload.schema.version"], "1") // one shape, one schema
+			}
+		})
+	}
+}
+
+// debeziumEvent is the part of a Debezium JSON record the test checks.
+type debeziumEvent struct {
+	Schema struct {
+		Name string
+	}
+	Payload struct {
+		After  map[string]any
+		Source map[string]string
+		Op     string
+	}
+}
+
+// loggedRecords returns what the log destination with the given connector
+// ID logged for each record, as Conduit re-logged its plugin's lines.
+func (c *conduit) loggedRecords(connectorID string) []string {
+	var out []string
+	for line := range strings.SplitSeq(c.Log(), "\n") {
+		var entry struct {
+			ConnectorID string `json:"connector_id"`
+			Message     string
+			Record      *string
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.ConnectorID == connectorID && entry.Message == "record" && entry.Record != nil {
+			out = append(out, *entry.Record)
+		}
+	}
+	return out
+}

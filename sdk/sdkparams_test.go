@@ -1,0 +1,129 @@
+package sdk
+
+import (
+	"context"
+	"maps"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/connkit/connkit/middleware"
+)
+
+type nopSource struct{}
+
+func (nopSource) Open(context.Context, Position) error { return nil }
+func (nopSource) Read(context.Context) (Record, error) { return Record{}, nil }
+func (nopSource) Teardown(context.Context) error       { return nil }
+
+func newNopSource(nopConfig) (nopSource, error) { return nopSource{}, nil }
+
+// sdkParameterNames returns the names of the default middleware's
+// parameters.
+func sdkParameterNames[S any](settings []S) []string {
+	var names []string
+	for _, s := range settings {
+		params, err := settingsParameters(s)
+		if err != nil {
+			panic(err)
+		}
+		for _, p := range params {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestConfigureRefusesEverySDKParameter sets every sdk.* parameter of the
+// default middleware to a value it cannot take and checks that Configure
+// refuses the configuration with one error that names each parameter, so
+// a pipeline author fixes them all in one go. The parameters that take any
+// string (subjects and the schema context's name, as in the incumbent SDK)
+// have no bad value and are listed apart; sdk.record.format.options is bad
+// only for a format, so it has a format of its own in a second config.
+func TestConfigureRefusesEverySDKParameter(t *testing.T) {
+	for _, tt := range []struct {
+		role      string
+		names     []string // every sdk.* parameter of the role
+		anyString []string // the role's parameters that take any string
+		bad       []map[string]string
+		configure func(map[string]string) error
+	}{
+		{
+			role:      "source",
+			names:     sdkParameterNames(middleware.DefaultSource()),
+			anyString: []string{"sdk.schema.context.name", "sdk.schema.extract.key.subject", "sdk.schema.extract.payload.subject"},
+			bad: []map[string]string{{
+				"sdk.batch.size":                     "-1",
+				"sdk.batch.delay":                    "-1s",
+				"sdk.batch.bytes":                    "lots",
+				"sdk.schema.context.enabled":         "maybe",
+				"sdk.schema.extract.type":            "json",
+				"sdk.schema.extract.payload.enabled": "2",
+				"sdk.schema.extract.key.enabled":     "yes please",
+			}},
+			configure: func(raw map[string]string) error {
+				_, err := Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}.ConfigureSource(raw)
+				return err
+			},
+		},
+		{
+			role:  "destination",
+			names: sdkParameterNames(middleware.DefaultDestination()),
+			bad: []map[string]string{
+				{
+					"sdk.batch.size":                     "ten",
+					"sdk.batch.delay":                    "soon",
+					"sdk.batch.bytes":                    "-5",
+					"sdk.rate.perSecond":                 "-2",
+					"sdk.rate.burst":                     "1.5",
+					"sdk.record.format":                  "xml",
+					"sdk.schema.extract.payload.enabled": "maybe",
+					"sdk.schema.extract.key.enabled":     "nope",
+				},
+				{
+					"sdk.batch.size":                     "ten",
+					"sdk.batch.delay":                    "soon",
+					"sdk.batch.bytes":                    "-5",
+					"sdk.rate.perSecond":                 "-2",
+					"sdk.rate.burst":                     "1.5",
+					"sdk.record.format":                  "debezium/json",
+					"sdk.record.format.options":          "debezium.nope=1",
+					"sdk.schema.extract.payload.enabled": "maybe",
+					"sdk.schema.extract.key.enabled":     "nope",
+				},
+			},
+			configure: func(raw map[string]string) error {
+				_, err := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}.ConfigureDestination(raw)
+				return err
+			},
+		},
+	} {
+		t.Run(tt.role, func(t *testing.T) {
+			covered := slices.Clone(tt.anyString)
+			for _, raw := range tt.bad {
+				covered = append(covered, slices.Collect(maps.Keys(raw))...)
+				err := tt.configure(raw)
+				if err == nil {
+					t.Fatalf("%v was accepted", raw)
+				}
+				for _, name := range slices.Sorted(maps.Keys(raw)) {
+					if name == "sdk.record.format" && raw["sdk.record.format.options"] != "" {
+						continue // a good format, for its options to be judged
+					}
+					// As a whole word: sdk.record.format is a prefix of
+					// sdk.record.format.options.
+					if !regexp.MustCompile(regexp.QuoteMeta(name) + `[":]`).MatchString(err.Error()) {
+						t.Errorf("the error does not name %s=%q:\n%v", name, raw[name], err)
+					}
+				}
+			}
+			slices.Sort(covered)
+			covered = slices.Compact(covered)
+			if !slices.Equal(covered, tt.names) {
+				t.Errorf("the test covers %v, the %s's sdk.* parameters are %v", covered, tt.role, tt.names)
+			}
+		})
+	}
+}
