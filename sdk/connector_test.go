@@ -27,7 +27,7 @@ func TestConfigureAppliesDefaultMiddleware(t *testing.T) {
 	})
 	is.NoErr(err)
 	is.Equal(d.Batching, batcher.Policy{Bytes: middleware.DefaultBatchBytes}) // what fits in one of Conduit's messages
-	is.Equal(d.Connector, Destination(nopDestination{})) // nothing to do: not wrapped
+	is.Equal(d.Connector, Destination(nopDestination{}))                      // nothing to do: not wrapped
 }
 
 func TestConfigureReportsBadFormatOptions(t *testing.T) {
