@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -454,6 +455,64 @@ func TestFaultyWritesAreNackedAndThePluginSurvives(t *testing.T) {
 	}
 	_, err = dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(strconv.Itoa(pos))})
 	is.NoErr(err)
+	stopRun()
+	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	is.NoErr(err)
+}
+
+// TestReadingStopsAtTheBound sends records to a destination whose Write
+// never returns, as fast as the stream takes them: the plugin holds at most
+// its bound (two batches of sdk.batch.bytes, about 7.5 MiB) plus gRPC's
+// 64 KiB windows, so the host can send no more than about a thousand 8 KiB
+// records, however long it tries. Before, 8 MiB windows let another
+// thousand pile up.
+func TestReadingStopsAtTheBound(t *testing.T) {
+	is := is.New(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	p, err := host.Launch(faultyBin, host.Options{})
+	is.NoErr(err)
+	defer p.Kill()
+	dst, err := p.Destination()
+	is.NoErr(err)
+	_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{})
+	is.NoErr(err)
+	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
+	is.NoErr(err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	stream := dst.NewStream()
+	is.NoErr(dst.Run(runCtx, stream))
+
+	const total = 10000
+	payload := opencdc.RawData(strings.Repeat("x", 8<<10))
+	var sent atomic.Int64
+	go func() {
+		for i := 1; i <= total; i++ {
+			r := opencdc.Record{Position: opencdc.Position(strconv.Itoa(i)), Payload: opencdc.Change{After: payload}}
+			if i == 1 {
+				r.Payload.After = opencdc.RawData("block")
+			}
+			if stream.Client().Send(pconnector.DestinationRunRequest{Records: []opencdc.Record{r}}) != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	// Wait until sending stalls: the count stays put for a second.
+	last := int64(-1)
+	for sent.Load() != last {
+		last = sent.Load()
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	t.Logf("the host could send %d records of 8 KiB", last)
+	if last > 1500 {
+		t.Errorf("the plugin took %d records of 8 KiB while its connector wrote none: reading does not stop at the bound", last)
+	}
 	stopRun()
 	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
 	is.NoErr(err)
