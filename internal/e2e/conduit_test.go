@@ -202,12 +202,12 @@ func TestConduitLargeRecords(t *testing.T) {
 				fmt.Sprintf("          format.type: file\n          format.options.path: %q\n", payload), 1)
 			c := startConduit(t, pipeline, "--preview.pipeline-arch-v2")
 			c.waitForAcked(tt.records)
-			is.Equal(c.metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(tt.records))
-			status, errText := c.pipelineState("e2e")
+			is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(tt.records))
+			status, errText := c.PipelineState("e2e")
 			is.Equal(status, "STATUS_RUNNING")
 			is.Equal(errText, "")
 			c.stop()
-			if p := c.problems(); len(p) > 0 {
+			if p := c.Problems(); len(p) > 0 {
 				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 			}
 		})
