@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	conduitpkg "github.com/connkit/connkit/internal/conduit"
 	"github.com/matryer/is"
 )
 
@@ -58,11 +59,18 @@ pipelines:
 	// The test adopts the plugins Conduit leaves behind, to see how they
 	// end: torn down and exited, not killed by a write to a closed pipe.
 	adoptOrphans(t)
-	c := startConduit(t, pipeline, flags...)
+	dir := t.TempDir()
+	c := startServer(t, conduitpkg.Options{
+		Bin:      conduitBin(t),
+		Dir:      dir,
+		Pipeline: pipeline,
+		Plugins:  []string{binary("connkit-postgres")},
+		Flags:    flags,
+	})
 	c.waitForAcked(1000)
 	insert(1001, 1100)
 	c.waitForAcked(1100)
-	plugins := childrenRunning(t, c.cmd.Process.Pid, binary("connkit-postgres"))
+	plugins := childrenRunning(t, c.Pid(), binary("connkit-postgres"))
 	is.Equal(len(plugins), 2) // the source's and the destination's
 	t.Cleanup(func() {
 		for _, pid := range plugins {
@@ -71,7 +79,7 @@ pipelines:
 			}
 		}
 	})
-	c.kill()
+	c.Kill() // SIGKILL, as an OOM killer or a crash ends it
 	deadline := time.Now().Add(time.Minute)
 	for _, pid := range plugins {
 		var status syscall.WaitStatus
@@ -94,29 +102,41 @@ pipelines:
 	}
 
 	insert(1101, 1200) // while no one reads
-	c = runConduit(t, conduitBin(t), c.cmd.Dir, flags...)
-	c.waitFor("the changes made before and after the restart", 3*time.Minute, func() (bool, string) {
-		if status, errText := c.pipelineState("e2e"); status == "STATUS_DEGRADED" {
-			t.Fatalf("pipeline degraded: %s", errText)
+	c = runConduit(t, conduitBin(t), dir, flags...)
+	waitForRows := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			if status, errText := c.PipelineState("e2e"); status == "STATUS_DEGRADED" {
+				t.Fatalf("pipeline degraded: %s", errText)
+			}
+			n := count(t, to, `SELECT count(*) FROM items`)
+			if n == want {
+				return
+			}
+			select {
+			case <-c.Done():
+				t.Fatalf("Conduit exited (%v) with %d of %d rows copied", c.Err(), n, want)
+			case <-time.After(100 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d rows copied after 3 minutes", n, want)
+			}
 		}
-		n := count(t, to, `SELECT count(*) FROM items`)
-		return n == 1200, fmt.Sprintf("%d rows copied", n)
-	})
+	}
+	waitForRows(1200) // the changes made before and after the restart
 	insert(1201, 1300)
-	c.waitFor("the changes made once restarted", 3*time.Minute, func() (bool, string) {
-		n := count(t, to, `SELECT count(*) FROM items`)
-		return n == 1300, fmt.Sprintf("%d rows copied", n)
-	})
+	waitForRows(1300) // and those made once restarted
 	var sum int64
 	if err := dst.QueryRow(t.Context(), `SELECT sum(n) FROM items`).Scan(&sum); err != nil {
 		t.Fatal(err)
 	}
 	is.Equal(sum, int64(1300*1301/2))
 	c.stop()
-	if log := c.log(); strings.Contains(log, "is in use") {
+	if log := c.Log(); strings.Contains(log, "is in use") {
 		t.Errorf("the restarted source found its slot in use:\n%s", log)
 	}
-	if p := c.problems(); len(p) > 0 {
+	if p := c.Problems(); len(p) > 0 {
 		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 	}
 }
@@ -131,17 +151,6 @@ func adoptOrphans(t *testing.T) {
 		t.Skipf("cannot become a subreaper: %v", errno)
 	}
 	t.Cleanup(func() { syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0) })
-}
-
-// kill kills Conduit with SIGKILL, as an OOM killer or a crash would end
-// it, and waits for it to be gone.
-func (c *conduit) kill() {
-	c.t.Helper()
-	if err := c.cmd.Process.Kill(); err != nil {
-		c.t.Fatal(err)
-	}
-	err := <-c.exited
-	c.exited <- err // for the cleanup, which waits for it too
 }
 
 // childrenRunning returns the processes running bin whose parent is ppid.
