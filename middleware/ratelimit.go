@@ -33,7 +33,7 @@ func LimitRate(perSecond float64, burst int) Middleware[Destination] {
 			return d
 		}
 		if burst <= 0 {
-			burst = int(math.Ceil(perSecond))
+			burst = ceilInt(perSecond)
 		}
 		return &rateLimited{Destination: d, limiter: rate.NewLimiter(rate.Limit(perSecond), burst)}
 	}
@@ -49,7 +49,7 @@ func (r *rateLimited) Unwrap() Destination { return r.Destination }
 func (r *rateLimited) Write(ctx context.Context, records []opencdc.Record) (int, error) {
 	written := 0
 	for written < len(records) {
-		chunk := records[written:min(len(records), written+r.limiter.Burst())]
+		chunk := records[written:][:min(len(records)-written, r.limiter.Burst())]
 		if err := r.limiter.WaitN(ctx, len(chunk)); err != nil {
 			return written, fmt.Errorf("rate limit: waiting to write record %d: %w", written, err)
 		}
@@ -60,4 +60,14 @@ func (r *rateLimited) Write(ctx context.Context, records []opencdc.Record) (int,
 		}
 	}
 	return written, nil
+}
+
+// ceilInt returns f rounded up, or the largest int when that does not fit
+// one: converting a float beyond it to int gives nonsense (a negative
+// burst, on amd64).
+func ceilInt(f float64) int {
+	if c := math.Ceil(f); c < math.MaxInt {
+		return int(c)
+	}
+	return math.MaxInt
 }
