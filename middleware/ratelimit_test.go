@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -81,4 +82,39 @@ func TestLimitRateAboveMaxInt(t *testing.T) {
 			})
 		})
 	}
+}
+
+// overclaims is a buggy destination: its first Write claims one record
+// more than it was given. It keeps the positions it really got.
+type overclaims struct {
+	base
+	calls int
+	got   []string
+}
+
+func (o *overclaims) Write(_ context.Context, r []opencdc.Record) (int, error) {
+	o.calls++
+	for _, rec := range r {
+		o.got = append(o.got, string(rec.Position))
+	}
+	if o.calls == 1 {
+		return len(r) + 1, nil
+	}
+	return len(r), nil
+}
+
+// TestLimitRateKeepsTheWriteContract has the rate limit split a batch for a
+// destination that claims more records than one Write gave it: the claim
+// must not count records of the next chunk as written, which the SDK would
+// then ack without the destination ever seeing them.
+func TestLimitRateKeepsTheWriteContract(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		o := &overclaims{}
+		n, err := LimitRate(1000, 2)(o).Write(t.Context(), records(4))
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "n=3 for 2 records"))
+		is.True(n <= len(o.got)) // no record acked that was not written
+		is.Equal(n, 0)           // the claim confirms nothing of its chunk
+	})
 }
