@@ -54,6 +54,15 @@ func (r *rateLimited) Write(ctx context.Context, records []opencdc.Record) (int,
 			return written, fmt.Errorf("rate limit: waiting to write record %d: %w", written, err)
 		}
 		n, err := r.Destination.Write(ctx, chunk)
+		if n < 0 || n > len(chunk) {
+			// Counting such an n would make records of the next chunk
+			// look written; it confirms nothing of this chunk.
+			broke := fmt.Errorf("destination broke the Write contract: returned n=%d for %d records, expected 0 <= n <= %d", n, len(chunk), len(chunk))
+			if err != nil {
+				broke = fmt.Errorf("%w (Write error: %w)", broke, err)
+			}
+			return written, broke
+		}
 		written += n
 		if err != nil || n < len(chunk) {
 			return written, err
