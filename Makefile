@@ -4,7 +4,8 @@
 # make race      runs the end-to-end tests RACE_RUNS times (default 20) under -race
 # make bench     runs the benchmarks, a sweep of generator → log and the Postgres
 #                destination and source runs, connkit's plugins side by side with
-#                the incumbent's, into bench/results/
+#                the incumbent's, and the batching experiment in real Conduit
+#                (about 20 minutes of it), into bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -64,7 +65,7 @@ $(INCUMBENT_BIN)/postgres: internal/e2e/incumbent/go.mod internal/e2e/incumbent/
 # the bench host does not serve; raw payloads have no schema anyway.
 NO_SCHEMA = sdk.schema.extract.key.enabled=false sdk.schema.extract.payload.enabled=false
 
-bench: build incumbent
+bench: build conduit incumbent
 	$(GO) test -run '^$$' -bench . ./batcher ./internal/plugin ./examples/generator
 	$(GO) run ./internal/cmd/bench sweep -out bench/results -records $(BENCH_RECORDS) \
 		-destination-config level=trace -vs-destination-config level=trace \
@@ -74,6 +75,8 @@ bench: build incumbent
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-vs-config $(kv))
 	$(GO) run ./internal/cmd/bench pgsource -out bench/results -records 200000 -changes 200000 \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-vs-config $(kv))
+	$(GO) run ./internal/cmd/bench conduit -out bench/results -conduit $(CONDUIT_BIN) \
+		-vs-plugin $(INCUMBENT_BIN)/postgres
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
