@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/connkit/connkit/internal/chart"
@@ -197,6 +199,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 		c.err = err
 		return
 	}
+	defer killPlugins(dir)
 	defer s.Kill()
 	fail := func(err error) {
 		status, errText := s.PipelineState("batch")
@@ -289,6 +292,24 @@ func batchSettings(engine, v2Batching string, batch int, delay time.Duration) (s
 		return s, ""
 	default:
 		return s, s
+	}
+}
+
+// killPlugins kills the plugin processes Conduit started from dir's
+// connectors directory and left behind: when Conduit is killed, not
+// stopped, its plugins live on, and one writing into the table would
+// disturb the next cell.
+func killPlugins(dir string) {
+	prefix := []byte(filepath.Join(dir, "connectors") + "/")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, path := range procs {
+		cmdline, err := os.ReadFile(path)
+		if err != nil || !bytes.HasPrefix(cmdline, prefix) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
