@@ -1,19 +1,26 @@
 package batcher
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
-// Policy says when a batch is complete. A zero field sets no limit; a zero
-// Policy completes every batch at its first item, which means no batching.
+// Policy says how large a batch may be and how long an incomplete batch may
+// wait to fill. A zero field sets no limit (Delay: no wait).
 type Policy struct {
 	Count int           // items per batch
 	Bytes int           // bytes per batch, as measured by the size function
-	Delay time.Duration // how long a batch may wait after its first item
+	Delay time.Duration // how long an incomplete batch may wait after its first item
+}
+
+// Hold bounds what a [Batcher] holds: the items collected plus those of the
+// batches taken and not yet done. A zero field sets no limit. While the
+// bound is reached, [Batcher.Room] reports false: the owner stops taking in
+// items, and a batch no longer waits to fill, since nothing more can come.
+type Hold struct {
+	Count int // items
+	Bytes int // bytes, as measured by the size function
 }
 
 func (p Policy) validate() error {
@@ -23,292 +30,197 @@ func (p Policy) validate() error {
 	return nil
 }
 
-// Reason says why a batch was flushed.
-type Reason int
-
-// The reasons a batch is flushed.
-const (
-	ReasonNone     Reason = iota
-	ReasonCount           // it reached Policy.Count items
-	ReasonBytes           // it reached Policy.Bytes, or the next item would not fit
-	ReasonDelay           // Policy.Delay passed since its first item
-	ReasonExplicit        // Flush or Close asked for it
-	ReasonNoPolicy        // the zero Policy completes every batch at once
-)
-
-func (r Reason) String() string {
-	switch r {
-	case ReasonCount:
-		return "count"
-	case ReasonBytes:
-		return "bytes"
-	case ReasonDelay:
-		return "delay"
-	case ReasonExplicit:
-		return "explicit"
-	case ReasonNoPolicy:
-		return "no policy"
-	}
-	return "none"
-}
-
-// FlushFunc writes one batch. The batch is only valid during the call: it
-// must not be retained. A returned error is sticky: the batcher flushes
-// nothing more and every later call returns it.
-type FlushFunc[T any] func(ctx context.Context, batch []T, why Reason) error
-
-// ErrClosed is returned by Add after Close.
-var ErrClosed = errors.New("batcher: closed")
-
-// Batcher collects items and hands complete batches to a flush function,
-// one batch at a time, from a goroutine of its own. While a batch is being
-// flushed, Add goes on collecting the next one; once that one is complete
-// too, Add blocks until the flush returns, which bounds memory and pushes
-// back on the producer. No lock is held while the flush function runs.
+// Batcher is a batching policy's state: the items collected, in order, and
+// the batches taken from them and not yet done. It decides what a batch is,
+// when one is due and whether more items may come in; it runs nothing by
+// itself, keeps no clock and starts no goroutine. One owner calls it (it is
+// not safe for concurrent use), passing the time where it matters, so that
+// a test or a fuzz target drives it step by step.
+//
+// The batches it hands out follow group commit: a batch is everything
+// collected when it is taken, up to the policy's limits. With no delay a
+// batch is due as soon as it has an item, so whoever writes batches takes
+// what is there whenever it is free: one item when items are rare, large
+// batches when they come faster than they are written. With a delay, an
+// incomplete batch is due once its oldest item has waited that long.
 type Batcher[T any] struct {
 	policy Policy
+	hold   Hold
 	size   func(T) int
-	flush  FlushFunc[T]
-	ctx    context.Context // given to flush; cancelled when Close gives up
-	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	items    []T
-	spare    []T // the last flushed batch's array, reused for the next one
-	bytes    int
-	deadline time.Time   // when the collecting batch's delay runs out
-	timer    *time.Timer // fires at deadline
-	complete Reason      // set once the collecting batch must be flushed
-	added    uint64      // items ever added
-	flushed  uint64      // items whose flush has returned
-	err      error
-	closed   bool
-	waiting  int           // goroutines waiting on changed
-	changed  chan struct{} // closed and replaced when state changes, if anyone waits
-	wake     chan struct{} // tells the flusher to look again
-	done     chan struct{} // closed when the flusher has returned
+	items   []T         // collected, oldest first, from head on
+	sizes   []int       // the size of each item in items
+	arrived []time.Time // when each item in items came, with a delay only
+	head    int
+	bytes   int // of the collected items
+
+	taken      []span // batches taken and not yet done, oldest first
+	takenCount int
+	takenBytes int
 }
 
-// New starts a batcher that passes batches to flush according to p. size
-// measures an item for p.Bytes; it is required when p.Bytes is set.
-func New[T any](p Policy, size func(T) int, flush FlushFunc[T]) (*Batcher[T], error) {
+type span struct{ count, bytes int }
+
+// New returns a batcher for p that holds no more than h. size measures an
+// item for the byte limits; it is required when p.Bytes or h.Bytes is set.
+func New[T any](p Policy, h Hold, size func(T) int) (*Batcher[T], error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	if p.Bytes > 0 && size == nil {
+	if h.Count < 0 || h.Bytes < 0 {
+		return nil, fmt.Errorf("batcher: hold %+v has a negative limit", h)
+	}
+	if (p.Bytes > 0 || h.Bytes > 0) && size == nil {
 		return nil, errors.New("batcher: a byte limit needs a size function")
 	}
-	if flush == nil {
-		return nil, errors.New("batcher: no flush function")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b := &Batcher[T]{
-		policy: p, size: size, flush: flush, ctx: ctx, cancel: cancel,
-		changed: make(chan struct{}),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-	}
-	b.timer = time.AfterFunc(time.Hour, b.expire)
-	b.timer.Stop()
-	go b.run()
-	return b, nil
+	return &Batcher[T]{policy: p, hold: h, size: size}, nil
 }
 
-// Add adds item to the batch being collected. It blocks while that batch is
-// complete and the previous one is still being flushed, until ctx is done.
-// It returns the sticky flush error, if any, or ErrClosed after Close.
-func (b *Batcher[T]) Add(ctx context.Context, item T) error {
+// Add collects item, which came at now. It accepts items beyond the hold
+// bound: checking [Batcher.Room] before taking items in is the owner's part.
+func (b *Batcher[T]) Add(item T, now time.Time) {
 	sz := 0
-	if b.policy.Bytes > 0 {
+	if b.size != nil && (b.policy.Bytes > 0 || b.hold.Bytes > 0) {
 		sz = b.size(item)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for {
-		if b.err != nil {
-			return b.err
-		}
-		if b.closed {
-			return ErrClosed
-		}
-		if b.complete == ReasonNone && len(b.items) > 0 && b.policy.Bytes > 0 && b.bytes+sz > b.policy.Bytes {
-			b.completeLocked(ReasonBytes) // the item does not fit: it starts the next batch
-		}
-		if b.complete == ReasonNone {
-			break
-		}
-		if err := b.waitLocked(ctx); err != nil {
-			return err
-		}
-	}
-	if b.items == nil {
-		b.items, b.spare = b.spare, nil
-		if b.items == nil && b.policy.Count > 0 {
-			b.items = make([]T, 0, min(b.policy.Count, 1<<16))
-		}
-	}
 	b.items = append(b.items, item)
+	b.sizes = append(b.sizes, sz)
+	if b.policy.Delay > 0 {
+		b.arrived = append(b.arrived, now)
+	}
 	b.bytes += sz
-	b.added++
-	p := b.policy
+}
+
+// Len returns how many items are collected and not yet taken.
+func (b *Batcher[T]) Len() int { return len(b.items) - b.head }
+
+// Held returns how many items the batcher holds, collected or taken and not
+// done, and their bytes.
+func (b *Batcher[T]) Held() (count, bytes int) {
+	return b.Len() + b.takenCount, b.bytes + b.takenBytes
+}
+
+// Room reports whether the hold bound leaves room for more items. The owner
+// takes in more only while it does: that is the backpressure.
+func (b *Batcher[T]) Room() bool {
+	count, bytes := b.Held()
+	return (b.hold.Count == 0 || count < b.hold.Count) && (b.hold.Bytes == 0 || bytes < b.hold.Bytes)
+}
+
+// Complete reports whether the next batch is complete: it has Count items,
+// or Bytes, or the item after it would not fit, or the hold bound is
+// reached so that nothing more can come.
+func (b *Batcher[T]) Complete() bool {
+	n := b.Len()
 	switch {
-	case p.Count > 0 && len(b.items) >= p.Count:
-		b.completeLocked(ReasonCount)
-	case p.Bytes > 0 && b.bytes >= p.Bytes:
-		b.completeLocked(ReasonBytes)
-	case p == (Policy{}):
-		b.completeLocked(ReasonNoPolicy)
-	case len(b.items) == 1 && p.Delay > 0:
-		b.deadline = time.Now().Add(p.Delay)
-		b.timer.Reset(p.Delay)
+	case n == 0:
+		return false
+	case b.policy.Count > 0 && n >= b.policy.Count:
+		return true
+	case b.policy.Bytes > 0 && b.bytes >= b.policy.Bytes:
+		return true
 	}
-	return nil
+	return !b.Room()
 }
 
-// expire completes the collecting batch once its delay has run out. It runs
-// on the delay timer; a stale firing, for a batch already taken, finds a
-// later deadline or none and does nothing.
-func (b *Batcher[T]) expire() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.complete == ReasonNone && len(b.items) > 0 && !b.deadline.IsZero() && !time.Now().Before(b.deadline) {
-		b.completeLocked(ReasonDelay)
+// Due reports whether a batch should be taken at now: there is an item, and
+// the policy has no delay, or the batch is complete, or its oldest item has
+// waited the delay.
+func (b *Batcher[T]) Due(now time.Time) bool {
+	if b.Len() == 0 {
+		return false
 	}
-}
-
-// completeLocked marks the collecting batch complete and wakes the flusher.
-func (b *Batcher[T]) completeLocked(why Reason) {
-	b.complete = why
-	b.signal()
-}
-
-func (b *Batcher[T]) signal() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
+	if b.policy.Delay == 0 || b.Complete() {
+		return true
 	}
+	return !now.Before(b.arrived[b.head].Add(b.policy.Delay))
 }
 
-// broadcastLocked wakes every goroutine waiting for a state change.
-func (b *Batcher[T]) broadcastLocked() {
-	if b.waiting > 0 {
-		close(b.changed)
-		b.changed = make(chan struct{})
-		b.waiting = 0
+// Wait returns how long after now the next batch becomes due by its delay:
+// 0 if it is due, and false if nothing is collected, since then only a new
+// item can make a batch due.
+func (b *Batcher[T]) Wait(now time.Time) (time.Duration, bool) {
+	if b.Len() == 0 {
+		return 0, false
 	}
+	if b.Due(now) {
+		return 0, true
+	}
+	return b.arrived[b.head].Add(b.policy.Delay).Sub(now), true
 }
 
-// waitLocked releases the lock until the state changes or ctx is done.
-func (b *Batcher[T]) waitLocked(ctx context.Context) error {
-	ch := b.changed
-	b.waiting++
-	b.mu.Unlock()
-	defer b.mu.Lock()
-	select {
-	case <-ch:
+// Take removes the next batch and returns it, in a fresh slice: the oldest
+// items, as many as the policy's Count and Bytes allow, and at least one (an
+// item larger than Bytes travels alone). It takes a batch whether or not it
+// is due (Stop and shutdown take batches without waiting) and returns nil
+// when nothing is collected. The batch's items stay held until
+// [Batcher.Done].
+func (b *Batcher[T]) Take() []T {
+	n := b.Len()
+	if n == 0 {
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	if b.policy.Count > 0 {
+		n = min(n, b.policy.Count)
+	}
+	bytes := b.sizes[b.head]
+	if b.policy.Bytes > 0 {
+		k := 1
+		for k < n && bytes+b.sizes[b.head+k] <= b.policy.Bytes {
+			bytes += b.sizes[b.head+k]
+			k++
+		}
+		n = k
+	} else {
+		for _, s := range b.sizes[b.head+1 : b.head+n] {
+			bytes += s
+		}
+	}
+	batch := make([]T, n)
+	copy(batch, b.items[b.head:b.head+n])
+	clear(b.items[b.head : b.head+n]) // let the batch's items go once it is done with
+	b.head += n
+	b.bytes -= bytes
+	b.taken = append(b.taken, span{n, bytes})
+	b.takenCount += n
+	b.takenBytes += bytes
+	b.compact()
+	return batch
 }
 
-// Flush completes the batch being collected and returns once every item
-// added before the call has been flushed, or ctx is done. It returns the
-// sticky flush error, if any. It is safe to call at any time, repeatedly.
-func (b *Batcher[T]) Flush(ctx context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	target := b.added
-	if len(b.items) > 0 && b.complete == ReasonNone {
-		b.completeLocked(ReasonExplicit)
-	}
-	for b.flushed < target && b.err == nil {
-		if err := b.waitLocked(ctx); err != nil {
-			return err
+// compact drops the taken items' slots once they are the larger part.
+func (b *Batcher[T]) compact() {
+	if b.head == len(b.items) {
+		b.items, b.sizes, b.head = b.items[:0], b.sizes[:0], 0
+		if b.arrived != nil {
+			b.arrived = b.arrived[:0]
 		}
+		return
 	}
-	return b.err
+	if b.head < 1024 || b.head < len(b.items)/2 {
+		return
+	}
+	n := copy(b.items, b.items[b.head:])
+	clear(b.items[n:])
+	b.items = b.items[:n]
+	b.sizes = b.sizes[:copy(b.sizes, b.sizes[b.head:])]
+	if b.arrived != nil {
+		b.arrived = b.arrived[:copy(b.arrived, b.arrived[b.head:])]
+	}
+	b.head = 0
 }
 
-// Close flushes what was added and stops the batcher. If ctx ends first,
-// the flush in progress gets a cancelled context (Close then waits for the
-// flush function to return) and Close returns ctx's error. It returns the
-// sticky flush error, if any. Close is safe to call more than once.
-func (b *Batcher[T]) Close(ctx context.Context) error {
-	err := b.Flush(ctx)
-	b.mu.Lock()
-	b.closed = true
-	b.broadcastLocked()
-	b.signal()
-	b.mu.Unlock()
-	select {
-	case <-b.done:
-	case <-ctx.Done():
-		b.cancel()
-		<-b.done
-	}
-	b.cancel()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case err != nil:
-		return err
-	case b.err != nil:
-		return b.err // an item added while Close began failed to flush
-	case b.flushed < b.added:
-		return ctx.Err()
-	}
-	return nil
-}
+// Taken returns how many batches are taken and not yet done.
+func (b *Batcher[T]) Taken() int { return len(b.taken) }
 
-// run is the flusher: it takes complete batches and flushes them, one at a
-// time, without holding the lock.
-func (b *Batcher[T]) run() {
-	defer close(b.done)
-	defer b.timer.Stop()
-	for {
-		batch, why, ok := b.next()
-		if !ok {
-			return
-		}
-		err := b.flush(b.ctx, batch, why)
-		b.mu.Lock()
-		b.flushed += uint64(len(batch))
-		if err != nil && b.err == nil {
-			b.err = err
-		}
-		clear(batch) // let the items be collected
-		b.spare = batch[:0]
-		b.broadcastLocked()
-		b.mu.Unlock()
+// Done releases the oldest batch taken and not yet done: its items no
+// longer count against the hold bound. It panics if no batch is taken.
+func (b *Batcher[T]) Done() {
+	if len(b.taken) == 0 {
+		panic("batcher: Done without a batch taken")
 	}
-}
-
-// next waits until the collecting batch is complete and takes it. It
-// reports false when the batcher is closed and empty or has failed.
-func (b *Batcher[T]) next() ([]T, Reason, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for {
-		if b.err != nil {
-			return nil, ReasonNone, false
-		}
-		if len(b.items) > 0 {
-			if b.complete == ReasonNone && b.closed {
-				b.complete = ReasonExplicit
-			}
-			if b.complete != ReasonNone {
-				batch, why := b.items, b.complete
-				b.items, b.bytes, b.deadline, b.complete = nil, 0, time.Time{}, ReasonNone
-				b.timer.Stop()
-				b.broadcastLocked()
-				return batch, why, true
-			}
-		} else if b.closed {
-			return nil, ReasonNone, false
-		}
-		b.mu.Unlock()
-		<-b.wake
-		b.mu.Lock()
-	}
+	s := b.taken[0]
+	b.taken = b.taken[:copy(b.taken, b.taken[1:])]
+	b.takenCount -= s.count
+	b.takenBytes -= s.bytes
 }

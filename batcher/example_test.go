@@ -1,31 +1,53 @@
 package batcher_test
 
 import (
-	"context"
 	"fmt"
+	"time"
 
 	"github.com/connkit/connkit/batcher"
 )
 
+// A writer that is free takes whatever has been collected: here it is busy
+// while three items come, and then takes them together.
 func ExampleNew() {
-	flush := func(_ context.Context, batch []string, why batcher.Reason) error {
-		fmt.Println(batch, why)
-		return nil
-	}
-	b, err := batcher.New(batcher.Policy{Count: 2, Bytes: 6}, func(s string) int { return len(s) }, flush)
+	b, err := batcher.New(batcher.Policy{Count: 2, Bytes: 6}, batcher.Hold{Count: 4}, func(s string) int { return len(s) })
 	if err != nil {
 		panic(err)
 	}
-	ctx := context.Background()
-	for _, s := range []string{"a", "b", "cc", "ddddddddd", "e"} {
-		if err := b.Add(ctx, s); err != nil {
-			panic(err)
-		}
+	now := time.Now()
+	b.Add("a", now)
+	fmt.Println(b.Due(now), b.Take()) // an idle writer takes a lone item at once
+	for _, s := range []string{"b", "cc", "ddddddddd"} {
+		b.Add(s, now) // ...and while it writes, more come
 	}
-	_ = b.Close(ctx)
+	fmt.Println(b.Room()) // four held: stop taking items in
+	b.Done()
+	for b.Due(now) {
+		fmt.Println(b.Take())
+		b.Done()
+	}
 	// Output:
-	// [a b] count
-	// [cc] bytes
-	// [ddddddddd] bytes
-	// [e] explicit
+	// true [a]
+	// false
+	// [b cc]
+	// [ddddddddd]
+}
+
+// With a delay, an incomplete batch waits for its oldest item to have
+// waited that long; a complete one is due at once.
+func ExampleBatcher_Wait() {
+	b, err := batcher.New[int](batcher.Policy{Count: 3, Delay: time.Second}, batcher.Hold{}, nil)
+	if err != nil {
+		panic(err)
+	}
+	start := time.Now()
+	b.Add(1, start)
+	b.Add(2, start.Add(300*time.Millisecond))
+	wait, ok := b.Wait(start.Add(500 * time.Millisecond))
+	fmt.Println(wait, ok)
+	b.Add(3, start.Add(600*time.Millisecond))
+	fmt.Println(b.Due(start.Add(600*time.Millisecond)), b.Take())
+	// Output:
+	// 500ms true
+	// true [1 2 3]
 }

@@ -24,6 +24,19 @@
 // which decides when a destination's Write is called and which records
 // travel together from a source.
 //
+// Batches size themselves (group commit): whenever a destination is free,
+// everything received so far, up to sdk.batch.size records and
+// sdk.batch.bytes bytes, is written in one Write; a source's message is
+// whatever was read while the previous one was sent. So an idle pipeline
+// writes each record at once and a busy one writes large batches, with no
+// setting. sdk.batch.delay is the longest an incomplete batch may wait to
+// fill (0: it does not wait); sdk.batch.size alone never makes a batch
+// wait. What a plugin holds ahead of its connector is bounded (two
+// batches' worth, by default 2048 records and 8 MiB): while it is full,
+// the plugin stops receiving and gRPC's flow control pushes back on
+// Conduit, so records wait in Conduit, not in the plugin, and memory stays
+// flat. Stop writes what is held without waiting.
+//
 // # Rate limit
 //
 // [RateLimit] adds sdk.rate.perSecond and sdk.rate.burst to destinations;

@@ -60,7 +60,7 @@ type Env struct {
 // incumbent Conduit SDK's parameters and defaults.
 func DefaultSource() []SourceSettings {
 	return []SourceSettings{
-		Batching{},
+		Batching{Bytes: DefaultBatchBytes},
 		SchemaEncoding{Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true},
 	}
 }
@@ -70,7 +70,7 @@ func DefaultSource() []SourceSettings {
 // rate limit, with the incumbent Conduit SDK's parameters and defaults.
 func DefaultDestination() []DestinationSettings {
 	return []DestinationSettings{
-		Batching{},
+		Batching{Bytes: DefaultBatchBytes},
 		SchemaDecoding{Payload: true, Key: true},
 		RecordFormat{Format: format.OpenCDCJSON},
 		RateLimit{},

@@ -26,8 +26,8 @@ func TestConfigureAppliesDefaultMiddleware(t *testing.T) {
 		"sdk.record.format": "opencdc/json",
 	})
 	is.NoErr(err)
-	is.Equal(d.Batching, batcher.Policy{})
-	is.Equal(d.Connector, Destination(nopDestination{})) // nothing to do: not wrapped
+	is.Equal(d.Batching, batcher.Policy{Bytes: middleware.DefaultBatchBytes}) // what fits in one of Conduit's messages
+	is.Equal(d.Connector, Destination(nopDestination{}))                      // nothing to do: not wrapped
 }
 
 func TestConfigureReportsBadFormatOptions(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -155,6 +156,15 @@ func TestConduit(t *testing.T) {
 		{name: "v2 engine", flags: []string{"--preview.pipeline-arch-v2"}},
 		{name: "v2 engine, source batching", flags: []string{"--preview.pipeline-arch-v2"},
 			source: map[string]string{"sdk.batch.size": "1000", "sdk.batch.delay": "100ms"}},
+		// Size-only batching never waits for a batch to fill: the default
+		// engine's shutdown does not hang, and the v2 engine, which waits
+		// for every ack of a batch before it reads more, does not stall.
+		{name: "default engine, size-only destination batching",
+			destination: map[string]string{"sdk.batch.size": "3000"}},
+		{name: "v2 engine, size-only destination batching", flags: []string{"--preview.pipeline-arch-v2"},
+			destination: map[string]string{"sdk.batch.size": "3000"}},
+		{name: "v2 engine, size-only batching on both sides", flags: []string{"--preview.pipeline-arch-v2"},
+			source: map[string]string{"sdk.batch.size": "3000"}, destination: map[string]string{"sdk.batch.size": "7000"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
@@ -167,6 +177,37 @@ func TestConduit(t *testing.T) {
 			is.Equal(errText, "")
 			c.stop()
 			if p := c.Problems(); len(p) > 0 {
+				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
+			}
+		})
+	}
+}
+
+// TestConduitLargeRecords runs the v2 engine with every setting at its
+// default and records of 8 KiB and 1 MiB: a source's batch of a thousand
+// of them is far more than Conduit's 4 MiB message limit, so it must travel
+// in messages that fit.
+func TestConduitLargeRecords(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		size    int
+		records int
+	}{{"8 KiB", 8 << 10, 5000}, {"1 MiB", 1 << 20, 60}} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			payload := filepath.Join(t.TempDir(), "payload")
+			is.NoErr(os.WriteFile(payload, []byte(strings.Repeat("x", tt.size)), 0o644))
+			pipeline := strings.Replace(pipelineFile(tt.records, nil, "log", map[string]string{"level": "trace"}),
+				"          format.type: structured\n          format.options.name: string\n          format.options.n: int\n          format.options.at: time\n",
+				fmt.Sprintf("          format.type: file\n          format.options.path: %q\n", payload), 1)
+			c := startConduit(t, pipeline, "--preview.pipeline-arch-v2")
+			c.waitForAcked(tt.records)
+			is.Equal(c.metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(tt.records))
+			status, errText := c.pipelineState("e2e")
+			is.Equal(status, "STATUS_RUNNING")
+			is.Equal(errText, "")
+			c.stop()
+			if p := c.problems(); len(p) > 0 {
 				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 			}
 		})

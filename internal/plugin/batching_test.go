@@ -114,22 +114,34 @@ func finish(t *testing.T, d *destinationServer, st destinationStream, cancel con
 }
 
 // TestDestinationBatching sends records one per message, as Conduit's
-// default engine does, and checks which batches are written when.
+// default engine does, and checks which batches are written when: whenever
+// the writer is free it writes everything received so far, up to the
+// limits (group commit), and only a delay makes an incomplete batch wait.
 func TestDestinationBatching(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy batcher.Policy
-		sends  []any    // a number n sends record n; a duration waits
-		want   []string // batches written before Stop
-		stop   []string // batches Stop writes
+		write  time.Duration // how long each Write takes
+		sends  []any         // a number n sends record n; a duration waits
+		want   []string      // batches written before Stop
+		stop   []string      // batches Stop writes
 	}{{
-		name:   "size only",
-		policy: batcher.Policy{Count: 3},
-		sends:  []any{1, 2, 3, 4, 5, 6, 7, time.Hour},
-		want:   []string{"[1 2 3]@0s", "[4 5 6]@0s"},
-		stop:   []string{"[7]@1h0m0s"},
+		name:  "an idle destination writes a lone record at once",
+		sends: []any{1, 2 * time.Second, 2},
+		want:  []string{"[1]@0s", "[2]@2s"},
 	}, {
-		name:   "delay only waits for the delay",
+		name:  "a busy destination coalesces what arrived during the write",
+		write: time.Second,
+		sends: []any{1, 2, 3, 4, 2 * time.Second, 5},
+		want:  []string{"[1]@0s", "[2 3 4]@1s", "[5]@2s"},
+	}, {
+		name:   "size only: a partial batch is written when the writer is free",
+		policy: batcher.Policy{Count: 3},
+		write:  time.Second,
+		sends:  []any{1, 2, 3, 4, 5, time.Hour},
+		want:   []string{"[1]@0s", "[2 3 4]@1s", "[5]@2s"},
+	}, {
+		name:   "delay only waits for the oldest record's delay",
 		policy: batcher.Policy{Delay: time.Second},
 		sends:  []any{1, 2, 500 * time.Millisecond, 3, time.Second, 4},
 		want:   []string{"[1 2 3]@1s"},
@@ -137,11 +149,11 @@ func TestDestinationBatching(t *testing.T) {
 	}, {
 		name:   "bytes only",
 		policy: batcher.Policy{Bytes: 25}, // records are 11 or 12 bytes here
-		sends:  []any{1, 2, 3, 4, 5},
-		want:   []string{"[1 2]@0s", "[3 4]@0s"},
-		stop:   []string{"[5]@0s"},
+		write:  time.Second,
+		sends:  []any{1, 2, 3, 4, 5, 3 * time.Second},
+		want:   []string{"[1]@0s", "[2 3]@1s", "[4 5]@2s"},
 	}, {
-		name:   "size and delay",
+		name:   "size and delay: a complete batch does not wait",
 		policy: batcher.Policy{Count: 2, Delay: time.Second},
 		sends:  []any{1, 2, 3, 2 * time.Second, 4},
 		want:   []string{"[1 2]@0s", "[3]@1s"},
@@ -158,7 +170,7 @@ func TestDestinationBatching(t *testing.T) {
 			leakcheck.Check(t)
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				w := &writeLog{t: t, start: time.Now()}
+				w := &writeLog{t: t, start: time.Now(), delay: tt.write}
 				d := batchedServer(t, tt.policy, w)
 				ctx, cancel := context.WithCancel(t.Context())
 				st, runDone := runDestination(ctx, d)
@@ -185,6 +197,65 @@ func TestDestinationBatching(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStopNeverWaitsOnAPartialBatch: Stop writes what is held at once,
+// whatever the size and delay.
+func TestStopNeverWaitsOnAPartialBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		w := &writeLog{t: t, start: time.Now()}
+		d := batchedServer(t, batcher.Policy{Count: 100, Delay: time.Hour}, w)
+		ctx, cancel := context.WithCancel(t.Context())
+		st, runDone := runDestination(ctx, d)
+		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
+		synctest.Wait()
+		is.Equal(len(w.got()), 0) // waiting for the delay
+		start := time.Now()
+		acks := finish(t, d, st, cancel, runDone, "3")
+		is.Equal(time.Since(start), time.Duration(0)) // at once
+		is.Equal(acks, []string{"1", "2", "3"})
+	})
+}
+
+// TestTeardownNeverWaitsOnAPartialBatch: Conduit closes the stream and
+// tears down (as the v2 engine does, without Stop) while a batch waits to
+// fill: Run and Teardown return at once, and what was never acked is not
+// written, since Conduit delivers it again.
+func TestTeardownNeverWaitsOnAPartialBatch(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		w := &writeLog{t: t, start: time.Now()}
+		d := batchedServer(t, batcher.Policy{Count: 100, Delay: time.Hour}, w)
+		ctx, cancel := context.WithCancel(t.Context())
+		_, runDone := runDestination(ctx, d)
+		start := time.Now()
+		cancel()
+		is.NoErr(<-runDone)
+		_, err := d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
+		is.NoErr(err)
+		is.Equal(time.Since(start), time.Duration(0))
+	})
+}
+
+// TestEndOfStreamWritesWhatIsHeld: when Conduit closes its side of the
+// stream, what was received is written and acked at once, not after the
+// delay.
+func TestEndOfStreamWritesWhatIsHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		w := &writeLog{t: t, start: time.Now()}
+		d := batchedServer(t, batcher.Policy{Count: 100, Delay: time.Hour}, w)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		st, runDone := runDestination(ctx, d)
+		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
+		close(st.in)
+		is.NoErr(<-runDone)
+		is.Equal(w.got(), []string{"[1 2 3]@0s"})
+		is.Equal(drain(st), []string{"1", "2", "3"})
+	})
 }
 
 // TestStopAfterSizeTriggeredFlush is a regression test for the incumbent's
@@ -277,9 +348,7 @@ func TestBatchFailures(t *testing.T) {
 				d := batchedServer(t, batcher.Policy{Count: 4}, w)
 				ctx, cancel := context.WithCancel(t.Context())
 				st, runDone := runDestination(ctx, d)
-				for i := 1; i <= 8; i++ {
-					st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
-				}
+				st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 8)}
 				synctest.Wait()
 				acks := finish(t, d, st, cancel, runDone, "8")
 				is.Equal(len(acks), 8)
@@ -300,8 +369,9 @@ func TestBatchFailures(t *testing.T) {
 }
 
 // TestSlowWritesKeepCollecting checks that the next batch is collected while
-// one is written, that collection then pushes back on Conduit, and that
-// Write never runs concurrently with itself.
+// one is written, that the hold bound (two batches) stops reading from the
+// stream and a finished write releases it, and that Write never runs
+// concurrently with itself.
 func TestSlowWritesKeepCollecting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
@@ -317,13 +387,18 @@ func TestSlowWritesKeepCollecting(t *testing.T) {
 			}
 		}()
 		synctest.Wait()
-		// [1 2] is being written; [3 4] was collected meanwhile; the server
-		// received 5 and waits to add it, so 6 is not taken from the stream.
+		// [1] is being written (the writer was free); 2, 3 and 4 were
+		// collected meanwhile, which fills the bound of 4; the reader
+		// received 5 and waits to hand it over, so 6 is not received.
 		is.Equal(len(sent), 5)
-		time.Sleep(3 * time.Second)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		// The write returned: [2 3] is written, and 5 and 6 come in.
+		is.Equal(len(sent), 6)
+		time.Sleep(2 * time.Second)
 		acks := finish(t, d, st, cancel, runDone, "6")
 		is.Equal(acks, []string{"1", "2", "3", "4", "5", "6"})
-		is.Equal(w.got(), []string{"[1 2]@0s", "[3 4]@1s", "[5 6]@2s"})
+		is.Equal(w.got(), []string{"[1]@0s", "[2 3]@1s", "[4 5]@2s", "[6]@3s"})
 	})
 }
 
@@ -405,6 +480,9 @@ func FuzzDestinationAcks(f *testing.F) {
 					o = outcomes[calls%len(outcomes)]
 				}
 				calls++
+				if o&0x80 != 0 {
+					time.Sleep(time.Millisecond) // a slow write: records pile up and coalesce
+				}
 				n, err := len(r), error(nil)
 				switch o % 6 {
 				case 1:
@@ -423,12 +501,7 @@ func FuzzDestinationAcks(f *testing.F) {
 				}
 				return n, err
 			}}
-			var d *destinationServer
-			if policy == (batcher.Policy{}) {
-				d = newTestDestinationServer(t, &fakeDestination{write: w.write})
-			} else {
-				d = batchedServer(t, policy, w)
-			}
+			d := batchedServer(t, policy, w)
 			ctx, cancel := context.WithCancel(t.Context())
 			st, runDone := runDestination(ctx, d)
 			total := 0
@@ -443,7 +516,9 @@ func FuzzDestinationAcks(f *testing.F) {
 				}
 				st.in <- pconnector.DestinationRunRequest{Records: numbered(total+1, total+size)}
 				total += size
-				synctest.Wait()
+				if m&0x80 == 0 {
+					synctest.Wait() // else the next message comes while this one is handled
+				}
 			}
 			if total == 0 {
 				cancel()

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +17,15 @@ import (
 )
 
 // destinationServer serves one destination connector instance to Conduit.
-// Run writes records in order, one Write per message or in batches under the
-// destination's batching policy, and answers with one ack per record; Stop
-// waits until the last position Conduit sent has been acked.
+//
+// Run is one owner loop (see flow.go) with a reader that receives Conduit's
+// messages and a writer that calls Write and sends the acks: whenever the
+// writer is free, everything received so far, up to the batching limits,
+// is written in one call (group commit). What has been received and not
+// yet acked is bounded; while the bound is reached, the reader's messages
+// wait, Recv is not called, and gRPC's flow control pushes back on Conduit.
+// Stop asks the owner to write what it holds without waiting for a batch to
+// fill, and returns once the last position Conduit sent has been acked.
 type destinationServer struct {
 	newDestination func(map[string]string) (Destination, batcher.Policy, error)
 	log            *slog.Logger
@@ -28,17 +33,20 @@ type destinationServer struct {
 	mu           sync.Mutex
 	dst          *destination
 	running      bool
-	runDone      chan struct{}                    // closed when Run returns
-	in           *batcher.Batcher[opencdc.Record] // collects records into batches; nil without batching
-	cancelWrites context.CancelFunc               // ends the batched writes' context
-	lastReceived opencdc.Position
-	stopAt       opencdc.Position // the position Stop waits for
-	lastAcked    opencdc.Position
-	progress     chan struct{} // closed and replaced whenever lastAcked moves
+	runDone      chan struct{}      // closed when Run returns
+	stops        chan stopRequest   // Stop's requests to the running owner loop
+	cancelWrites context.CancelFunc // ends the writes' context
+}
+
+// stopRequest asks the owner loop to write without waiting and to close
+// done once the record at last has been acked (or nacked).
+type stopRequest struct {
+	last opencdc.Position
+	done chan struct{}
 }
 
 func newDestinationServer(newDestination func(map[string]string) (Destination, batcher.Policy, error), log *slog.Logger) *destinationServer {
-	return &destinationServer{newDestination: newDestination, log: log, progress: make(chan struct{})}
+	return &destinationServer{newDestination: newDestination, log: log}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
@@ -82,6 +90,16 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	if err != nil {
 		return err
 	}
+	in, err := batcher.New(dst.batch, holdFor(dst.batch), recordSize)
+	if err != nil {
+		return err
+	}
+	// Writes outlive the stream's context so that what was received is
+	// written and acked even while Conduit closes the stream; Teardown
+	// cancels them.
+	writeCtx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWrites()
+	stops := make(chan stopRequest)
 	d.mu.Lock()
 	if d.running {
 		d.mu.Unlock()
@@ -89,82 +107,20 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	}
 	d.running = true
 	d.runDone = make(chan struct{})
+	d.stops, d.cancelWrites = stops, cancelWrites
 	d.mu.Unlock()
 	defer close(d.runDone)
 
-	if dst.batch != (batcher.Policy{}) {
-		err = d.runBatched(ctx, dst, stream.Server(), dst.batch)
-	} else {
-		err = d.run(ctx, dst, stream.Server())
+	f := &destinationFlow{
+		server: d, dst: dst, stream: stream.Server(), in: in,
+		ctx: ctx, writeCtx: writeCtx, stops: stops,
 	}
+	err = f.run()
 	if err == nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || ctx.Err() != nil {
 		return nil
 	}
 	d.log.Error("destination stopped with an error", "error", err)
 	return err
-}
-
-// run writes each message's records with one Write, as they arrive.
-func (d *destinationServer) run(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer) error {
-	for {
-		req, err := stream.Recv()
-		if err != nil {
-			return err
-		}
-		if len(req.Records) == 0 {
-			continue
-		}
-		if err := d.write(ctx, dst, stream, req.Records); err != nil {
-			return err
-		}
-	}
-}
-
-// runBatched collects records across messages and writes them in batches
-// under policy, collecting the next batch while one is written.
-func (d *destinationServer) runBatched(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, policy batcher.Policy) error {
-	// Writes outlive the stream's context so that what was received is
-	// written even while Conduit closes the stream; Teardown cancels them.
-	writeCtx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWrites()
-	in, err := batcher.New(policy, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
-		return d.write(writeCtx, dst, stream, batch)
-	})
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.in, d.cancelWrites = in, cancelWrites
-	d.mu.Unlock()
-	defer func() {
-		if err := in.Close(writeCtx); err != nil && ctx.Err() == nil {
-			d.log.Error("records received but not acknowledged", "error", err)
-		}
-	}()
-	for {
-		req, err := stream.Recv()
-		if err != nil {
-			return err
-		}
-		for _, rec := range req.Records {
-			if err := in.Add(ctx, rec); err != nil {
-				return err
-			}
-		}
-		if len(req.Records) == 0 {
-			continue
-		}
-		// Stop may be waiting for the record just received: write it now.
-		d.mu.Lock()
-		d.lastReceived = req.Records[len(req.Records)-1].Position
-		stopping := d.stopAt != nil && bytes.Equal(d.stopAt, d.lastReceived)
-		d.mu.Unlock()
-		if stopping {
-			if err := in.Flush(ctx); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 // write writes records with one Write and sends one ack per record.
@@ -185,47 +141,35 @@ func (d *destinationServer) write(ctx context.Context, dst Destination, stream p
 	if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
 		return fmt.Errorf("send acks to Conduit: %w", err)
 	}
-	d.advance(positions[len(positions)-1])
 	return nil
 }
 
-// advance records that every record up to pos has been acked or nacked.
-func (d *destinationServer) advance(pos opencdc.Position) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.lastAcked = pos
-	close(d.progress)
-	d.progress = make(chan struct{})
-}
-
 // Stop returns once the record at req.LastPosition has been written and
-// acked (or nacked), once Run has ended, or when ctx is done. With batching,
-// it writes the batch that record is in without waiting for it to fill.
+// acked (or nacked), once Run has ended, or when ctx is done. From the call
+// on, what the server holds is written without waiting for a batch to fill
+// or for sdk.batch.delay.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
 	d.mu.Lock()
-	d.stopAt = req.LastPosition
-	in, received := d.in, len(req.LastPosition) > 0 && bytes.Equal(d.lastReceived, req.LastPosition)
+	running, stops, runDone := d.running, d.stops, d.runDone
 	d.mu.Unlock()
-	if in != nil && received {
-		if err := in.Flush(ctx); err != nil {
-			return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: %w", err)
-		}
+	if !running {
+		return pconnector.DestinationStopResponse{}, nil
 	}
-	for {
-		d.mu.Lock()
-		done := len(req.LastPosition) == 0 || bytes.Equal(d.lastAcked, req.LastPosition) || !d.running
-		progress, runDone := d.progress, d.runDone
-		d.mu.Unlock()
-		if done {
-			return pconnector.DestinationStopResponse{}, nil
-		}
-		select {
-		case <-progress:
-		case <-runDone:
-			return pconnector.DestinationStopResponse{}, nil
-		case <-ctx.Done():
-			return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: position %q was never acked: %w", req.LastPosition, ctx.Err())
-		}
+	r := stopRequest{last: req.LastPosition, done: make(chan struct{})}
+	select {
+	case stops <- r:
+	case <-runDone:
+		return pconnector.DestinationStopResponse{}, nil
+	case <-ctx.Done():
+		return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: %w", ctx.Err())
+	}
+	select {
+	case <-r.done:
+		return pconnector.DestinationStopResponse{}, nil
+	case <-runDone:
+		return pconnector.DestinationStopResponse{}, nil
+	case <-ctx.Done():
+		return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: position %q was never acked: %w", req.LastPosition, ctx.Err())
 	}
 }
 

@@ -16,6 +16,6 @@ import (
 func Register(s *grpc.Server, c Connector, log *slog.Logger) {
 	connectorv2.RegisterSpecifierPluginServer(s, serverv2.NewSpecifierPluginServer(specifier(c.Spec)))
 	// As Serve does for version 2: the Run streams encode and decode records.
-	registerSourceV2(s, newSourceServer(sourceOrNot(c.NewSource), log))
-	registerDestinationV2(s, newDestinationServer(destinationOrNot(c.NewDestination), log))
+	registerSourceV2(s, newSourceServer(sourceOrNot(c.NewSource), log), DefaultMaxReceiveSize)
+	registerDestinationV2(s, newDestinationServer(destinationOrNot(c.NewDestination), log), DefaultMaxReceiveSize)
 }

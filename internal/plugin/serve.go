@@ -61,21 +61,22 @@ func Serve(c Connector, s Settings, stderr io.Writer) error {
 		newSource,
 		newDestination,
 		server.WithGRPCServerOptions(ServerOptions(s, log)...),
-		recordsOnTheWireV2(newSource, newDestination),
+		recordsOnTheWireV2(newSource, newDestination, s.MaxReceiveSize),
 	)
 }
 
 // recordsOnTheWireV2 serves protocol version 2, the one Conduit speaks,
 // with Run streams that encode a source's records and decode a
-// destination's themselves.
-func recordsOnTheWireV2(newSource func() pconnector.SourcePlugin, newDestination func() pconnector.DestinationPlugin) server.Option {
+// destination's themselves, and send no message larger than maxMessage
+// (what Conduit accepts).
+func recordsOnTheWireV2(newSource func() pconnector.SourcePlugin, newDestination func() pconnector.DestinationPlugin, maxMessage int) server.Option {
 	return serveOption(func(cfg *goplugin.ServeConfig) error {
 		set, ok := cfg.VersionedPlugins[v2.Version]
 		if !ok {
 			return fmt.Errorf("plugin: the protocol serves no version %d", v2.Version)
 		}
-		set["source"] = sourceV2{newSource: newSource}
-		set["destination"] = destinationV2{newDestination: newDestination}
+		set["source"] = sourceV2{newSource: newSource, maxMessage: maxMessage}
+		set["destination"] = destinationV2{newDestination: newDestination, maxMessage: maxMessage}
 		return nil
 	})
 }
@@ -84,8 +85,14 @@ type serveOption func(*goplugin.ServeConfig) error
 
 func (f serveOption) ApplyOption(cfg *goplugin.ServeConfig) error { return f(cfg) }
 
+// windowSize is gRPC's flow-control window, per stream and per connection:
+// its minimum, which is what Conduit may send ahead of what a Run has
+// taken. A larger window queues records ahead of the hold bound (see
+// flow.go), where they wait for seconds behind a slow destination while
+// Conduit counts them in flight. Setting it also turns off gRPC's
+// bandwidth-delay estimate, which would grow it.
 const (
-	windowSize = 8 << 20
+	windowSize = 64 << 10
 	bufferSize = 256 << 10
 )
 
@@ -96,8 +103,6 @@ func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.MaxReceiveSize),
 		grpc.ForceServerCodecV2(newWireCodec()),
-		// Batches of records make messages of megabytes; windows and buffers
-		// sized for them save flow-control round trips on every message.
 		grpc.InitialWindowSize(windowSize),
 		grpc.InitialConnWindowSize(windowSize),
 		grpc.ReadBufferSize(bufferSize),

@@ -19,24 +19,27 @@ import (
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run starts two loops: the reader sends what the connector reads (as each
-// Read or ReadBatch returned it, or in batches under the source's batching
-// policy), the acker
-// receives Conduit's acks, checks they come in the order records were sent,
-// and passes them to the connector. Stop ends the reader only; the acker
-// keeps running until Conduit closes the stream.
+// Run is one owner loop (see flow.go) with three goroutines: the reader
+// calls Read or ReadBatch and hands what it read to the owner, which takes
+// it only while what is read and not yet sent is within bounds; the sender
+// sends one message at a time; the acker receives Conduit's acks, checks
+// they come in the order records were sent, and passes them to the
+// connector. Whenever the sender is free, the owner hands it everything
+// read so far, up to the batching limits. Stop ends the reader and has the
+// owner send what it holds; the acker keeps running until Conduit closes
+// the stream.
 type sourceServer struct {
 	newSource func(map[string]string) (Source, batcher.Policy, error)
 	log       *slog.Logger
 
 	mu       sync.Mutex
 	src      *source
-	stopRead context.CancelFunc               // ends the reader; nil until Run
-	readDone chan struct{}                    // closed when the reader has returned
-	runDone  chan struct{}                    // closed when Run and both its loops have returned
-	out      *batcher.Batcher[opencdc.Record] // collects records into messages; nil without batching
-	lastRead opencdc.Position                 // the last record read, sent or on its way
-	inflight [][]byte                         // positions read and not yet acked, oldest first
+	stopRead context.CancelFunc // ends the reader; nil until Run
+	readDone chan struct{}      // closed when the reader has returned
+	runDone  chan struct{}      // closed when Run and both its loops have returned
+	flushes  chan chan struct{} // Stop's requests to send everything read
+	lastRead opencdc.Position   // the last record read, sent or on its way
+	inflight [][]byte           // positions read and not yet acked, oldest first
 }
 
 func newSourceServer(newSource func(map[string]string) (Source, batcher.Policy, error), log *slog.Logger) *sourceServer {
@@ -84,66 +87,51 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	if err != nil {
 		return err
 	}
-	send := func(records []opencdc.Record) error {
-		if err := stream.Server().Send(pconnector.SourceRunResponse{Records: records}); err != nil {
-			return fmt.Errorf("send records to Conduit: %w", err)
-		}
-		return nil
-	}
-	// The batcher exists before Stop can see that Run started, so that Stop
-	// always flushes what the reader collected.
-	var out *batcher.Batcher[opencdc.Record]
-	if src.batch != (batcher.Policy{}) {
-		out, err = batcher.New(src.batch, recordSize, func(_ context.Context, batch []opencdc.Record, _ batcher.Reason) error {
-			return send(batch)
-		})
-		if err != nil {
-			return err
-		}
+	out, err := batcher.New(src.batch, holdFor(src.batch), recordSize)
+	if err != nil {
+		return err
 	}
 	readCtx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
+	flushes := make(chan chan struct{})
 	s.mu.Lock()
 	if s.stopRead != nil {
 		s.mu.Unlock()
-		if out != nil {
-			_ = out.Close(ctx)
-		}
 		return status.Error(codes.FailedPrecondition, "source is already running")
 	}
-	s.stopRead, s.out = stopRead, out
+	s.stopRead, s.flushes = stopRead, flushes
 	s.readDone = make(chan struct{})
 	s.runDone = make(chan struct{})
-	runDone := s.runDone
+	readDone, runDone := s.readDone, s.runDone
 	s.mu.Unlock()
 
-	failed := make(chan error, 2)
+	quit := make(chan struct{})
+	reads := make(chan []opencdc.Record) // closed when the reader has returned, with readErr
+	var readErr error
 	go func() {
-		defer close(s.readDone)
-		if err := s.read(readCtx, src, send, out); err != nil {
-			failed <- err
-		}
+		defer close(readDone)
+		defer close(reads)
+		readErr = s.read(readCtx, src, func(recs []opencdc.Record) bool {
+			select {
+			case reads <- recs:
+				return true
+			case <-quit:
+				return false
+			}
+		})
 	}()
+	ackFailed := make(chan error, 1)
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		failed <- s.ack(ctx, src, stream.Server())
+		ackFailed <- s.ack(ctx, src, stream.Server())
 	}()
 
-	select {
-	case err = <-failed:
-	case <-ctx.Done():
-	}
+	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, flushes: flushes}
+	err = f.run()
+	close(quit)
 	stopRead()
-	<-s.readDone
-	if out != nil {
-		// Records still collected cannot reach Conduit once the stream is
-		// gone; they were never acked, so the source reads them again after
-		// a restart.
-		if cerr := out.Close(context.WithoutCancel(ctx)); cerr != nil && ctx.Err() == nil && err == nil {
-			err = cerr
-		}
-	}
+	<-readDone
 	// Teardown waits for both loops; the acker's Recv returns once Run has.
 	go func() { <-ackDone; close(runDone) }()
 	// A stream closed by Conduit is the normal end, not an error.
@@ -154,32 +142,21 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	return err
 }
 
-// read passes every record the source reads to send, or to out when the
-// source batches, until ctx ends or reading fails. Records returned together
-// with a cancellation are still passed on: they have been read, and the
-// source may not produce them again.
-func (s *sourceServer) read(ctx context.Context, src *source, send func([]opencdc.Record) error, out *batcher.Batcher[opencdc.Record]) error {
+// read hands every record the source reads to deliver, as each Read or
+// ReadBatch returned them, until ctx ends, reading fails or deliver returns
+// false. Records returned together with a cancellation are still handed
+// on: they have been read, and the source may not produce them again.
+func (s *sourceServer) read(ctx context.Context, src *source, deliver func([]opencdc.Record) bool) error {
 	next := readerFor(src)
-	// Adding to the batcher outlives ctx: a record read is never dropped.
-	addCtx := context.WithoutCancel(ctx)
 	for {
 		records, err := next(ctx)
 		for _, rec := range records {
 			if err := s.track(rec); err != nil {
 				return err
 			}
-			if out != nil {
-				if err := out.Add(addCtx, rec); err != nil {
-					return err
-				}
-			}
 		}
-		// Without batching, records go out as the source returned them: a
-		// Read's record alone, a ReadBatch's records in one message.
-		if out == nil && len(records) > 0 {
-			if err := send(records); err != nil {
-				return err
-			}
+		if len(records) > 0 && !deliver(records) {
+			return nil
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -191,28 +168,44 @@ func (s *sourceServer) read(ctx context.Context, src *source, send func([]opencd
 }
 
 // readerFor returns how to read from src: with ReadBatch when the source has
-// it, in batches of up to the policy's count.
+// it, asking for up to the policy's count, and no more records than the
+// byte limit holds at the size of the records read so far (so that a source
+// of large records does not read a thousand of them at once).
 func readerFor(src *source) func(context.Context) ([]opencdc.Record, error) {
 	if br := src.reader; br != nil {
-		max := defaultReadBatch
+		limit := defaultReadBatch
 		if src.batch.Count > 0 {
-			max = src.batch.Count
+			limit = src.batch.Count
 		}
+		budget := holdFor(src.batch).Bytes / 2
+		avg := 0 // bytes per record, estimated from the first record of each batch
 		return func(ctx context.Context) (recs []opencdc.Record, err error) {
-			err = guard("ReadBatch", func() error { recs, err = br.ReadBatch(ctx, max); return err })
-			if len(recs) > max {
-				return nil, fmt.Errorf("ReadBatch returned %d records, more than the %d asked for", len(recs), max)
+			n := limit
+			if avg > 0 {
+				n = min(limit, max(1, budget/avg))
+			}
+			err = guard("ReadBatch", func() error { recs, err = br.ReadBatch(ctx, n); return err })
+			if len(recs) > n {
+				return nil, fmt.Errorf("ReadBatch returned %d records, more than the %d asked for", len(recs), n)
+			}
+			if len(recs) > 0 {
+				sz := recordSize(recs[0]) + 1
+				if avg == 0 {
+					avg = sz
+				} else {
+					avg = (3*avg + sz) / 4
+				}
 			}
 			return recs, err
 		}
 	}
-	one := make([]opencdc.Record, 1)
 	return func(ctx context.Context) ([]opencdc.Record, error) {
-		err := guard("Read", func() (err error) { one[0], err = src.Read(ctx); return err })
+		var rec opencdc.Record
+		err := guard("Read", func() (err error) { rec, err = src.Read(ctx); return err })
 		if err != nil {
 			return nil, err
 		}
-		return one, nil
+		return []opencdc.Record{rec}, nil
 	}
 }
 
@@ -265,12 +258,12 @@ func (s *sourceServer) ack(ctx context.Context, src *source, stream pconnector.S
 	}
 }
 
-// Stop ends reading, sends what was read, and returns the position of the
-// last record. The Run stream stays open so Conduit can deliver the
-// remaining acks.
+// Stop ends reading, sends what was read without waiting for a batch to
+// fill, and returns the position of the last record. The Run stream stays
+// open so Conduit can deliver the remaining acks.
 func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest) (pconnector.SourceStopResponse, error) {
 	s.mu.Lock()
-	stopRead, readDone, out := s.stopRead, s.readDone, s.out
+	stopRead, readDone, runDone, flushes := s.stopRead, s.readDone, s.runDone, s.flushes
 	s.mu.Unlock()
 	if stopRead == nil {
 		return pconnector.SourceStopResponse{}, nil
@@ -281,10 +274,18 @@ func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest)
 	case <-ctx.Done():
 		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: the connector's Read did not return: %w", ctx.Err())
 	}
-	if out != nil {
-		if err := out.Flush(ctx); err != nil {
-			return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", err)
+	sent := make(chan struct{})
+	select {
+	case flushes <- sent:
+		select {
+		case <-sent:
+		case <-runDone:
+		case <-ctx.Done():
+			return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
 		}
+	case <-runDone:
+	case <-ctx.Done():
+		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,17 +35,22 @@ func messages(st sourceStream) [][]string {
 	}
 }
 
+// TestSourceBatching reads a source under each policy. Sending takes no
+// time here, so the sender is free whenever a record is read: without a
+// delay, every record read goes out at once, alone or with the others read
+// meanwhile, never waiting for a batch to fill; with a delay, a batch waits
+// for it.
 func TestSourceBatching(t *testing.T) {
 	tests := []struct {
-		name     string
-		policy   batcher.Policy
-		limit    int // records the source has
-		wantRun  [][]string
-		wantStop [][]string // what Stop sends
+		name    string
+		policy  batcher.Policy
+		limit   int        // records the source has
+		wantRun [][]string // messages sent before Stop; nil: any grouping within the limits
 	}{
-		{"size", batcher.Policy{Count: 2}, 5, [][]string{{"1", "2"}, {"3", "4"}}, [][]string{{"5"}}},
-		{"delay sends a partial batch while Read waits", batcher.Policy{Count: 10, Delay: time.Second}, 3, [][]string{{"1", "2", "3"}}, nil},
-		{"bytes", batcher.Policy{Bytes: 2}, 4, [][]string{{"1", "2"}, {"3", "4"}}, nil}, // positions are the bytes here
+		{"size", batcher.Policy{Count: 2}, 5, nil},
+		{"delay sends a partial batch while Read waits", batcher.Policy{Count: 10, Delay: time.Second}, 3, [][]string{{"1", "2", "3"}}},
+		{"bytes", batcher.Policy{Bytes: 2}, 4, nil}, // positions are the bytes here
+		{"none", batcher.Policy{}, 4, nil},
 	}
 	for _, tt := range tests {
 		for _, batchRead := range []bool{false, true} {
@@ -67,11 +73,30 @@ func TestSourceBatching(t *testing.T) {
 					st, runDone := runSource(ctx, s)
 					time.Sleep(2 * time.Second)
 					synctest.Wait()
-					is.Equal(messages(st), tt.wantRun)
+					sent := messages(st)
+					if tt.wantRun != nil {
+						is.Equal(sent, tt.wantRun)
+					}
+					var all []string
+					for _, m := range sent {
+						is.True(len(m) > 0)
+						if tt.policy.Count > 0 {
+							is.True(len(m) <= tt.policy.Count)
+						}
+						if tt.policy.Bytes > 0 {
+							is.True(len(m) <= tt.policy.Bytes) // one byte per record
+						}
+						all = append(all, m...)
+					}
+					var want []string
+					for i := 1; i <= tt.limit; i++ {
+						want = append(want, strconv.Itoa(i))
+					}
+					is.Equal(all, want) // everything read is sent, in order, before Stop
 					resp, err := s.Stop(t.Context(), pconnector.SourceStopRequest{})
 					is.NoErr(err)
-					is.Equal(messages(st), tt.wantStop)
-					is.Equal(string(resp.LastPosition), string(rune('0'+tt.limit)))
+					is.Equal(len(messages(st)), 0)
+					is.Equal(string(resp.LastPosition), strconv.Itoa(tt.limit))
 					cancel()
 					is.NoErr(<-runDone)
 					_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
@@ -86,6 +111,43 @@ func TestSourceBatching(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSourceBoundStopsReading: while Conduit does not take messages, the
+// source is read up to the hold bound (two batches) and no further; once
+// Conduit takes them, reading goes on.
+func TestSourceBoundStopsReading(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		fake := &fakeSource{limit: 100}
+		s := batchedSourceServer(t, fake, batcher.Policy{Count: 2})
+		ctx, cancel := context.WithCancel(t.Context())
+		// A stream whose Send blocks until a message is taken.
+		st := sourceStream{&stream[pconnector.SourceRunRequest, pconnector.SourceRunResponse]{ctx: ctx, in: make(chan pconnector.SourceRunRequest), out: make(chan pconnector.SourceRunResponse)}}
+		runDone := make(chan error, 1)
+		go func() { runDone <- s.Run(ctx, st) }()
+		synctest.Wait()
+		read := func() int {
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			return fake.next
+		}
+		// Held: the message being sent and what was read since, up to 4
+		// records; the reader holds one more it cannot hand over.
+		is.Equal(read(), 5)
+		var got []string
+		for len(got) < 100 {
+			got = append(got, positions(<-st.out)...)
+			synctest.Wait()
+			is.True(read()-len(got) <= 5) // never more than the bound ahead
+		}
+		is.Equal(got[99], "100")
+		cancel()
+		is.NoErr(<-runDone)
+		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+	})
 }
 
 // TestSourceStopNeverDiscardsRecords stops a source whose batch is still

@@ -1,7 +1,7 @@
 // Command faulty is a destination plugin for tests whose Write misbehaves on
 // request: a record whose raw payload is "panic" makes it panic, "fail"
 // makes it fail at that record, and "short" makes it return a short write
-// without an error.
+// without an error, and "block" makes it block until its context ends.
 package main
 
 import (
@@ -18,9 +18,12 @@ type destination struct{}
 func (destination) Open(context.Context) error     { return nil }
 func (destination) Teardown(context.Context) error { return nil }
 
-func (destination) Write(_ context.Context, records []sdk.Record) (int, error) {
+func (destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
 	for i, r := range records {
 		switch string(r.Payload.After.Bytes()) {
+		case "block":
+			<-ctx.Done()
+			return i, ctx.Err()
 		case "panic":
 			panic("asked to panic")
 		case "fail":
