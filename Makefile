@@ -9,7 +9,9 @@
 # make race         runs the end-to-end tests RACE_RUNS times (default 20) under -race
 # make bench        runs the benchmarks, a sweep of generator → log and the Postgres
 #                   destination (schemas off and on) and source runs, connkit's
-#                   plugins side by side with the incumbent's, into bench/results/
+#                   plugins side by side with the incumbent's, and the batching
+#                   experiment in real Conduit (about 20 minutes of it), into
+#                   bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -85,7 +87,7 @@ $(INCUMBENT_BIN)/postgres:
 # service to every plugin, as Conduit does.
 NO_SCHEMA = sdk.schema.extract.key.enabled=false sdk.schema.extract.payload.enabled=false
 
-bench: build incumbent
+bench: build conduit incumbent
 	$(GO) test -run '^$$' -bench . ./batcher ./internal/plugin ./examples/generator ./middleware ./sdk/schema
 	$(GO) run ./internal/cmd/bench sweep -out bench/results -records $(BENCH_RECORDS) \
 		-destination-config level=trace -vs-destination-config level=trace \
@@ -94,6 +96,8 @@ bench: build incumbent
 		-vs-plugin $(INCUMBENT_BIN)/postgres
 	$(GO) run ./internal/cmd/bench pgsource -out bench/results -records 200000 -changes 200000 \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-config $(kv) -vs-config $(kv))
+	$(GO) run ./internal/cmd/bench conduit -out bench/results -conduit $(CONDUIT_BIN) \
+		-vs-plugin $(INCUMBENT_BIN)/postgres
 
 check:
 	@echo "checking gofmt and go vet…"

@@ -33,7 +33,7 @@ func LimitRate(perSecond float64, burst int) Middleware[Destination] {
 			return d
 		}
 		if burst <= 0 {
-			burst = int(math.Ceil(perSecond))
+			burst = ceilInt(perSecond)
 		}
 		return &rateLimited{Destination: d, limiter: rate.NewLimiter(rate.Limit(perSecond), burst)}
 	}
@@ -49,15 +49,34 @@ func (r *rateLimited) Unwrap() Destination { return r.Destination }
 func (r *rateLimited) Write(ctx context.Context, records []opencdc.Record) (int, error) {
 	written := 0
 	for written < len(records) {
-		chunk := records[written:min(len(records), written+r.limiter.Burst())]
+		chunk := records[written:][:min(len(records)-written, r.limiter.Burst())]
 		if err := r.limiter.WaitN(ctx, len(chunk)); err != nil {
 			return written, fmt.Errorf("rate limit: waiting to write record %d: %w", written, err)
 		}
 		n, err := r.Destination.Write(ctx, chunk)
+		if n < 0 || n > len(chunk) {
+			// Counting such an n would make records of the next chunk
+			// look written; it confirms nothing of this chunk.
+			broke := fmt.Errorf("destination broke the Write contract: returned n=%d for %d records, expected 0 <= n <= %d", n, len(chunk), len(chunk))
+			if err != nil {
+				broke = fmt.Errorf("%w (Write error: %w)", broke, err)
+			}
+			return written, broke
+		}
 		written += n
 		if err != nil || n < len(chunk) {
 			return written, err
 		}
 	}
 	return written, nil
+}
+
+// ceilInt returns f rounded up, or the largest int when that does not fit
+// one: converting a float beyond it to int gives nonsense (a negative
+// burst, on amd64).
+func ceilInt(f float64) int {
+	if c := math.Ceil(f); c < math.MaxInt {
+		return int(c)
+	}
+	return math.MaxInt
 }

@@ -27,7 +27,8 @@ func (s SchemaDecoding) ForDestination(env Env) (Middleware[Destination], error)
 // DecodeSchemas returns middleware that decodes, before Write, every raw
 // key (with key set) and payload (with payload set, both before and after)
 // whose record names its schema in metadata, with that schema from reg.
-// Data that is already structured, and records that name no schema, pass
+// Data that is already structured, empty raw data the schema cannot decode
+// (nil raw data arrives empty), and records that name no schema, pass
 // unchanged. A record that cannot be decoded is not written: the records
 // before it are, and Write returns an error naming its position, the
 // subject and the version. The input slice is never modified.
@@ -90,11 +91,13 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record, keys, payload
 				return rec, false, fmt.Errorf("key: %w", err)
 			}
 			if c != nil {
-				v, err := c.Decode(raw)
+				v, ok, err := decodeData(c, raw)
 				if err != nil {
 					return rec, false, fmt.Errorf("decode the key: %w", err)
 				}
-				rec.Key, changed = v, true
+				if ok {
+					rec.Key, changed = v, true
+				}
 			}
 		}
 	}
@@ -107,24 +110,44 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record, keys, payload
 				return rec, false, fmt.Errorf("payload: %w", err)
 			}
 			if c != nil {
-				if isBefore && before != nil {
-					v, err := c.Decode(before)
+				if isBefore {
+					v, ok, err := decodeData(c, before)
 					if err != nil {
 						return rec, false, fmt.Errorf("decode payload.before: %w", err)
 					}
-					rec.Payload.Before, changed = v, true
+					if ok {
+						rec.Payload.Before, changed = v, true
+					}
 				}
-				if isAfter && after != nil {
-					v, err := c.Decode(after)
+				if isAfter {
+					v, ok, err := decodeData(c, after)
 					if err != nil {
 						return rec, false, fmt.Errorf("decode payload.after: %w", err)
 					}
-					rec.Payload.After, changed = v, true
+					if ok {
+						rec.Payload.After, changed = v, true
+					}
 				}
 			}
 		}
 	}
 	return rec, changed, nil
+}
+
+// decodeData decodes raw with c, and reports whether there was a value to
+// decode. Empty raw data that c cannot decode holds none: a source's nil
+// raw data arrives empty (the wire cannot tell them apart) beside a
+// structured side that the metadata's schema is for. It is left as it is.
+// Empty data can still be a value, of a record without fields.
+func decodeData(c *schema.Codec, raw opencdc.RawData) (opencdc.StructuredData, bool, error) {
+	v, err := c.Decode(raw)
+	if err != nil {
+		if len(raw) == 0 {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return v, true, nil
 }
 
 // codec returns the codec of the schema named by the metadata fields

@@ -153,3 +153,27 @@ func TestEncodeKeepsANamedSchema(t *testing.T) {
 	_, structuredKey := got.Key.(opencdc.StructuredData)
 	is.True(structuredKey) // keys were not asked for
 }
+
+// TestDecodeLeavesEmptyRawData reads a record whose payload after is
+// structured and whose before is raw and empty (RawData(nil) in the source;
+// on the wire nil and empty raw data are the same, so an empty one arrives):
+// the payload schema the metadata names is for the after; the empty before
+// holds no value to decode and must not fail the record.
+func TestDecodeLeavesEmptyRawData(t *testing.T) {
+	is := is.New(t)
+	reg := schema.NewInMemory()
+	rec := structured(1)
+	rec.Payload.Before = opencdc.RawData(nil)
+	src := EncodeSchemas(reg, EncodeOptions{KeySubject: "key", PayloadSubject: "payload"})(&listSource{recs: []opencdc.Record{rec}})
+	got, err := src.Read(t.Context())
+	is.NoErr(err)
+	is.Equal(got.Payload.Before, opencdc.RawData(nil)) // raw data passes the encoder unchanged
+	got.Payload.Before = opencdc.RawData{}             // as it arrives from Conduit
+
+	dst := &collect{}
+	n, err := DecodeSchemas(reg, true, true)(dst).Write(t.Context(), []opencdc.Record{got})
+	is.NoErr(err)
+	is.Equal(n, 1)
+	is.Equal(dst.got[0].Payload.After, structured(1).Payload.After)
+	is.Equal(dst.got[0].Payload.Before, opencdc.RawData{})
+}

@@ -165,9 +165,13 @@ func configure[T, S any](f Factory[T], settings []S, raw map[string]string, make
 		v.Set(reflect.ValueOf(s))
 		target := v
 		if target.Kind() == reflect.Pointer {
-			// A pointer's settings are parsed into a copy of what it points to.
+			// A pointer's settings are parsed into a copy of what it points
+			// to; a nil pointer's into a zero value, as its parameters'
+			// defaults are then the tags' (see settingsParameters).
 			copied := reflect.New(target.Type().Elem())
-			copied.Elem().Set(target.Elem())
+			if !target.IsNil() {
+				copied.Elem().Set(target.Elem())
+			}
 			v.Set(copied)
 			target = copied.Elem()
 		}

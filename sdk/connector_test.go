@@ -129,3 +129,20 @@ func TestPointerMiddleware(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(d.Batching.Count, 7)
 }
+
+// TestNilPointerMiddleware lists a nil pointer to settings: the
+// specification takes the tags' defaults from it, and so must Configure,
+// which parses into a fresh value instead of panicking on the nil.
+func TestNilPointerMiddleware(t *testing.T) {
+	is := is.New(t)
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
+		DestinationMiddleware: []middleware.DestinationSettings{(*middleware.Batching)(nil)}}
+	_, err := c.Specification()
+	is.NoErr(err)
+	d, err := c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
+	is.NoErr(err)
+	is.Equal(d.Batching.Count, 5)
+	d, err = c.ConfigureDestination(map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Batching, batcher.Policy{})
+}

@@ -19,10 +19,13 @@ type Series struct {
 // Palette holds distinct colours for series.
 var Palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
+// lineWidth and lineHeight are the size of a [Line] chart in pixels.
+const lineWidth, lineHeight = 760, 420
+
 // Line renders series over evenly spaced x labels as an SVG document, with
 // a linear or logarithmic y axis.
 func Line(title, xLabel, yLabel string, xLabels []string, all []Series, logY bool) string {
-	const w, h, left, right, top, bottom = 760, 420, 80, 220, 40, 50
+	const w, h, left, right, top, bottom = lineWidth, lineHeight, 80, 220, 40, 50
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range all {
@@ -120,4 +123,16 @@ func short(v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
+}
+
+// Panels lays charts made by [Line] side by side in one SVG document.
+func Panels(charts ...string) string {
+	const w, h = lineWidth, lineHeight
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d">`+"\n", w*len(charts), h)
+	for i, c := range charts {
+		b.WriteString(strings.Replace(c, "<svg ", fmt.Sprintf(`<svg x="%d" y="0" `, i*w), 1))
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
 }

@@ -74,3 +74,38 @@ func TestBenchCommand(t *testing.T) {
 	is.True(err != nil)
 	is.True(strings.Contains(string(out), `-engine: got "v3", expected default or v2`))
 }
+
+// TestBenchConduit runs the bench command's conduit mode, real Conduit
+// with both Postgres destinations, on one batch size in both engines for a
+// few hundred records per cell, and checks that its table has every cell.
+func TestBenchConduit(t *testing.T) {
+	is := is.New(t)
+	conduitPath, incumbent := conduitBin(t), incumbentBin(t)
+	bench := filepath.Join(t.TempDir(), "bench")
+	out, err := exec.Command("go", "build", "-o", bench, "github.com/connkit/connkit/internal/cmd/bench").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build bench: %v\n%s", err, out)
+	}
+	url, _ := pg.Database(t, "")
+	dir := t.TempDir()
+	args := []string{"conduit", "-conduit", conduitPath, "-url", url, "-out", dir,
+		"-plugin", binary("connkit-postgres"), "-vs-plugin", filepath.Join(incumbent, "postgres"),
+		"-batch-sizes", "100", "-engines", "default,v2", "-warmup", "0s", "-records", "300", "-duration", "1m"}
+	out, err = exec.Command(bench, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench %v: %v\n%s", args, err, out)
+	}
+	report := string(out)
+	for _, engine := range []string{"default", "v2"} {
+		// rows/s, mean and p99 for both plugins, and their ratio.
+		row := regexp.MustCompile(`\| ` + engine + ` \| 100 \|( [\d,]+ \| [\d.,]+ ms \| (> )?[\d.,]+ ms \|){2} [\d.]+x \|`)
+		is.True(row.MatchString(report)) // a row with every cell
+	}
+	is.True(!strings.Contains(report, "failed"))
+	md, err := os.ReadFile(filepath.Join(dir, "conduit.md"))
+	is.NoErr(err)
+	is.True(strings.Contains(report, string(md)))
+	svg, err := os.ReadFile(filepath.Join(dir, "conduit.svg"))
+	is.NoErr(err)
+	is.Equal(strings.Count(string(svg), "<polyline"), 8) // two plugins × two engines × two charts
+}

@@ -6,6 +6,7 @@
 //	bench sweep       -source BIN -destination BIN [-vs-source BIN -vs-destination BIN] [-out DIR] ...
 //	bench postgres    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
 //	bench pgsource    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
+//	bench conduit     -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -17,7 +18,11 @@
 // the rows each run leaves, and writes a table and an SVG chart. pgsource
 // measures Postgres sources: records per second of a snapshot and of
 // changes streamed through logical replication, and writes a table and an
-// SVG chart.
+// SVG chart. conduit runs the published batching experiment in real
+// Conduit (builtin generator → key hoisted by builtin processors → a
+// standalone Postgres destination) over batch sizes and both engines, and
+// reports rows/s, mean and p99 latency from Conduit's own metrics as a table
+// and an SVG chart.
 package main
 
 import (
@@ -59,6 +64,8 @@ func main() {
 		err = postgresMode(ctx, os.Args[2:])
 	case "pgsource":
 		err = pgsourceMode(ctx, os.Args[2:])
+	case "conduit":
+		err = conduitMode(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -69,7 +76,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource [flags]; bench MODE -h lists a mode's flags")
+	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit [flags]; bench MODE -h lists a mode's flags")
 	os.Exit(2)
 }
 

@@ -1,0 +1,562 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/connkit/connkit/internal/chart"
+	"github.com/connkit/connkit/internal/conduit"
+)
+
+// conduitTable is the table of the published batching experiment: the
+// builtin generator's three structured fields, keyed by id.
+const conduitTable = `CREATE TABLE IF NOT EXISTS batch_test (id bigint PRIMARY KEY, first_name text, last_name text)`
+
+// conduitPipeline is the experiment's pipeline: Conduit's builtin generator
+// making structured records as fast as it can (its schema extraction on, as
+// by default), the key hoisted from the payload by Conduit's builtin
+// processors (field.exclude drops the generator's random raw key, so that
+// field.set can build a structured one: {"id": "<id>"}), and a standalone
+// Postgres destination. %[1]s is the database URL, %[2]s and %[3]s the
+// source's and the destination's extra settings.
+const conduitPipeline = `version: "2.2"
+pipelines:
+  - id: batch
+    status: running
+    connectors:
+      - id: generator
+        type: source
+        plugin: builtin:generator
+        settings:
+          format.type: structured
+          format.options.id: int
+          format.options.first_name: string
+          format.options.last_name: string
+%[2]s      - id: postgres
+        type: destination
+        plugin: standalone:postgres
+        settings:
+          url: %[1]q
+          table: batch_test
+%[3]s    processors:
+      - id: drop-key
+        plugin: field.exclude
+        settings:
+          fields: .Key
+          # It touches the key alone: no need to decode the payload.
+          sdk.schema.decode.payload.enabled: "false"
+          sdk.schema.encode.payload.enabled: "false"
+      - id: hoist-key
+        plugin: field.set
+        settings:
+          field: .Key.id
+          value: "{{ .Payload.After.id }}"
+`
+
+// conduitCell is one measurement: a plugin in an engine with a batch size
+// (0: no batch settings).
+type conduitCell struct {
+	engine string
+	batch  int
+	plugin pair
+
+	records, elapsed float64 // records through the pipeline in the window, and its seconds
+	hist             histogram
+	rows             int64  // rows in the table when Conduit has stopped
+	note             string // what went wrong after the window, if anything
+	err              error
+}
+
+func (c *conduitCell) rate() float64 { return c.records / c.elapsed }
+
+// conduitMode runs the published batching experiment in real Conduit, one
+// Conduit per cell, each plugin in turn, and reports rows per second and
+// latency from Conduit's own metrics over a window after a warm-up.
+func conduitMode(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("conduit", flag.ExitOnError)
+	a, b := pair{name: "connkit"}, pair{}
+	bin := fs.String("conduit", defaultConduit(), "Conduit binary (default $CONDUIT_BIN, else the one `make conduit` builds)")
+	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "Postgres destination plugin named postgres")
+	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
+	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin named postgres, measured side by side")
+	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
+	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
+	batches := fs.String("batch-sizes", "0,1,10,100,1000,10000", "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
+	delay := fs.Duration("batch-delay", time.Second, "sdk.batch.delay set with every batch size")
+	engines := fs.String("engines", "default,v2", "comma-separated engines: default, v2 (--preview.pipeline-arch-v2)")
+	v2Batching := fs.String("v2-batching", "both", "where the v2 engine gets the batch parameters: source, destination or both (the default engine: the destination)")
+	warmup := fs.Duration("warmup", 5*time.Second, "time after the first record that a cell leaves out of its measurement")
+	duration := fs.Duration("duration", 30*time.Second, "measurement window of a cell")
+	records := fs.Int64("records", 0, "end a cell's window after this many records, if that comes before -duration; 0: -duration alone")
+	out := fs.String("out", "bench/results", "directory for conduit.md and conduit.svg")
+	_ = fs.Parse(args)
+
+	sizes, err := batchSizes(*batches)
+	if err != nil {
+		return err
+	}
+	engineList := strings.Split(*engines, ",")
+	for _, e := range engineList {
+		if e != "default" && e != "v2" {
+			return fmt.Errorf("-engines: got %q, expected default or v2", e)
+		}
+	}
+	if !slices.Contains([]string{"source", "destination", "both"}, *v2Batching) {
+		return fmt.Errorf("-v2-batching: got %q, expected source, destination or both", *v2Batching)
+	}
+	if _, err := os.Stat(*bin); err != nil {
+		return fmt.Errorf("-conduit: %w (make conduit builds it)", err)
+	}
+	pairs := []pair{a}
+	if b.destination != "" {
+		pairs = append(pairs, b)
+	}
+	conn, closeDB, err := database(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if _, err := conn.Exec(ctx, conduitTable); err != nil {
+		return err
+	}
+
+	// The plugins alternate cell by cell, so that whatever the machine
+	// does meanwhile falls on both alike.
+	var cells []*conduitCell
+	for _, e := range engineList {
+		for _, size := range sizes {
+			for _, p := range pairs {
+				cells = append(cells, &conduitCell{engine: e, batch: size, plugin: p})
+			}
+		}
+	}
+	start := time.Now()
+	for i, c := range cells {
+		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s engine, batch %s, %s ...", i+1, len(cells), time.Since(start).Round(time.Second),
+			c.engine, batchLabel(c.batch), c.plugin.name)
+		if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
+			return err
+		}
+		source, destination := batchSettings(c.engine, *v2Batching, c.batch, *delay)
+		pipeline := fmt.Sprintf(conduitPipeline, *url, source, destination)
+		c.runIn(ctx, *bin, pipeline, *warmup, *duration, *records)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c.err == nil {
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM batch_test").Scan(&c.rows); err != nil {
+				return err
+			}
+			if c.rows == 0 {
+				c.err = errors.New("no rows in batch_test")
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
+
+	table := conduitReport(cells, pairs, engineList, sizes, *delay, *v2Batching, *warmup, *duration, *records)
+	svg := conduitChart(cells, pairs, engineList, sizes, *delay)
+	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.svg": svg})
+}
+
+// runIn starts Conduit with the pipeline and the cell's plugin alone in its
+// connectors directory, waits for the first record and the warm-up, and
+// measures the window as the difference of two readings of Conduit's
+// histogram, so that start-up and warm-up are left out.
+func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, duration time.Duration, records int64) {
+	dir, err := os.MkdirTemp("", "connkit-bench-conduit-")
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer os.RemoveAll(dir)
+	// The file's name does not matter: Conduit knows a plugin by the name
+	// in its specification, postgres for both.
+	abs, err := filepath.Abs(c.plugin.destination)
+	if err != nil {
+		c.err = err
+		return
+	}
+	var flags []string
+	if c.engine == "v2" {
+		flags = append(flags, "--preview.pipeline-arch-v2")
+	}
+	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: []string{abs}, Flags: flags})
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer killPlugins(dir)
+	defer s.Kill()
+	fail := func(err error) {
+		status, errText := s.PipelineState("batch")
+		if errText != "" {
+			err = fmt.Errorf("%w (pipeline %s: %s)", err, status, errText)
+		}
+		c.err = err
+	}
+	// wait polls until done says so, failing if the pipeline degrades or
+	// Conduit exits.
+	wait := func(what string, limit time.Duration, done func() bool) bool {
+		deadline := time.Now().Add(limit)
+		for !done() {
+			if status, errText := s.PipelineState("batch"); status == "STATUS_DEGRADED" {
+				c.err = fmt.Errorf("pipeline degraded %s: %s", what, errText)
+				return false
+			}
+			select {
+			case <-s.Done():
+				fail(fmt.Errorf("conduit exited %s: %v", what, s.Err()))
+				return false
+			case <-ctx.Done():
+				c.err = ctx.Err()
+				return false
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				fail(fmt.Errorf("nothing after %v %s", limit, what))
+				return false
+			}
+		}
+		return true
+	}
+	if !wait("waiting for the first record", time.Minute, func() bool { count, _ := s.Latency("batch"); return count > 0 }) {
+		return
+	}
+	warmEnd := time.Now().Add(warmup)
+	if !wait("during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) }) {
+		return
+	}
+	before, t0, err := readHistogram(s.URL, "batch")
+	if err != nil {
+		c.err = err
+		return
+	}
+	end := t0.Add(duration)
+	done := func() bool {
+		if !time.Now().Before(end) {
+			return true
+		}
+		if records <= 0 {
+			return false
+		}
+		count, _ := s.Latency("batch")
+		return count-before.count >= float64(records)
+	}
+	if !wait("during the measurement", duration+time.Second, done) {
+		return
+	}
+	after, t1, err := readHistogram(s.URL, "batch")
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.hist = after.minus(before)
+	c.records, c.elapsed = c.hist.count, t1.Sub(t0).Seconds()
+	if c.records == 0 {
+		c.err = errors.New("no records in the measurement window")
+		return
+	}
+	// The window is measured; what follows is only reported.
+	if err := s.Stop(15 * time.Second); err != nil {
+		c.note = "stop: " + oneLine(err)
+	}
+}
+
+// batchSettings returns the pipeline file's extra source and destination
+// settings for a batch size: none for 0; else sdk.batch.size and
+// sdk.batch.delay on the destination in the default engine, and where
+// v2Batching says in the v2 engine, whose batches are made by the source.
+func batchSettings(engine, v2Batching string, batch int, delay time.Duration) (source, destination string) {
+	if batch == 0 {
+		return "", ""
+	}
+	s := fmt.Sprintf("          sdk.batch.size: \"%d\"\n          sdk.batch.delay: %q\n", batch, delay.String())
+	switch {
+	case engine == "default" || v2Batching == "destination":
+		return "", s
+	case v2Batching == "source":
+		return s, ""
+	default:
+		return s, s
+	}
+}
+
+// killPlugins kills the plugin processes Conduit started from dir's
+// connectors directory and left behind: when Conduit is killed, not
+// stopped, its plugins live on, and one writing into the table would
+// disturb the next cell.
+func killPlugins(dir string) {
+	prefix := []byte(filepath.Join(dir, "connectors") + "/")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, path := range procs {
+		cmdline, err := os.ReadFile(path)
+		if err != nil || !bytes.HasPrefix(cmdline, prefix) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func batchSizes(list string) ([]int, error) {
+	var out []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-batch-sizes: %q is not 0 (no batch settings) or a positive integer", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func batchLabel(n int) string {
+	if n == 0 {
+		return "not set"
+	}
+	return strconv.Itoa(n)
+}
+
+// defaultConduit is $CONDUIT_BIN, or where `make conduit` puts Conduit.
+func defaultConduit() string {
+	if bin := os.Getenv("CONDUIT_BIN"); bin != "" {
+		return bin
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "connkit", "conduit-v0.14.0")
+}
+
+// histogram is a reading of a Prometheus histogram: its count, its sum and
+// its cumulative buckets, by upper bound, ascending, +Inf last.
+type histogram struct {
+	count, sum float64
+	bounds     []float64
+	cumulative []float64
+}
+
+// readHistogram reads Conduit's conduit_pipeline_execution_duration_seconds
+// for a pipeline from its /metrics, and when it read it.
+func readHistogram(baseURL, pipeline string) (histogram, time.Time, error) {
+	at := time.Now()
+	resp, err := http.Get(baseURL + "/metrics")
+	if err != nil {
+		return histogram{}, at, err
+	}
+	defer resp.Body.Close()
+	const name = "conduit_pipeline_execution_duration_seconds"
+	label := `pipeline_name="` + pipeline + `"`
+	var h histogram
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || !strings.Contains(line, label) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return histogram{}, at, fmt.Errorf("metrics: %q: %w", line, err)
+		}
+		switch {
+		case strings.HasPrefix(rest, "_count"):
+			h.count = v
+		case strings.HasPrefix(rest, "_sum"):
+			h.sum = v
+		case strings.HasPrefix(rest, "_bucket"):
+			_, le, _ := strings.Cut(rest, `le="`)
+			le, _, _ = strings.Cut(le, `"`)
+			bound, err := strconv.ParseFloat(le, 64) // ParseFloat reads "+Inf"
+			if err != nil {
+				return histogram{}, at, fmt.Errorf("metrics: bucket bound in %q: %w", line, err)
+			}
+			h.bounds = append(h.bounds, bound)
+			h.cumulative = append(h.cumulative, v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return histogram{}, at, err
+	}
+	if len(h.bounds) == 0 {
+		return histogram{}, at, fmt.Errorf("metrics: no %s for pipeline %s", name, pipeline)
+	}
+	return h, at, nil
+}
+
+// minus returns what h counted since the earlier reading e.
+func (h histogram) minus(e histogram) histogram {
+	d := histogram{count: h.count - e.count, sum: h.sum - e.sum, bounds: h.bounds}
+	for i := range h.cumulative {
+		d.cumulative = append(d.cumulative, h.cumulative[i]-e.cumulative[i])
+	}
+	return d
+}
+
+// mean returns the mean latency in seconds.
+func (h histogram) mean() float64 { return h.sum / h.count }
+
+// quantile estimates the q-quantile in seconds as Prometheus's
+// histogram_quantile does: it finds the bucket holding the rank q×count and
+// interpolates linearly between the bucket's bounds (the first bucket's
+// lower bound is 0), which assumes the records of a bucket spread evenly
+// across it. A rank in the +Inf bucket has no upper bound: quantile
+// returns the largest finite bound and above = true.
+func (h histogram) quantile(q float64) (v float64, above bool) {
+	rank := q * h.count
+	lower, below := 0.0, 0.0
+	for i, bound := range h.bounds {
+		if h.cumulative[i] >= rank && h.cumulative[i] > below {
+			if math.IsInf(bound, 1) {
+				return lower, true
+			}
+			return lower + (bound-lower)*(rank-below)/(h.cumulative[i]-below), false
+		}
+		lower, below = bound, h.cumulative[i]
+	}
+	return lower, true
+}
+
+// millis formats seconds as milliseconds, with thousands separators from
+// 1,000 ms and a decimal below 10 ms.
+func millis(s float64) string {
+	ms := s * 1000
+	if ms < 10 {
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	}
+	return thousands(ms) + " ms"
+}
+
+// thousands formats v rounded, with thousands separators: 12,345.
+func thousands(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func conduitReport(cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
+	var t strings.Builder
+	window := duration.String()
+	if records > 0 {
+		window = fmt.Sprintf("%v or %d records, whichever came first", duration, records)
+	}
+	fmt.Fprintf(&t, "Real Conduit v0.14.0: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ")
+	fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
+		map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
+	fmt.Fprintf(&t, "One Conduit per cell, the plugins alternating; a cell measures %s after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds histogram (from the source's read to the destination's ack). ", window, warmup)
+	t.WriteString("rows/s is its count over the window; mean is its sum over its count; p99 is estimated from its buckets (1 ms … 5 s) as Prometheus's histogram_quantile does, interpolating linearly inside the bucket that holds the 99th percentile; \"> 5,000 ms\" means beyond the last bucket. ")
+	t.WriteString("On a busy machine (two shared cores run Conduit, the plugin, PostgreSQL and whatever else runs there), the ratio of a row, its cells measured one after the other, says more than its absolute figures.\n\n")
+
+	t.WriteString("| engine | batch |")
+	for _, p := range pairs {
+		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", p.name)
+	}
+	if len(pairs) == 2 {
+		t.WriteString(" rows/s ratio |")
+	}
+	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
+	if len(pairs) == 2 {
+		t.WriteString("---|")
+	}
+	t.WriteString("\n")
+	var notes []string
+	for _, e := range engines {
+		for _, size := range sizes {
+			fmt.Fprintf(&t, "| %s | %s |", e, batchLabel(size))
+			row := make([]*conduitCell, len(pairs))
+			for i, p := range pairs {
+				row[i] = findCell(cells, e, size, p.name)
+				c := row[i]
+				if c.err != nil {
+					fmt.Fprintf(&t, " failed: %s | | |", oneLine(c.err))
+					continue
+				}
+				p99, above := c.hist.quantile(0.99)
+				gt := ""
+				if above {
+					gt = "> "
+				}
+				fmt.Fprintf(&t, " %s | %s | %s%s |", thousands(c.rate()), millis(c.hist.mean()), gt, millis(p99))
+				if c.note != "" {
+					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, batchLabel(size), p.name, c.note))
+				}
+			}
+			if len(pairs) == 2 {
+				if row[0].err == nil && row[1].err == nil {
+					fmt.Fprintf(&t, " %.2fx |", row[0].rate()/row[1].rate())
+				} else {
+					t.WriteString(" |")
+				}
+			}
+			t.WriteString("\n")
+		}
+	}
+	if len(notes) > 0 {
+		t.WriteString("\nAfter the window (not measured):\n\n")
+		for _, n := range notes {
+			t.WriteString("- " + n + "\n")
+		}
+	}
+	return t.String()
+}
+
+func findCell(cells []*conduitCell, engine string, batch int, plugin string) *conduitCell {
+	for _, c := range cells {
+		if c.engine == engine && c.batch == batch && c.plugin.name == plugin {
+			return c
+		}
+	}
+	return &conduitCell{err: errors.New("not run")}
+}
+
+// conduitChart draws rows per second and mean latency by batch size side
+// by side, as the published experiment does: a colour per plugin, solid for
+// the default engine and dashed for v2.
+func conduitChart(cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration) string {
+	var tp, lat []chart.Series
+	for pi, p := range pairs {
+		for ei, e := range engines {
+			s := chart.Series{Label: p.name + ", " + e, Color: chart.Palette[pi%len(chart.Palette)], Dashed: ei == 1}
+			l := s
+			for _, size := range sizes {
+				c := findCell(cells, e, size, p.name)
+				tv, lv := math.NaN(), math.NaN()
+				if c.err == nil {
+					tv, lv = c.rate(), c.hist.mean()*1000
+				}
+				s.Values = append(s.Values, tv)
+				l.Values = append(l.Values, lv)
+			}
+			tp, lat = append(tp, s), append(lat, l)
+		}
+	}
+	labels := make([]string, len(sizes))
+	for i, size := range sizes {
+		labels[i] = batchLabel(size)
+	}
+	x := fmt.Sprintf("sdk.batch.size (sdk.batch.delay %v)", delay)
+	return chart.Panels(
+		chart.Line("Conduit → Postgres: rows per second", x, "rows/s", labels, tp, false),
+		chart.Line("Conduit → Postgres: mean latency", x, "ms (log scale)", labels, lat, true),
+	)
+}

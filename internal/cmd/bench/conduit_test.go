@@ -1,0 +1,53 @@
+package main
+
+import (
+	"math"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestHistogramQuantile(t *testing.T) {
+	inf := math.Inf(1)
+	bounds := []float64{.001, .01, .1, inf}
+	for _, tt := range []struct {
+		name       string
+		cumulative []float64
+		q, want    float64
+		above      bool
+	}{
+		{name: "inside the first bucket, from 0", cumulative: []float64{100, 100, 100, 100}, q: 0.5, want: .0005},
+		{name: "interpolated inside a bucket", cumulative: []float64{0, 50, 150, 150}, q: 0.99, want: .01 + .09*(148.5-50)/100},
+		{name: "on a bucket's upper bound", cumulative: []float64{0, 99, 100, 100}, q: 0.99, want: .01},
+		{name: "empty buckets skipped", cumulative: []float64{10, 10, 10, 1000}, q: 0.99, want: .1, above: true},
+		{name: "beyond the last bound", cumulative: []float64{0, 0, 0, 10}, q: 0.5, want: .1, above: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			h := histogram{count: tt.cumulative[len(tt.cumulative)-1], bounds: bounds, cumulative: tt.cumulative}
+			got, above := h.quantile(tt.q)
+			is.True(math.Abs(got-tt.want) < 1e-12) // the quantile
+			is.Equal(above, tt.above)
+		})
+	}
+}
+
+func TestHistogramMinus(t *testing.T) {
+	is := is.New(t)
+	bounds := []float64{.01, math.Inf(1)}
+	before := histogram{count: 10, sum: 1, bounds: bounds, cumulative: []float64{8, 10}}
+	after := histogram{count: 30, sum: 4, bounds: bounds, cumulative: []float64{18, 30}}
+	d := after.minus(before)
+	is.Equal(d.count, 20.0)
+	is.Equal(d.mean(), 3.0/20)
+	is.Equal(d.cumulative, []float64{10, 20})
+}
+
+func TestThousands(t *testing.T) {
+	is := is.New(t)
+	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 12345.6: "12,346", 1234567: "1,234,567", -1234: "-1,234"} {
+		is.Equal(thousands(in), want)
+	}
+	is.Equal(millis(0.00123), "1.2 ms")
+	is.Equal(millis(10.5), "10,500 ms")
+}
