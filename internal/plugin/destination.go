@@ -22,8 +22,9 @@ import (
 // destination's batching policy, and answers with one ack per record; Stop
 // waits until the last position Conduit sent has been acked.
 type destinationServer struct {
-	newDestination func(map[string]string) (Destination, batcher.Policy, error)
+	newDestination func(map[string]string) (Destination, DestinationPolicy, error)
 	log            *slog.Logger
+	halt           *retryHalt // ends retries on Stop and Teardown
 
 	mu           sync.Mutex
 	dst          *destination
@@ -37,22 +38,22 @@ type destinationServer struct {
 	progress     chan struct{} // closed and replaced whenever lastAcked moves
 }
 
-func newDestinationServer(newDestination func(map[string]string) (Destination, batcher.Policy, error), log *slog.Logger) *destinationServer {
-	return &destinationServer{newDestination: newDestination, log: log, progress: make(chan struct{})}
+func newDestinationServer(newDestination func(map[string]string) (Destination, DestinationPolicy, error), log *slog.Logger) *destinationServer {
+	return &destinationServer{newDestination: newDestination, log: log, halt: newRetryHalt(), progress: make(chan struct{})}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
 	var dst Destination
-	var batch batcher.Policy
+	var policy DestinationPolicy
 	err := guard("Configure", func() (err error) {
-		dst, batch, err = d.newDestination(req.Config)
+		dst, policy, err = d.newDestination(req.Config)
 		return err
 	})
 	if err != nil {
 		return pconnector.DestinationConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
 	}
 	d.mu.Lock()
-	d.dst = &destination{Destination: dst, batch: batch}
+	d.dst = &destination{Destination: dst, batch: policy.Batch, retry: policy.Retry}
 	d.mu.Unlock()
 	return pconnector.DestinationConfigureResponse{}, nil
 }
@@ -167,26 +168,15 @@ func (d *destinationServer) runBatched(ctx context.Context, dst Destination, str
 	}
 }
 
-// write writes records with one Write and sends one ack per record.
+// write writes records and sends one ack per record (see [outcomes]).
 func (d *destinationServer) write(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
-	positions := positionsOf(records)
-	var n int
-	werr := guard("Write", func() (err error) {
-		n, err = dst.Write(ctx, records)
-		return err
-	})
-	acks, acked, nackErr := settle(positions, n, werr)
-	switch {
-	case nackErr != nil:
-		d.log.Error("records not written", "position", string(positions[acked]), "count", len(acks)-acked, "error", nackErr)
-	case werr != nil:
-		d.log.Warn("Write wrote every record but returned an error", "error", werr)
-	}
-	if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
-		return fmt.Errorf("send acks to Conduit: %w", err)
-	}
-	d.advance(positions[len(positions)-1])
-	return nil
+	return outcomes{write: dst.Write, retry: d.retryPolicy(), halt: d.halt, log: d.log, send: func(acks []pconnector.DestinationRunResponseAck) error {
+		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
+			return fmt.Errorf("send acks to Conduit: %w", err)
+		}
+		d.advance(acks[len(acks)-1].Position)
+		return nil
+	}}.writeAll(ctx, records)
 }
 
 // advance records that every record up to pos has been acked or nacked.
@@ -202,6 +192,7 @@ func (d *destinationServer) advance(pos opencdc.Position) {
 // acked (or nacked), once Run has ended, or when ctx is done. With batching,
 // it writes the batch that record is in without waiting for it to fill.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
+	d.halt.Stop()
 	d.mu.Lock()
 	d.stopAt = req.LastPosition
 	in, received := d.in, len(req.LastPosition) > 0 && bytes.Equal(d.lastReceived, req.LastPosition)
@@ -237,6 +228,7 @@ func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.Destinati
 	d.mu.Lock()
 	dst, running, runDone, cancelWrites := d.dst, d.running, d.runDone, d.cancelWrites
 	d.mu.Unlock()
+	d.halt.Abort()
 	if cancelWrites != nil {
 		cancelWrites()
 	}
