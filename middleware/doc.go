@@ -24,6 +24,13 @@
 // which decides when a destination's Write is called and which records
 // travel together from a source.
 //
+// # Retries
+//
+// [Retry] adds sdk.retry.attempts, sdk.retry.delay and sdk.retry.maxDelay
+// to destinations. Like [Batching], it wraps nothing: the SDK hands it to
+// the plugin server, which retries the records of a Write that failed with
+// an error the connector marked retryable.
+//
 // # Rate limit
 //
 // [RateLimit] adds sdk.rate.perSecond and sdk.rate.burst to destinations;
