@@ -56,6 +56,9 @@ func (r Retry) Validate() error {
 // first): Delay doubled retry times, at most MaxDelay.
 func (r Retry) Backoff(retry int) time.Duration {
 	d := r.Delay
+	if d <= 0 {
+		return 0
+	}
 	for range retry {
 		if d >= r.MaxDelay/2 {
 			return r.MaxDelay

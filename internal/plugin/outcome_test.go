@@ -257,6 +257,7 @@ func TestBackoffBounds(t *testing.T) {
 	is.Equal(r.Backoff(7), 10*time.Second)
 	is.Equal(r.Backoff(1000), 10*time.Second) // no overflow
 	is.Equal(middleware.Retry{}.Backoff(5), time.Duration(0))
+	is.Equal(middleware.Retry{MaxDelay: time.Second}.Backoff(1<<40), time.Duration(0)) // returns at once
 	for range 1000 {
 		d := jitter(time.Second)
 		is.True(d >= 500*time.Millisecond && d <= time.Second)
