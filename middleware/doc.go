@@ -37,6 +37,13 @@
 // Conduit, so records wait in Conduit, not in the plugin, and memory stays
 // flat. Stop writes what is held without waiting.
 //
+// # Retries
+//
+// [Retry] adds sdk.retry.attempts, sdk.retry.delay and sdk.retry.maxDelay
+// to destinations. Like [Batching], it wraps nothing: the SDK hands it to
+// the plugin server, which retries the records of a Write that failed with
+// an error the connector marked retryable.
+//
 // # Rate limit
 //
 // [RateLimit] adds sdk.rate.perSecond and sdk.rate.burst to destinations;

@@ -50,3 +50,16 @@ func ExampleBatching() {
 	fmt.Printf("%+v\n", settings.Policy())
 	// Output: {Count:1000 Bytes:0 Delay:100ms}
 }
+
+func ExampleRetry() {
+	settings := middleware.DefaultRetry()
+	var waits []time.Duration // the longest wait before each retry
+	for retry := range settings.Attempts {
+		waits = append(waits, settings.Backoff(retry))
+	}
+	fmt.Println(waits)
+	fmt.Println(middleware.Retry{Attempts: 3, Delay: time.Second, MaxDelay: 100 * time.Millisecond}.Validate())
+	// Output:
+	// [100ms 200ms 400ms 800ms 1.6s 3.2s 6.4s 10s]
+	// parameter "sdk.retry.maxDelay": got "100ms", expected at least the 1s of "sdk.retry.delay"
+}

@@ -67,10 +67,13 @@ func DefaultSource() []SourceSettings {
 
 // DefaultDestination returns the middleware every destination gets unless
 // its connector lists its own: batching, schema decoding, record format and
-// rate limit, with the incumbent Conduit SDK's parameters and defaults.
+// rate limit, with the incumbent Conduit SDK's parameters and defaults, and
+// retries of failed writes, which the incumbent does not have (see
+// [DefaultRetry]).
 func DefaultDestination() []DestinationSettings {
 	return []DestinationSettings{
 		Batching{Bytes: DefaultBatchBytes},
+		DefaultRetry(),
 		SchemaDecoding{Payload: true, Key: true},
 		RecordFormat{Format: format.OpenCDCJSON},
 		RateLimit{},

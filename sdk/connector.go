@@ -114,6 +114,10 @@ type Configured[T any] struct {
 	// Batching is how the plugin server batches the connector's records:
 	// into Writes for a destination, into messages for a source.
 	Batching batcher.Policy
+	// Retry is how the plugin server retries a destination's Writes that
+	// fail with a [Retryable] error; zero (no retries) for a source, or
+	// when the destination's middleware has no [middleware.Retry].
+	Retry middleware.Retry
 }
 
 // ConfigureSource builds the connector's source from raw, the configuration
@@ -210,6 +214,12 @@ func configure[T, S any](f Factory[T], settings []S, raw map[string]string, make
 	for _, s := range parsed {
 		if b, ok := any(s).(interface{ Policy() batcher.Policy }); ok {
 			out.Batching = b.Policy()
+			break
+		}
+	}
+	for _, s := range parsed {
+		if r, ok := any(s).(interface{ RetryPolicy() middleware.Retry }); ok {
+			out.Retry = r.RetryPolicy()
 			break
 		}
 	}

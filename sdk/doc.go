@@ -9,8 +9,21 @@
 //
 // [Destination.Write] follows io.Writer: it returns how many leading records
 // were durably written, and an error whenever that is fewer than all. The SDK
-// acknowledges those records to Conduit and negatively acknowledges the rest
-// with the error. [Source.Read] returns one record at a time with a unique,
+// acknowledges those records to Conduit and negatively acknowledges the rest:
+// records[n] with the error, each later one with an error that says it was
+// not attempted because records[n] failed.
+//
+// # Outcomes and retries
+//
+// A Write can say whose failure its error is. [RecordFault] means
+// records[n] itself cannot be written (bad data, a constraint): only it is
+// nacked, with the error and its position, and records[n+1:] go to a
+// following Write. [Retryable] means the system failed (a dropped
+// connection, a timeout, a deadlock): records[n:] are written again after a
+// jittered, growing backoff (sdk.retry.attempts, sdk.retry.delay,
+// sdk.retry.maxDelay; see middleware.Retry) and nacked, with an error that
+// says retries ran out, only if they never go through. This matters with a
+// dead-letter queue, where every nacked record lands with its nack's error. [Source.Read] returns one record at a time with a unique,
 // non-empty position; Conduit hands the last acknowledged position back to
 // [Source.Open] after a restart.
 //
@@ -54,7 +67,9 @@
 // sdk.batch.delay, sdk.batch.bytes) decides how many records reach a
 // destination's Write at once and how many records travel in one message
 // from a source; a destination's writes can be rate limited
-// (sdk.rate.perSecond, sdk.rate.burst). The settings a connector lists are
+// (sdk.rate.perSecond, sdk.rate.burst), and its Writes that fail with a
+// [Retryable] error are retried (sdk.retry.attempts, sdk.retry.delay,
+// sdk.retry.maxDelay, which the incumbent does not have). The settings a connector lists are
 // its defaults: middleware.Batching{Size: 1000} means batches of 1000
 // unless a pipeline says otherwise.
 //

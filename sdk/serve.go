@@ -65,9 +65,9 @@ func (c Connector) plugin(spec Specification, env middleware.Env) plugin.Connect
 		}
 	}
 	if c.Destination.isSet() {
-		pc.NewDestination = func(raw map[string]string) (Destination, batcher.Policy, error) {
+		pc.NewDestination = func(raw map[string]string) (Destination, plugin.DestinationPolicy, error) {
 			d, err := c.configureDestination(raw, env)
-			return d.Connector, d.Batching, err
+			return d.Connector, plugin.DestinationPolicy{Batch: d.Batching, Retry: d.Retry}, err
 		}
 	}
 	return pc

@@ -88,7 +88,7 @@ func TestSpecificationMatchesIncumbent(t *testing.T) {
 		{
 			role: "destination", incumbent: "log", connkit: "connkit-log",
 			params:      func(s pconnector.Specification) config.Parameters { return s.DestinationParams },
-			onlyConnkit: []string{"sdk.batch.bytes"},
+			onlyConnkit: []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"},
 		},
 	} {
 		t.Run(tt.role, func(t *testing.T) {

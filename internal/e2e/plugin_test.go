@@ -431,8 +431,14 @@ func TestFaultyWritesAreNackedAndThePluginSurvives(t *testing.T) {
 		want     []string // "" for a positive ack, else a substring of the nack
 	}{
 		{[]string{"ok", "panic", "ok"}, []string{"connector panicked in Write: asked to panic", "connector panicked in Write", "connector panicked in Write"}},
-		{[]string{"ok", "fail", "ok"}, []string{"", "asked to fail", "asked to fail"}},
+		// An unmarked error: the records after the failing one are nacked,
+		// each saying which record failed.
+		{[]string{"ok", "fail", "ok"}, []string{"", `record at position "5": asked to fail`, `not attempted: the record at position "5" failed: asked to fail`}},
 		{[]string{"ok", "ok", "short"}, []string{"", "", "wrote 2 of 3 records but returned no error"}},
+		// sdk.RecordFault: only that record is nacked; sdk.Retryable: the
+		// record is written again (sdk.retry.* defaults).
+		{[]string{"ok", "fault", "ok"}, []string{"", `record at position "11": asked to fault`, ""}},
+		{[]string{"ok", "flaky", "ok"}, []string{"", "", ""}},
 		{[]string{"ok"}, []string{""}},
 	}
 	pos := 0
@@ -443,10 +449,14 @@ func TestFaultyWritesAreNackedAndThePluginSurvives(t *testing.T) {
 			batch[i] = opencdc.Record{Position: opencdc.Position(strconv.Itoa(pos)), Payload: opencdc.Change{After: opencdc.RawData(payload)}}
 		}
 		is.NoErr(stream.Client().Send(pconnector.DestinationRunRequest{Records: batch}))
-		resp, err := stream.Client().Recv()
-		is.NoErr(err) // the plugin is still serving
-		is.Equal(len(resp.Acks), len(batch))
-		for i, a := range resp.Acks {
+		var acks []pconnector.DestinationRunResponseAck // a retry sends what was written first
+		for len(acks) < len(batch) {
+			resp, err := stream.Client().Recv()
+			is.NoErr(err) // the plugin is still serving
+			acks = append(acks, resp.Acks...)
+		}
+		is.Equal(len(acks), len(batch))
+		for i, a := range acks {
 			is.Equal(string(a.Position), string(batch[i].Position))
 			if m.want[i] == "" {
 				is.Equal(a.Error, "")

@@ -14,12 +14,20 @@ type (
 
 // Connector is what a plugin binary serves: its specification and the
 // constructors that turn a raw configuration into a configured connector
-// and the batching policy the server applies to it. A nil constructor
-// means the plugin does not play that role.
+// and the policies the server applies to it. A nil constructor means the
+// plugin does not play that role.
 type Connector struct {
 	Spec           pconnector.Specification
 	NewSource      func(config map[string]string) (Source, batcher.Policy, error)
-	NewDestination func(config map[string]string) (Destination, batcher.Policy, error)
+	NewDestination func(config map[string]string) (Destination, DestinationPolicy, error)
+}
+
+// DestinationPolicy is how the server drives a destination: which records
+// each Write gets, and what it does when a Write fails with a retryable
+// error. The zero value writes each message as it arrives and never retries.
+type DestinationPolicy struct {
+	Batch batcher.Policy
+	Retry middleware.Retry
 }
 
 // source is a configured source with its batching policy and the optional
@@ -38,8 +46,10 @@ func newSource(s Source, batch batcher.Policy) *source {
 	return out
 }
 
-// destination is a configured destination with its batching policy.
+// destination is a configured destination with its batching and retry
+// policies.
 type destination struct {
 	Destination
 	batch batcher.Policy
+	retry middleware.Retry
 }

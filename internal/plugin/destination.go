@@ -27,8 +27,9 @@ import (
 // Stop asks the owner to write what it holds without waiting for a batch to
 // fill, and returns once the last position Conduit sent has been acked.
 type destinationServer struct {
-	newDestination func(map[string]string) (Destination, batcher.Policy, error)
+	newDestination func(map[string]string) (Destination, DestinationPolicy, error)
 	log            *slog.Logger
+	halt           *retryHalt // ends retries on Stop and Teardown
 
 	mu           sync.Mutex
 	dst          *destination
@@ -45,22 +46,22 @@ type stopRequest struct {
 	done chan struct{}
 }
 
-func newDestinationServer(newDestination func(map[string]string) (Destination, batcher.Policy, error), log *slog.Logger) *destinationServer {
-	return &destinationServer{newDestination: newDestination, log: log}
+func newDestinationServer(newDestination func(map[string]string) (Destination, DestinationPolicy, error), log *slog.Logger) *destinationServer {
+	return &destinationServer{newDestination: newDestination, log: log, halt: newRetryHalt()}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
 	var dst Destination
-	var batch batcher.Policy
+	var policy DestinationPolicy
 	err := guard("Configure", func() (err error) {
-		dst, batch, err = d.newDestination(req.Config)
+		dst, policy, err = d.newDestination(req.Config)
 		return err
 	})
 	if err != nil {
 		return pconnector.DestinationConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
 	}
 	d.mu.Lock()
-	d.dst = &destination{Destination: dst, batch: batch}
+	d.dst = &destination{Destination: dst, batch: policy.Batch, retry: policy.Retry}
 	d.mu.Unlock()
 	return pconnector.DestinationConfigureResponse{}, nil
 }
@@ -123,25 +124,14 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	return err
 }
 
-// write writes records with one Write and sends one ack per record.
-func (d *destinationServer) write(ctx context.Context, dst Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
-	positions := positionsOf(records)
-	var n int
-	werr := guard("Write", func() (err error) {
-		n, err = dst.Write(ctx, records)
-		return err
-	})
-	acks, acked, nackErr := settle(positions, n, werr)
-	switch {
-	case nackErr != nil:
-		d.log.Error("records not written", "position", string(positions[acked]), "count", len(acks)-acked, "error", nackErr)
-	case werr != nil:
-		d.log.Warn("Write wrote every record but returned an error", "error", werr)
-	}
-	if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
-		return fmt.Errorf("send acks to Conduit: %w", err)
-	}
-	return nil
+// write writes records and sends one ack per record (see [outcomes]).
+func (d *destinationServer) write(ctx context.Context, dst *destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
+	return outcomes{write: dst.Write, retry: dst.retry, halt: d.halt, log: d.log, send: func(acks []pconnector.DestinationRunResponseAck) error {
+		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
+			return fmt.Errorf("send acks to Conduit: %w", err)
+		}
+		return nil
+	}}.writeAll(ctx, records)
 }
 
 // Stop returns once the record at req.LastPosition has been written and
@@ -149,6 +139,7 @@ func (d *destinationServer) write(ctx context.Context, dst Destination, stream p
 // on, what the server holds is written without waiting for a batch to fill
 // or for sdk.batch.delay.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
+	d.halt.Stop()
 	d.mu.Lock()
 	running, stops, runDone := d.running, d.stops, d.runDone
 	d.mu.Unlock()
@@ -181,6 +172,7 @@ func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.Destinati
 	d.mu.Lock()
 	dst, running, runDone, cancelWrites := d.dst, d.running, d.runDone, d.cancelWrites
 	d.mu.Unlock()
+	d.halt.Abort()
 	if cancelWrites != nil {
 		cancelWrites()
 	}

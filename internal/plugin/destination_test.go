@@ -23,7 +23,9 @@ func newTestDestinationServer(t *testing.T, dst Destination) *destinationServer 
 // dst and batching policy p.
 func newBatchedDestinationServer(t *testing.T, dst Destination, p batcher.Policy) *destinationServer {
 	t.Helper()
-	d := newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return dst, p, nil }, discard)
+	d := newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) {
+		return dst, DestinationPolicy{Batch: p}, nil
+	}, discard)
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 				return 1, errors.New("constraint violated")
 			}
 			return len(r), nil
-		}, []string{"a", "b!constraint violated", "c!constraint violated", "d"}},
+		}, []string{"a", `b!record at position "b": constraint violated`, `c!not attempted: the record at position "b" failed: constraint violated`, "d"}},
 		{"panics", func(r []opencdc.Record) (int, error) {
 			if len(r) == 3 {
 				panic("write exploded")
@@ -184,7 +186,7 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 func TestDestinationTeardownWithoutOpen(t *testing.T) {
 	is := is.New(t)
 	dst := &fakeDestination{}
-	d := newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return dst, batcher.Policy{}, nil }, discard)
+	d := newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) { return dst, DestinationPolicy{}, nil }, discard)
 	_, err := d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
 	is.NoErr(err) // never configured
 	_, err = d.LifecycleOnDeleted(t.Context(), pconnector.DestinationLifecycleOnDeletedRequest{})

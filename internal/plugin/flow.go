@@ -43,7 +43,7 @@ func holdFor(p batcher.Policy) batcher.Hold {
 // happens.
 type destinationFlow struct {
 	server   *destinationServer
-	dst      Destination
+	dst      *destination
 	stream   pconnector.DestinationRunStreamServer
 	in       *batcher.Batcher[opencdc.Record]
 	ctx      context.Context // the stream's

@@ -68,7 +68,9 @@ func newHostDeath(t *testing.T, src *fakeSource) *hostDeath {
 	h := &hostDeath{live: &liveConnectors{}, src: src, dst: &fakeDestination{}}
 	ss := newTestSourceServer(src, nil)
 	h.source = h.live.source(ss)
-	dest := h.live.destination(newDestinationServer(func(map[string]string) (Destination, batcher.Policy, error) { return h.dst, batcher.Policy{}, nil }, discard))
+	dest := h.live.destination(newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) {
+		return h.dst, DestinationPolicy{}, nil
+	}, discard))
 	ctx := t.Context()
 	if _, err := h.source.Configure(ctx, pconnector.SourceConfigureRequest{}); err != nil {
 		t.Fatal(err)

@@ -177,11 +177,11 @@ func sourceOrNot(f func(map[string]string) (Source, batcher.Policy, error)) func
 	}
 }
 
-func destinationOrNot(f func(map[string]string) (Destination, batcher.Policy, error)) func(map[string]string) (Destination, batcher.Policy, error) {
+func destinationOrNot(f func(map[string]string) (Destination, DestinationPolicy, error)) func(map[string]string) (Destination, DestinationPolicy, error) {
 	if f != nil {
 		return f
 	}
-	return func(map[string]string) (Destination, batcher.Policy, error) {
-		return nil, batcher.Policy{}, status.Error(codes.Unimplemented, "this plugin is not a destination")
+	return func(map[string]string) (Destination, DestinationPolicy, error) {
+		return nil, DestinationPolicy{}, status.Error(codes.Unimplemented, "this plugin is not a destination")
 	}
 }

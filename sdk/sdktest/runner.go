@@ -100,15 +100,15 @@ func (r inProcess) source(t tb) sourceClient {
 func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
 	t.Helper()
 	log := &writeLog{}
-	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, batcher.Policy, error) {
+	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, plugin.DestinationPolicy, error) {
 		d, err := r.c.ConfigureDestination(raw)
 		if err != nil {
-			return nil, batcher.Policy{}, err
+			return nil, plugin.DestinationPolicy{}, err
 		}
 		if r.wrap != nil {
 			d.Connector = r.wrap(d.Connector)
 		}
-		return observed{Destination: d.Connector, log: log}, d.Batching, nil
+		return observed{Destination: d.Connector, log: log}, plugin.DestinationPolicy{Batch: d.Batching, Retry: d.Retry}, nil
 	}}
 	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
 }

@@ -1,0 +1,260 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/middleware"
+)
+
+// A connector says whose failure a Write error is by wrapping it (package
+// sdk's RecordFault and Retryable); the server recognises the wrappers by
+// these methods, as package sdk imports this one.
+type (
+	recordFaulter interface{ RecordFault() bool }
+	retryabler    interface{ Retryable() bool }
+)
+
+func isRecordFault(err error) bool {
+	var f recordFaulter
+	return errors.As(err, &f) && f.RecordFault()
+}
+
+// isRetryable is false for an error that is also a record fault: retrying a
+// record that cannot be written would only delay, then nack, those after it.
+func isRetryable(err error) bool {
+	var r retryabler
+	return !isRecordFault(err) && errors.As(err, &r) && r.Retryable()
+}
+
+// outcomes writes a batch of records to a destination with as many Writes
+// as their outcomes take, and settles every record exactly once, in order:
+//
+//   - records[:n] are acked;
+//   - a record fault at n nacks records[n] alone, with its own error, and
+//     records[n+1:] go to the next Write;
+//   - a retryable error at n writes records[n:] again after a backoff (see
+//     [middleware.Retry]) and nacks them, saying so, only when the retries
+//     run out, the destination is stopped or torn down, or ctx ends;
+//   - any other error nacks records[n] with it and each later record with
+//     an error that says it was not attempted because records[n] failed;
+//   - a Write that breaks its contract, or panics, is settled by [settle]:
+//     every record it did not confirm is nacked with the same error, as
+//     nothing says which record is at fault.
+type outcomes struct {
+	write func(ctx context.Context, records []opencdc.Record) (int, error)
+	retry middleware.Retry
+	halt  *retryHalt // nil: retries end only with ctx
+	log   *slog.Logger
+	// send delivers settled acks to Conduit, in order; writeAll calls it
+	// before each backoff and once at the end.
+	send func([]pconnector.DestinationRunResponseAck) error
+}
+
+// writeAll writes records and settles them; its error is send's.
+func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error {
+	// The positions are taken before Write, which may not change them but
+	// could.
+	positions := positionsOf(records)
+	var settled []pconnector.DestinationRunResponseAck
+	ack := func(from, to int) {
+		for _, p := range positions[from:to] {
+			settled = append(settled, pconnector.DestinationRunResponseAck{Position: p})
+		}
+	}
+	nack := func(from, to int, msg string) {
+		for _, p := range positions[from:to] {
+			settled = append(settled, pconnector.DestinationRunResponseAck{Position: p, Error: msg})
+		}
+	}
+	flush := func() error {
+		if len(settled) == 0 {
+			return nil
+		}
+		acks := settled
+		settled = nil
+		return o.send(acks)
+	}
+	var (
+		start       int  // records[:start] are settled
+		retries     int  // retries since the last progress
+		stopRetried bool // a retry was made after Stop, without progress since
+	)
+	for start < len(records) {
+		batch := records[start:]
+		var n int
+		err := guard("Write", func() (err error) {
+			n, err = o.write(ctx, batch)
+			return err
+		})
+		var panicked *PanicError
+		if n < 0 || n > len(batch) || n == len(batch) || err == nil || errors.As(err, &panicked) {
+			acks, acked, nackErr := settle(positions[start:], n, err)
+			switch {
+			case nackErr != nil:
+				o.log.Error("records not written", "position", string(positions[start+acked]), "count", len(acks)-acked, "error", nackErr)
+			case err != nil:
+				o.log.Warn("Write wrote every record but returned an error", "error", err)
+			}
+			settled = append(settled, acks...)
+			start = len(records)
+			continue
+		}
+		failed := start + n
+		ack(start, failed)
+		if n > 0 {
+			retries, stopRetried = 0, false
+		}
+		text := errorText(err)
+		switch {
+		case isRecordFault(err):
+			o.log.Error("record not written", "position", string(positions[failed]), "error", err)
+			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], text))
+			start = failed + 1
+			retries, stopRetried = 0, false
+			if start < len(records) && (ctx.Err() != nil || o.halt.isAborted()) {
+				msg := "not attempted: the destination is tearing down"
+				o.log.Error("records not written", "position", string(positions[start]), "count", len(records)-start, "error", msg)
+				nack(start, len(records), msg)
+				start = len(records)
+			}
+		case isRetryable(err):
+			start = failed
+			if err := flush(); err != nil {
+				return err
+			}
+			why := o.pause(ctx, retries, &stopRetried, positions[failed], err)
+			if why == "" {
+				retries++
+				continue
+			}
+			msg := fmt.Sprintf("not written: %s: %s", why, text)
+			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", msg)
+			nack(failed, len(records), msg)
+			start = len(records)
+		default:
+			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", err)
+			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], text))
+			nack(failed+1, len(records), fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], text))
+			start = len(records)
+		}
+	}
+	return flush()
+}
+
+// pause waits before retry number retries after err and returns "", or
+// returns why there is no retry. After Stop, it retries once at once
+// (stopRetried records that it did) and then gives up.
+func (o outcomes) pause(ctx context.Context, retries int, stopRetried *bool, pos opencdc.Position, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Sprintf("retrying ended after %d retries (%v)", retries, ctx.Err())
+	case o.halt.isAborted():
+		return fmt.Sprintf("retrying ended after %d retries as the destination is torn down", retries)
+	case o.retry.Attempts == 0:
+		return "the destination failed and retries are off (sdk.retry.attempts is 0)"
+	case retries >= o.retry.Attempts:
+		return fmt.Sprintf("the destination still failed after %d retries", retries)
+	case o.halt.isStopping() && *stopRetried:
+		return fmt.Sprintf("retrying ended after %d retries as the destination was stopped", retries)
+	case o.halt.isStopping():
+		*stopRetried = true
+		o.log.Warn("Write failed; retrying once more at once, as the destination is stopping", "position", string(pos), "error", err)
+		return ""
+	}
+	wait := jitter(o.retry.Backoff(retries))
+	o.log.Warn("Write failed; retrying", "position", string(pos), "retry", retries+1, "of", o.retry.Attempts, "in", wait, "error", err)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return ""
+	case <-o.halt.stopping():
+		*stopRetried = true
+		return ""
+	case <-o.halt.aborted():
+		return fmt.Sprintf("retrying ended after %d retries as the destination is torn down", retries)
+	case <-ctx.Done():
+		return fmt.Sprintf("retrying ended after %d retries (%v)", retries, ctx.Err())
+	}
+}
+
+// jitter returns a random duration in [d/2, d]: waits spread out, so that
+// connectors that failed together do not retry together, but never fall
+// so short that a struggling system is hammered.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d-d/2+1)
+}
+
+// errorText returns err's message, which a nack must never leave empty: an
+// empty error string reads as a positive ack to Conduit.
+func errorText(err error) string {
+	if msg := err.Error(); msg != "" {
+		return msg
+	}
+	return fmt.Sprintf("destination returned an error with an empty message (%T)", err)
+}
+
+// retryHalt tells retries in progress that the destination is stopping
+// (wait no more: one last attempt, then nack) or being torn down (no more
+// attempts). A nil *retryHalt never halts.
+type retryHalt struct {
+	stopOnce, abortOnce sync.Once
+	stop, abort         chan struct{}
+}
+
+func newRetryHalt() *retryHalt {
+	return &retryHalt{stop: make(chan struct{}), abort: make(chan struct{})}
+}
+
+// Stop marks the destination as stopping; it is safe to call more than once.
+func (h *retryHalt) Stop() { h.stopOnce.Do(func() { close(h.stop) }) }
+
+// Abort marks the destination as torn down; it is safe to call more than once.
+func (h *retryHalt) Abort() { h.abortOnce.Do(func() { close(h.abort) }) }
+
+func (h *retryHalt) stopping() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.stop
+}
+
+func (h *retryHalt) aborted() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.abort
+}
+
+func (h *retryHalt) isStopping() bool { return closed(h.stopping()) }
+func (h *retryHalt) isAborted() bool  { return closed(h.aborted()) }
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// retryPolicy returns the configured destination's retry policy.
+func (d *destinationServer) retryPolicy() middleware.Retry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dst == nil {
+		return middleware.Retry{}
+	}
+	return d.dst.retry
+}

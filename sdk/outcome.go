@@ -1,0 +1,62 @@
+package sdk
+
+import "errors"
+
+// RecordFault marks err, returned by Write with n, as the fault of
+// records[n] itself: bad data, a constraint it violates, anything that
+// writing it again would not fix. The SDK acknowledges records[:n],
+// negatively acknowledges records[n] alone with err (naming its position),
+// and passes records[n+1:] to a following Write. RecordFault(nil) is nil.
+func RecordFault(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &recordFault{err}
+}
+
+// Retryable marks err, returned by Write with n, as the system's failure,
+// not the records': a dropped connection, a timeout, a deadlock, a
+// failover. The SDK acknowledges records[:n] and calls Write again with
+// records[n:] after a jittered, growing delay (the sdk.retry.* parameters),
+// and negatively acknowledges them with err, saying that retries ran out,
+// only when the last attempt fails too or the destination is stopped.
+// Retryable(nil) is nil.
+//
+// If an error is marked both ways, it is a record fault: retrying a record
+// that cannot be written would hold up, then nack, the records after it.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &retryable{err}
+}
+
+// IsRecordFault reports whether err, or an error it wraps, was marked by
+// [RecordFault].
+func IsRecordFault(err error) bool {
+	var f interface{ RecordFault() bool }
+	return errors.As(err, &f) && f.RecordFault()
+}
+
+// IsRetryable reports whether err, or an error it wraps, was marked by
+// [Retryable] and not by [RecordFault].
+func IsRetryable(err error) bool {
+	var r interface{ Retryable() bool }
+	return !IsRecordFault(err) && errors.As(err, &r) && r.Retryable()
+}
+
+// recordFault and retryable keep the text of the error they mark, so that a
+// nack says what the connector said; the plugin server recognises them by
+// their methods.
+type (
+	recordFault struct{ err error }
+	retryable   struct{ err error }
+)
+
+func (e *recordFault) Error() string     { return e.err.Error() }
+func (e *recordFault) Unwrap() error     { return e.err }
+func (e *recordFault) RecordFault() bool { return true }
+
+func (e *retryable) Error() string   { return e.err.Error() }
+func (e *retryable) Unwrap() error   { return e.err }
+func (e *retryable) Retryable() bool { return true }

@@ -1,0 +1,57 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/connkit/connkit/middleware"
+	"github.com/matryer/is"
+)
+
+func TestOutcomeMarks(t *testing.T) {
+	is := is.New(t)
+	base := errors.New("duplicate key")
+	f := RecordFault(base)
+	is.Equal(f.Error(), "duplicate key") // the connector's text, unchanged
+	is.True(errors.Is(f, base))
+	is.True(IsRecordFault(f) && !IsRetryable(f))
+	is.True(IsRecordFault(fmt.Errorf("row 3: %w", f))) // found through wrapping
+
+	r := Retryable(base)
+	is.Equal(r.Error(), "duplicate key")
+	is.True(errors.Is(r, base))
+	is.True(IsRetryable(r) && !IsRecordFault(r))
+
+	is.True(IsRecordFault(Retryable(RecordFault(base)))) // a record fault wins
+	is.True(!IsRetryable(Retryable(RecordFault(base))))
+	is.True(!IsRecordFault(base) && !IsRetryable(base))
+	is.Equal(RecordFault(nil), nil)
+	is.Equal(Retryable(nil), nil)
+
+	// The plugin server, which cannot import this package, knows them by
+	// these methods.
+	var fm interface{ RecordFault() bool }
+	is.True(errors.As(f, &fm) && fm.RecordFault())
+	var rm interface{ Retryable() bool }
+	is.True(errors.As(r, &rm) && rm.Retryable())
+}
+
+func TestConfigureHandsOverTheRetryPolicy(t *testing.T) {
+	is := is.New(t)
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
+	d, err := c.ConfigureDestination(map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Retry, middleware.DefaultRetry())
+	d, err = c.ConfigureDestination(map[string]string{"sdk.retry.attempts": "2", "sdk.retry.delay": "1s", "sdk.retry.maxDelay": "1m"})
+	is.NoErr(err)
+	is.Equal(d.Retry, middleware.Retry{Attempts: 2, Delay: time.Second, MaxDelay: time.Minute})
+
+	// Without the Retry settings among its middleware, a destination is
+	// never retried.
+	c.DestinationMiddleware = []middleware.DestinationSettings{middleware.Batching{}}
+	d, err = c.ConfigureDestination(map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Retry, middleware.Retry{})
+}
