@@ -50,8 +50,9 @@ func (d *decoding) Unwrap() Destination { return d.Destination }
 
 func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, error) {
 	var decoded []opencdc.Record // a copy, made at the first record that changes
+	var keys, payloads lastCodec
 	for i := range records {
-		rec, changed, err := d.decode(ctx, records[i])
+		rec, changed, err := d.decode(ctx, records[i], &keys, &payloads)
 		if err != nil {
 			err = fmt.Errorf("record %d (position %q): %w", i, records[i].Position, err)
 			if i == 0 {
@@ -80,11 +81,11 @@ func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, er
 	return d.Destination.Write(ctx, decoded)
 }
 
-func (d *decoding) decode(ctx context.Context, rec opencdc.Record) (opencdc.Record, bool, error) {
+func (d *decoding) decode(ctx context.Context, rec opencdc.Record, keys, payloads *lastCodec) (opencdc.Record, bool, error) {
 	changed := false
 	if d.key {
 		if raw, ok := rec.Key.(opencdc.RawData); ok {
-			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion)
+			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
 			if err != nil {
 				return rec, false, fmt.Errorf("key: %w", err)
 			}
@@ -101,7 +102,7 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record) (opencdc.Reco
 		before, isBefore := rec.Payload.Before.(opencdc.RawData)
 		after, isAfter := rec.Payload.After.(opencdc.RawData)
 		if isBefore || isAfter {
-			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion)
+			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, payloads)
 			if err != nil {
 				return rec, false, fmt.Errorf("payload: %w", err)
 			}
@@ -127,18 +128,34 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record) (opencdc.Reco
 }
 
 // codec returns the codec of the schema named by the metadata fields
-// subjectKey and versionKey, or nil when neither is set.
-func (d *decoding) codec(ctx context.Context, m opencdc.Metadata, subjectKey, versionKey string) (*schema.Codec, error) {
+// subjectKey and versionKey, or nil when neither is set; last is the one
+// named before.
+func (d *decoding) codec(ctx context.Context, m opencdc.Metadata, subjectKey, versionKey string, last *lastCodec) (*schema.Codec, error) {
 	subject, hasSubject := m[subjectKey]
 	version, hasVersion := m[versionKey]
 	if !hasSubject && !hasVersion {
 		return nil, nil
 	}
+	if last.codec != nil && subject == last.subject && version == last.version {
+		return last.codec, nil
+	}
 	v, err := strconv.Atoi(version)
 	if !hasSubject || subject == "" || err != nil || v < 1 {
 		return nil, fmt.Errorf("metadata %s=%q and %s=%q do not name a schema: expected a subject and a version of 1 or more", subjectKey, subject, versionKey, version)
 	}
-	return d.codecs.Get(ctx, subject, v)
+	c, err := d.codecs.Get(ctx, subject, v)
+	if err == nil {
+		*last = lastCodec{subject: subject, version: version, codec: c}
+	}
+	return c, err
+}
+
+// lastCodec is the codec of the schema the previous record of a batch named,
+// with the metadata that named it: the records of a batch mostly name one
+// schema, which is then parsed from metadata and looked up once.
+type lastCodec struct {
+	subject, version string
+	codec            *schema.Codec
 }
 
 // SchemaEncoding is the schema settings for sources, with the incumbent
@@ -212,7 +229,7 @@ func (e *encoding) Read(ctx context.Context) (opencdc.Record, error) {
 	if err != nil {
 		return rec, err
 	}
-	if err := e.encode(ctx, &rec); err != nil {
+	if err := e.encode(ctx, &rec, &subjects{}); err != nil {
 		return opencdc.Record{}, fmt.Errorf("record at position %q: %w", rec.Position, err)
 	}
 	return rec, nil
@@ -229,18 +246,19 @@ func (e *encoding) ReadBatch(ctx context.Context, max int) ([]opencdc.Record, er
 		return []opencdc.Record{rec}, nil
 	}
 	recs, err := e.reader.ReadBatch(ctx, max)
+	var subs subjects
 	for i := range recs {
-		if eerr := e.encode(ctx, &recs[i]); eerr != nil {
+		if eerr := e.encode(ctx, &recs[i], &subs); eerr != nil {
 			return nil, errors.Join(fmt.Errorf("record at position %q: %w", recs[i].Position, eerr), err)
 		}
 	}
 	return recs, err
 }
 
-func (e *encoding) encode(ctx context.Context, rec *opencdc.Record) error {
+func (e *encoding) encode(ctx context.Context, rec *opencdc.Record, subs *subjects) error {
 	if e.opts.KeySubject != "" {
 		if key, ok := rec.Key.(opencdc.StructuredData); ok {
-			c, err := e.codec(ctx, rec, key, e.opts.KeySubject, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion)
+			c, err := e.codec(ctx, rec, key, e.opts.KeySubject, &subs.key, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion)
 			if err != nil {
 				return fmt.Errorf("key: %w", err)
 			}
@@ -261,7 +279,7 @@ func (e *encoding) encode(ctx context.Context, rec *opencdc.Record) error {
 		if !isAfter {
 			shape = before
 		}
-		c, err := e.codec(ctx, rec, shape, e.opts.PayloadSubject, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion)
+		c, err := e.codec(ctx, rec, shape, e.opts.PayloadSubject, &subs.payload, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion)
 		if err != nil {
 			return fmt.Errorf("payload: %w", err)
 		}
@@ -284,8 +302,10 @@ func (e *encoding) encode(ctx context.Context, rec *opencdc.Record) error {
 }
 
 // codec returns the codec for data: the schema the record's metadata names,
-// or one extracted from data and registered, which the metadata then names.
-func (e *encoding) codec(ctx context.Context, rec *opencdc.Record, data opencdc.StructuredData, subject, subjectKey, versionKey string) (*schema.Codec, error) {
+// or one extracted from data and registered under base (see
+// [encoding.subject]), which the metadata then names; sub is the subject
+// of the batch's previous record.
+func (e *encoding) codec(ctx context.Context, rec *opencdc.Record, data opencdc.StructuredData, base string, sub *subject, subjectKey, versionKey string) (*schema.Codec, error) {
 	if named, hasSubject := rec.Metadata[subjectKey]; hasSubject {
 		v, err := strconv.Atoi(rec.Metadata[versionKey])
 		if named == "" || err != nil || v < 1 {
@@ -293,13 +313,11 @@ func (e *encoding) codec(ctx context.Context, rec *opencdc.Record, data opencdc.
 		}
 		return e.codecs.Get(ctx, named, v)
 	}
-	if collection := rec.Metadata[opencdc.MetadataCollection]; collection != "" {
-		subject = collection + "." + subject
+	collection := rec.Metadata[opencdc.MetadataCollection]
+	if !sub.made || collection != sub.collection {
+		*sub = subject{made: true, collection: collection, subject: e.subject(collection, base)}
 	}
-	if e.opts.Context != "" {
-		subject = e.opts.Context + ":" + subject
-	}
-	s, c, err := e.codecs.ForData(ctx, subject, data)
+	s, c, err := e.codecs.ForData(ctx, sub.subject, data)
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +327,28 @@ func (e *encoding) codec(ctx context.Context, rec *opencdc.Record, data opencdc.
 	rec.Metadata[subjectKey] = s.Subject
 	rec.Metadata[versionKey] = strconv.Itoa(s.Version)
 	return c, nil
+}
+
+// subject is the subject of the schemas of a batch's records of one
+// collection: a batch mostly holds one, so its subject is made once.
+type subject struct {
+	made                bool
+	collection, subject string
+}
+
+// subjects are the subjects of a batch's keys and payloads.
+type subjects struct{ key, payload subject }
+
+// subject returns the subject of the schemas of a collection's records:
+// base, prefixed with the collection and a dot, and the context and a colon.
+func (e *encoding) subject(collection, base string) string {
+	if collection != "" {
+		base = collection + "." + base
+	}
+	if e.opts.Context != "" {
+		base = e.opts.Context + ":" + base
+	}
+	return base
 }
 
 // schemas returns the registry middleware uses: the plugin's, or outside a

@@ -31,7 +31,9 @@ import (
 // decimal(31, 10), which would round; bytea stays text because the
 // Struct carries []byte as base64, which a bytea column would take as
 // other bytes. The postgres destination casts these back to the column's
-// type, so rows copied from one database to another keep their values.
+// type, so rows copied from one database to another keep their values; so
+// does the incumbent's, whose pgx sends a string parameter in text format
+// (internal/e2e's TestInteropIncumbentPostgresDestination shows both).
 func value(oid uint32, text []byte) any {
 	switch oid {
 	case pgtype.BoolOID:

@@ -37,6 +37,14 @@ type conduit struct {
 // set, where a missing server is a failure.
 func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 	t.Helper()
+	return startConduitWith(t, pipeline, nil, flags...)
+}
+
+// startConduitWith is startConduit with more plugins in the connectors
+// directory next to connkit's: plugins maps a file name there to the plugin
+// binary it links to.
+func startConduitWith(t *testing.T, pipeline string, plugins map[string]string, flags ...string) *conduit {
+	t.Helper()
 	bin := conduitBin(t)
 	dir := t.TempDir()
 	for _, sub := range []string{"connectors", "pipelines", "processors"} {
@@ -44,8 +52,13 @@ func startConduit(t *testing.T, pipeline string, flags ...string) *conduit {
 			t.Fatal(err)
 		}
 	}
+	links := map[string]string{}
 	for _, name := range []string{"connkit-generator", "connkit-log", "connkit-postgres"} {
-		if err := os.Symlink(binary(name), filepath.Join(dir, "connectors", name)); err != nil {
+		links[name] = binary(name)
+	}
+	maps.Copy(links, plugins)
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, "connectors", name)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,14 @@ var avroConfig = avro.Config{MaxSliceAllocSize: maxArrayElements}.Freeze()
 // maxArrayElements is the most elements Decode accepts in one array.
 const maxArrayElements = 1 << 20
 
-var readers = sync.Pool{New: func() any { return avro.NewReader(nil, 0, avro.WithReaderConfig(avroConfig)) }}
+// decoder is a reader and the place it decodes into, pooled together so
+// that a Decode allocates nothing of its own for the result's address.
+type decoder struct {
+	r   *avro.Reader
+	out opencdc.StructuredData
+}
+
+var decoders = sync.Pool{New: func() any { return &decoder{r: avro.NewReader(nil, 0, avro.WithReaderConfig(avroConfig))} }}
 
 // NewCodec parses s, which must be an Avro schema of a record (or a map),
 // the shapes structured data takes.
@@ -55,12 +62,14 @@ func (c *Codec) Schema() Schema { return c.schema }
 // result does not share memory with b. An array claiming more than 2^20
 // elements, or a string or bytes value over 1 MiB, is an error.
 func (c *Codec) Decode(b []byte) (opencdc.StructuredData, error) {
-	r := readers.Get().(*avro.Reader)
-	defer readers.Put(r)
+	dec := decoders.Get().(*decoder)
+	defer decoders.Put(dec)
+	r := dec.r
 	r.Reset(b)
 	r.Error = nil
-	var out opencdc.StructuredData
-	r.ReadVal(c.avro, &out)
+	r.ReadVal(c.avro, &dec.out)
+	out := dec.out
+	dec.out = nil
 	if err := r.Error; err != nil {
 		return nil, fmt.Errorf("decode with schema subject %q version %d: %w", c.schema.Subject, c.schema.Version, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/connkit/connkit/internal/chart"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/pgtest"
+	"github.com/connkit/connkit/sdk/schema"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,7 +27,9 @@ const benchTable = `CREATE TABLE IF NOT EXISTS bench (id bigint PRIMARY KEY, a t
 // postgresMode measures Postgres destinations: rows per second into
 // benchTable, one record per message as Conduit's default engine sends them,
 // with sdk.batch.size set to each batch size, for one or two plugins side by
-// side. Each run starts from an empty table and ends by counting its rows.
+// side, with schemas off (structured keys and payloads) and on (Avro named
+// by schemas in the host's schema service, as a source of Conduit's sends
+// them). Each run starts from an empty table and ends by checking its rows.
 func postgresMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("postgres", flag.ExitOnError)
 	a := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
@@ -41,11 +45,19 @@ func postgresMode(ctx context.Context, args []string) error {
 	records := fs.Int64("records", 50000, "rows per run")
 	out := fs.String("out", "bench/results", "directory for postgres.md and postgres.svg")
 	perMessage := fs.Int("per-message", 1, "records per message: 1 as Conduit's default engine sends them; 0 for messages of the batch size, as the v2 engine carries a source's batches")
+	modes := fs.String("schemas", "off,on", "comma-separated: off sends structured records; on sends Avro, its schemas in the host's schema service")
 	_ = fs.Parse(args)
 
 	batchSizes, err := ints("-batch-sizes", *batches)
 	if err != nil {
 		return err
+	}
+	var schemaModes []string
+	for m := range strings.SplitSeq(*modes, ",") {
+		if m = strings.TrimSpace(m); m != "off" && m != "on" {
+			return fmt.Errorf("-schemas: got %q, expected off, on or both separated by a comma", m)
+		}
+		schemaModes = append(schemaModes, m)
 	}
 	conn, closeDB, err := database(ctx, url)
 	if err != nil {
@@ -59,6 +71,12 @@ func postgresMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
+	makers := map[string]func(int64) opencdc.Record{"off": pgRecord}
+	if slices.Contains(schemaModes, "on") {
+		if makers["on"], err = avroRecords(ctx, schemas.Registry); err != nil {
+			return err
+		}
+	}
 
 	type result struct {
 		st   host.Stats
@@ -66,44 +84,47 @@ func postgresMode(ctx context.Context, args []string) error {
 		err  error
 		note string
 	}
-	results := map[string]map[int]result{}
-	total, done := len(batchSizes)*len(pairs), 0
+	type run struct {
+		plugin, schemas string
+		batch           int
+	}
+	results := map[run]result{}
+	total, done := len(batchSizes)*len(schemaModes)*len(pairs), 0
 	for _, batch := range batchSizes {
-		for _, p := range pairs {
-			done++
-			fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, %s ...", done, total, batch, p.name)
-			if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
-				return err
-			}
-			cfg := host.Settings{"url": *url, "table": "bench", "sdk.batch.size": strconv.Itoa(batch)}
-			for k, v := range p.destCfg {
-				cfg[k] = v
-			}
-			var r result
-			per := *perMessage
-			if per == 0 {
-				per = batch
-			}
-			r.st, r.cpu, r.err = feedPostgres(ctx, p.destination, cfg, *records, per)
-			var stopErr *host.StopError
-			if errors.As(r.err, &stopErr) {
-				r.note, r.err = "Stop failed after every ack: "+oneLine(stopErr.Err), nil
-			}
-			if r.err == nil {
-				var rows int64
-				if err := conn.QueryRow(ctx, "SELECT count(*) FROM bench").Scan(&rows); err != nil {
+		for _, mode := range schemaModes {
+			for _, p := range pairs {
+				done++
+				fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, schemas %s, %s ...", done, total, batch, mode, p.name)
+				if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
 					return err
 				}
-				if rows != *records {
-					r.err = fmt.Errorf("%d rows in the table, expected %d", rows, *records)
+				cfg := host.Settings{"url": *url, "table": "bench", "sdk.batch.size": strconv.Itoa(batch)}
+				for k, v := range p.destCfg {
+					cfg[k] = v
 				}
-			}
-			if results[p.name] == nil {
-				results[p.name] = map[int]result{}
-			}
-			results[p.name][batch] = r
-			if ctx.Err() != nil {
-				return ctx.Err()
+				var r result
+				per := *perMessage
+				if per == 0 {
+					per = batch
+				}
+				r.st, r.cpu, r.err = feedPostgres(ctx, p.destination, cfg, *records, per, makers[mode])
+				var stopErr *host.StopError
+				if errors.As(r.err, &stopErr) {
+					r.note, r.err = "Stop failed after every ack: "+oneLine(stopErr.Err), nil
+				}
+				if r.err == nil {
+					var rows, right int64
+					if err := conn.QueryRow(ctx, benchCheck).Scan(&rows, &right); err != nil {
+						return err
+					}
+					if rows != *records || right != *records {
+						r.err = fmt.Errorf("%d rows in the table, %d of them with the values sent, expected %d", rows, right, *records)
+					}
+				}
+				results[run{p.name, mode, batch}] = r
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
 		}
 	}
@@ -115,51 +136,61 @@ func postgresMode(ctx context.Context, args []string) error {
 		msgs = fmt.Sprintf("%d records per message (0: the batch size)", *perMessage)
 	}
 	fmt.Fprintf(&t, "%d rows per run into (id bigint PRIMARY KEY, a text, b text, n int), %s, sdk.batch.size on the destination.\n\n", *records, msgs)
+	t.WriteString("Schemas off: keys and payloads are structured data. Schemas on: they are Avro, named by their schemas' subject and version in metadata, the schemas in the host's schema service, as Conduit's sources send them; the destinations decode them with their sdk.schema.extract.* parameters at the defaults.\n\n")
 	t.WriteString("The plugin's processor time per row counts the plugin process alone, not the database or the host; it varies less than rows/s on a busy machine.\n\n")
-	t.WriteString("| batch |")
+	t.WriteString("| batch | schemas |")
 	for _, p := range pairs {
 		fmt.Fprintf(&t, " %s rows/s | %s ack p50 / p99 | %s CPU µs/row |", p.name, p.name, p.name)
 	}
 	if len(pairs) == 2 {
 		t.WriteString(" ratio |")
 	}
-	t.WriteString("\n|---|" + strings.Repeat("---|---|---|", len(pairs)))
+	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
 	if len(pairs) == 2 {
 		t.WriteString("---|")
 	}
 	t.WriteString("\n")
 	var series []chart.Series
-	for i, p := range pairs {
-		series = append(series, chart.Series{Label: p.name, Color: chart.Palette[i], Dashed: i == 1})
+	for _, mode := range schemaModes {
+		for i, p := range pairs {
+			color := chart.Palette[i]
+			if mode == "on" {
+				color = chart.Palette[2+i]
+			}
+			series = append(series, chart.Series{Label: p.name + ", schemas " + mode, Color: color, Dashed: i == 1})
+		}
 	}
 	labels := make([]string, len(batchSizes))
 	for bi, batch := range batchSizes {
 		labels[bi] = strconv.Itoa(batch)
-		fmt.Fprintf(&t, "| %d |", batch)
-		for i, p := range pairs {
-			r := results[p.name][batch]
-			if r.err != nil {
-				fmt.Fprintf(&t, " failed: %s | | |", oneLine(r.err))
-				series[i].Values = append(series[i].Values, math.NaN())
-				continue
+		for mi, mode := range schemaModes {
+			fmt.Fprintf(&t, "| %d | %s |", batch, mode)
+			for i, p := range pairs {
+				i := mi*len(pairs) + i
+				r := results[run{p.name, mode, batch}]
+				if r.err != nil {
+					fmt.Fprintf(&t, " failed: %s | | |", oneLine(r.err))
+					series[i].Values = append(series[i].Values, math.NaN())
+					continue
+				}
+				note := ""
+				if r.note != "" {
+					note = " (" + r.note + ")"
+				}
+				fmt.Fprintf(&t, " %.0f%s | %s / %s | %.1f |", r.st.RecordsPerSecond(), note, ms(r.st.Latency(0.5)), ms(r.st.Latency(0.99)),
+					float64(r.cpu.Microseconds())/float64(r.st.Records))
+				series[i].Values = append(series[i].Values, r.st.RecordsPerSecond())
 			}
-			note := ""
-			if r.note != "" {
-				note = " (" + r.note + ")"
+			if len(pairs) == 2 {
+				ra, rb := results[run{pairs[0].name, mode, batch}], results[run{pairs[1].name, mode, batch}]
+				if ra.err == nil && rb.err == nil {
+					fmt.Fprintf(&t, " %.1fx |", ra.st.RecordsPerSecond()/rb.st.RecordsPerSecond())
+				} else {
+					t.WriteString(" |")
+				}
 			}
-			fmt.Fprintf(&t, " %.0f%s | %s / %s | %.1f |", r.st.RecordsPerSecond(), note, ms(r.st.Latency(0.5)), ms(r.st.Latency(0.99)),
-				float64(r.cpu.Microseconds())/float64(r.st.Records))
-			series[i].Values = append(series[i].Values, r.st.RecordsPerSecond())
+			t.WriteString("\n")
 		}
-		if len(pairs) == 2 {
-			ra, rb := results[pairs[0].name][batch], results[pairs[1].name][batch]
-			if ra.err == nil && rb.err == nil {
-				fmt.Fprintf(&t, " %.1fx |", ra.st.RecordsPerSecond()/rb.st.RecordsPerSecond())
-			} else {
-				t.WriteString(" |")
-			}
-		}
-		t.WriteString("\n")
 	}
 	svg := chart.Line("Postgres destination: rows per second by batch size", "batch size", "rows/s (log scale)", labels, series, true)
 	return publish(*out, t.String(), map[string]string{"postgres.md": t.String(), "postgres.svg": svg})
@@ -185,9 +216,68 @@ func database(ctx context.Context, url *string) (conn *pgx.Conn, done func(), er
 	return conn, func() { conn.Close(context.Background()); stop() }, nil
 }
 
-// feedPostgres sends n records, keyed by id, to a destination plugin, and
+// benchCheck counts the rows in the bench table, and those holding the
+// values pgRecord sent for their id.
+const benchCheck = `SELECT count(*), count(*) FILTER (WHERE a = 'row-' || id AND b = 'a text column of moderate length' AND n = id % 1000) FROM bench`
+
+// pgRecord is record i for the bench table, keyed by id.
+func pgRecord(i int64) opencdc.Record {
+	return opencdc.Record{
+		Operation: opencdc.OperationCreate,
+		Key:       opencdc.StructuredData{"id": i},
+		Payload: opencdc.Change{After: opencdc.StructuredData{
+			"a": "row-" + strconv.FormatInt(i, 10),
+			"b": "a text column of moderate length",
+			"n": i % 1000,
+		}},
+	}
+}
+
+// avroRecords registers the schemas of pgRecord's key and payload with reg
+// and returns a function making pgRecord's records with key and payload
+// encoded as Avro and named in metadata, as a Conduit source sends them.
+func avroRecords(ctx context.Context, reg schema.Registry) (func(int64) opencdc.Record, error) {
+	codec := func(subject string, d opencdc.StructuredData) (*schema.Codec, error) {
+		text, err := schema.Extract(d)
+		if err != nil {
+			return nil, err
+		}
+		s, err := reg.Create(ctx, subject, schema.TypeAvro, text)
+		if err != nil {
+			return nil, err
+		}
+		return schema.NewCodec(s)
+	}
+	sample := pgRecord(1)
+	key, err := codec("bench.key", sample.Key.(opencdc.StructuredData))
+	if err != nil {
+		return nil, err
+	}
+	payload, err := codec("bench.payload", sample.Payload.After.(opencdc.StructuredData))
+	if err != nil {
+		return nil, err
+	}
+	return func(i int64) opencdc.Record {
+		r := pgRecord(i)
+		k, kerr := key.Encode(r.Key.(opencdc.StructuredData))
+		p, perr := payload.Encode(r.Payload.After.(opencdc.StructuredData))
+		if kerr != nil || perr != nil {
+			panic(errors.Join(kerr, perr)) // the data has the schemas' shape
+		}
+		r.Key, r.Payload.After = opencdc.RawData(k), opencdc.RawData(p)
+		r.Metadata = opencdc.Metadata{
+			opencdc.MetadataKeySchemaSubject:     key.Schema().Subject,
+			opencdc.MetadataKeySchemaVersion:     strconv.Itoa(key.Schema().Version),
+			opencdc.MetadataPayloadSchemaSubject: payload.Schema().Subject,
+			opencdc.MetadataPayloadSchemaVersion: strconv.Itoa(payload.Schema().Version),
+		}
+		return r
+	}, nil
+}
+
+// feedPostgres sends n records made by record to a destination plugin, and
 // returns the processor time the plugin spent on them.
-func feedPostgres(ctx context.Context, path string, cfg host.Settings, n int64, perMessage int) (host.Stats, time.Duration, error) {
+func feedPostgres(ctx context.Context, path string, cfg host.Settings, n int64, perMessage int, record func(int64) opencdc.Record) (host.Stats, time.Duration, error) {
 	dst, p, err := launchDestination(path, cfg)
 	if err != nil {
 		return host.Stats{}, 0, err
@@ -197,17 +287,7 @@ func feedPostgres(ctx context.Context, path string, cfg host.Settings, n int64, 
 	if err != nil {
 		return host.Stats{}, 0, err
 	}
-	st, err := host.Feed(ctx, dst, n, perMessage, func(i int64) opencdc.Record {
-		return opencdc.Record{
-			Operation: opencdc.OperationCreate,
-			Key:       opencdc.StructuredData{"id": i},
-			Payload: opencdc.Change{After: opencdc.StructuredData{
-				"a": "row-" + strconv.FormatInt(i, 10),
-				"b": "a text column of moderate length",
-				"n": i % 1000,
-			}},
-		}
-	})
+	st, err := host.Feed(ctx, dst, n, perMessage, record)
 	after, cerr := p.CPUTime()
 	return st, after - before, errors.Join(err, cerr)
 }
