@@ -415,3 +415,27 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// A refused connection leads with the server's reason, not with the TLS
+// attempt that sslmode=prefer makes first, in the destination and the
+// source alike.
+func TestConnectionErrorLeadsWithReason(t *testing.T) {
+	url := strings.Replace(strings.Replace(server.URL, "postgres@", "nouser:s3cret-pw@", 1), "sslmode=disable", "sslmode=prefer", 1)
+	want := `connect to PostgreSQL: role "nouser" does not exist [SQLSTATE 28000] (connecting to 127.0.0.1:`
+	d, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Open(t.Context())
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "s3cret-pw") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("destination: got %v, want one line starting %q", err, want)
+	}
+	s, err := NewSource(SourceConfig{URL: url, Tables: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Open(t.Context(), nil)
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("source: got %v, want one line starting %q", err, want)
+	}
+}
