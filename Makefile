@@ -1,10 +1,15 @@
-# make build     builds the example plugins into bin/
-# make pipeline  runs generator → log over the plugin protocol and prints what flowed
-# make test      runs every test, including end-to-end tests in real Conduit
-# make race      runs the end-to-end tests RACE_RUNS times (default 20) under -race
-# make bench     runs the benchmarks, a sweep of generator → log and the Postgres
-#                destination (schemas off and on) and source runs, connkit's
-#                plugins side by side with the incumbent's, into bench/results/
+# make build        builds the example plugins into bin/
+# make pipeline     runs the reference pipeline in real Conduit (built on the first
+#                   run): its builtin generator → connkit's Postgres destination,
+#                   into a throwaway PostgreSQL server, and prints what arrived;
+#                   PIPELINE_FLAGS passes flags (-records, -batch-size, …)
+# make devpipeline  a development tool: generator → log over the plugin protocol,
+#                   with a host playing Conduit's part, and prints what flowed
+# make test         runs every test, including end-to-end tests in real Conduit
+# make race         runs the end-to-end tests RACE_RUNS times (default 20) under -race
+# make bench        runs the benchmarks, a sweep of generator → log and the Postgres
+#                   destination (schemas off and on) and source runs, connkit's
+#                   plugins side by side with the incumbent's, into bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -13,6 +18,7 @@ CONDUIT_BIN     ?= $(CACHE_DIR)/conduit-$(CONDUIT_VERSION)
 INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
 RACE_RUNS       ?= 20
+PIPELINE_FLAGS  ?=
 PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl
 # The packages whose tests launch plugin binaries or Conduit.
 E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
@@ -20,12 +26,16 @@ E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
 # Some Conduit modules are not in the public checksum database.
 export GONOSUMDB := github.com/conduitio,buf.build
 
-.PHONY: build pipeline test race check conduit incumbent bench clean
+.PHONY: build pipeline devpipeline test race check conduit incumbent bench clean
 
 build:
+	@echo "building connkit's plugins into bin/…"
 	$(GO) build -o bin/ $(PLUGINS)
 
-pipeline: build
+pipeline: build conduit
+	$(GO) run ./internal/cmd/pipeline -conduit $(CONDUIT_BIN) -plugin bin/connkit-postgres $(PIPELINE_FLAGS)
+
+devpipeline: build
 	$(GO) run ./internal/cmd/devpipeline \
 		-source bin/connkit-generator \
 		-source-config format.type=structured \
@@ -36,10 +46,16 @@ pipeline: build
 		-records 5
 
 # Conduit is built from the Go module proxy in a module of its own
-# (internal/e2e/conduit) and cached between runs.
+# (internal/e2e/conduit) and cached between runs. The cache is shared by
+# every checkout, and a checkout's files are newer than it, so the binary
+# is built only when missing: it is named by its version, which changes with
+# the pin in internal/e2e/conduit/go.mod. The same goes for the incumbent's
+# plugins: remove $(INCUMBENT_BIN) when their pins in
+# internal/e2e/incumbent/go.mod change.
 conduit: $(CONDUIT_BIN)
 
-$(CONDUIT_BIN): internal/e2e/conduit/go.mod internal/e2e/conduit/go.sum
+$(CONDUIT_BIN):
+	@echo "building Conduit $(CONDUIT_VERSION) (first run only, a few minutes)…"
 	@mkdir -p $(dir $@)
 	cd internal/e2e/conduit && $(GO) build -o $@.tmp github.com/conduitio/conduit/cmd/conduit
 	mv $@.tmp $@
@@ -48,15 +64,18 @@ $(CONDUIT_BIN): internal/e2e/conduit/go.mod internal/e2e/conduit/go.sum
 # pinned in a module of their own (internal/e2e/incumbent).
 incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres
 
-$(INCUMBENT_BIN)/generator: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
+$(INCUMBENT_BIN)/generator:
+	@echo "building the incumbent's generator plugin (first run only, a minute or two)…"
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-generator/cmd/connector
 
-$(INCUMBENT_BIN)/log: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
+$(INCUMBENT_BIN)/log:
+	@echo "building the incumbent's log plugin (first run only, a minute or two)…"
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-log/cmd/connector
 
-$(INCUMBENT_BIN)/postgres: internal/e2e/incumbent/go.mod internal/e2e/incumbent/go.sum
+$(INCUMBENT_BIN)/postgres:
+	@echo "building the incumbent's postgres plugin (first run only, a minute or two)…"
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-postgres/cmd/connector
 
@@ -77,10 +96,12 @@ bench: build incumbent
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-config $(kv) -vs-config $(kv))
 
 check:
+	@echo "checking gofmt and go vet…"
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 test: check build conduit incumbent
+	@echo "running every test under -race (the first run compiles for a few minutes)…"
 	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 ./...
 
 # Each run is a fresh test process, as in make test, so that what fails one

@@ -148,7 +148,7 @@ pipelines:
 			// The generator's keys are raw words, which the incumbent SDK
 			// warns of when it extracts and encodes schemas, even with key
 			// extraction off.
-			if p := without(c.problems(), "not structured"); len(p) > 0 {
+			if p := without(c.Problems(), "not structured"); len(p) > 0 {
 				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 			}
 		})
@@ -232,7 +232,7 @@ func copyKinds(t *testing.T, flags []string, nulls bool, expected []string, pipe
 		_, err := conn.Exec(t.Context(), `ALTER TABLE kinds REPLICA IDENTITY FULL`)
 		is.NoErr(err)
 	}
-	c := startConduitWith(t, pipeline(url), map[string]string{"incumbent-postgres": incumbentPlugin(t, "postgres")}, flags...)
+	c := startConduitWith(t, pipeline(url), []string{incumbentPlugin(t, "postgres")}, flags...)
 	c.waitForAcked(snapshot)
 	if d := tableDifferences(t, conn, "kinds", "kinds_copy"); len(d) > 0 {
 		t.Fatalf("after the snapshot, the copy differs:\n%s", strings.Join(d, "\n"))
@@ -247,9 +247,9 @@ func copyKinds(t *testing.T, flags []string, nulls bool, expected []string, pipe
 	if d := tableDifferences(t, conn, "kinds", "kinds_copy"); len(d) > 0 {
 		t.Fatalf("after the changes, the copy differs:\n%s", strings.Join(d, "\n"))
 	}
-	is.Equal(c.metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // no record twice
+	is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // no record twice
 	c.stop()
-	p := c.problems()
+	p := c.Problems()
 	for _, s := range expected {
 		p = without(p, s)
 	}

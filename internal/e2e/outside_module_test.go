@@ -144,7 +144,7 @@ func TestOutsideModule(t *testing.T) {
 
 	c := runConduit(t, conduitPath, dir)
 	c.waitForPipelineAcked(id, records)
-	is.Equal(c.metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="`+id+`"}`), float64(records)) // exactly: no record twice
+	is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="`+id+`"}`), float64(records)) // exactly: no record twice
 
 	f, err := os.Open(csvPath)
 	is.NoErr(err)
@@ -160,7 +160,7 @@ func TestOutsideModule(t *testing.T) {
 			t.Fatalf("row %d of %s is %q, want a create with an integer id and a name", i+1, csvPath, row)
 		}
 	}
-	status, errText := c.pipelineState(id)
+	status, errText := c.PipelineState(id)
 	is.Equal(status, "STATUS_RUNNING")
 	is.Equal(errText, "")
 	c.stop()
@@ -168,7 +168,7 @@ func TestOutsideModule(t *testing.T) {
 	// The README says Conduit warns that the generator's keys are not
 	// structured; anything else is a problem.
 	var problems []string
-	for _, p := range c.problems() {
+	for _, p := range c.Problems() {
 		if !strings.Contains(p, "not structured") || !strings.Contains(p, `"plugin_name":"builtin:generator"`) {
 			problems = append(problems, p)
 		}

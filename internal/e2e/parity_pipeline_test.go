@@ -133,15 +133,15 @@ pipelines:
 			c.waitForPipelineAcked("e2e", records)
 			c.waitForPipelineAcked("e2e-pg", records)
 			for _, p := range []struct{ pipeline, plugin string }{{"e2e", "log"}, {"e2e-pg", "postgres"}} {
-				is.Equal(c.metric(fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, p.pipeline)), float64(records)) // exactly: no record twice
-				is.Equal(c.metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin="standalone:%s",type="destination"}`, p.pipeline, p.plugin)), float64(records))
-				status, errText := c.pipelineState(p.pipeline)
+				is.Equal(c.Metric(fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, p.pipeline)), float64(records)) // exactly: no record twice
+				is.Equal(c.Metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin="standalone:%s",type="destination"}`, p.pipeline, p.plugin)), float64(records))
+				status, errText := c.PipelineState(p.pipeline)
 				is.Equal(status, "STATUS_RUNNING")
 				is.Equal(errText, "")
 			}
 			is.Equal(count(t, url, `SELECT count(*) FROM generated WHERE name IS NOT NULL AND n IS NOT NULL AND at IS NOT NULL`), int64(records))
 			c.stop()
-			if p := c.problems(); len(p) > 0 {
+			if p := c.Problems(); len(p) > 0 {
 				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 			}
 
@@ -178,7 +178,7 @@ type debeziumEvent struct {
 // ID logged for each record, as Conduit re-logged its plugin's lines.
 func (c *conduit) loggedRecords(connectorID string) []string {
 	var out []string
-	for line := range strings.SplitSeq(c.log(), "\n") {
+	for line := range strings.SplitSeq(c.Log(), "\n") {
 		var entry struct {
 			ConnectorID string `json:"connector_id"`
 			Message     string

@@ -239,7 +239,7 @@ pipelines:
 	is.Equal(count(t, to, `SELECT count(*) FROM items`), int64(5080))
 	is.Equal(dump(dst), dump(src))
 	c.stop()
-	if p := c.problems(); len(p) > 0 {
+	if p := c.Problems(); len(p) > 0 {
 		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,45 @@ func TestReadmeConnector(t *testing.T) {
 	is.Equal(len(acks), 1)
 	is.Equal(string(acks[0].Position), "42")
 	is.Equal(acks[0].Error, "")
+}
+
+// TestReadmeCommands checks that the commands README opens with are make
+// targets, and that the section on the reference pipeline shows the
+// pipeline file and the table the pipeline command uses.
+func TestReadmeCommands(t *testing.T) {
+	is := is.New(t)
+	readme, err := os.ReadFile("../../README.md")
+	is.NoErr(err)
+	makefile, err := os.ReadFile("../../Makefile")
+	is.NoErr(err)
+
+	commands := regexp.MustCompile("(?s)```sh\n(.*?)```").FindSubmatch(readme)
+	is.True(commands != nil)
+	var targets []string
+	for _, m := range regexp.MustCompile(`(?m)^make (\S+) +# `).FindAllSubmatch(commands[1], -1) {
+		target := string(m[1])
+		targets = append(targets, target)
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(makefile) {
+			t.Errorf("README's make %s is not a target in Makefile", target)
+		}
+	}
+	is.Equal(targets, []string{"pipeline", "test"})
+	is.True(regexp.MustCompile(`(?m)^pipeline:.*\n\t\$\(GO\) run \./internal/cmd/pipeline `).Match(makefile)) // make pipeline runs real Conduit
+
+	section := regexp.MustCompile("(?s)\n## The reference pipeline\n(.*?)\n## ").FindSubmatch(readme)
+	is.True(section != nil)
+	yaml := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(section[1])
+	is.True(yaml != nil)
+	file, err := os.ReadFile("../cmd/pipeline/pipeline.yaml")
+	is.NoErr(err)
+	if string(yaml[1]) != string(file) {
+		t.Errorf("README's pipeline file is not internal/cmd/pipeline/pipeline.yaml:\n%s", yaml[1])
+	}
+	sql := regexp.MustCompile("(?s)```sql\n(.*?)\n```").FindSubmatch(section[1])
+	is.True(sql != nil)
+	cmd, err := os.ReadFile("../cmd/pipeline/main.go")
+	is.NoErr(err)
+	if !strings.Contains(string(cmd), "`"+string(sql[1])+"`") {
+		t.Errorf("README's table is not the pipeline command's:\n%s", sql[1])
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,6 +123,10 @@ func (s *Server) run(name string, args ...string) error {
 		cmd = exec.Command("runuser", append([]string{"-u", s.asUser, "--", filepath.Join(s.bin, name)}, args...)...)
 	}
 	cmd.Dir = s.dir
+	// A process group of its own, so that a Ctrl-C in the terminal cannot
+	// kill pg_ctl after it launched the server and before Start returns the
+	// Server that stops it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: %s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 	}

@@ -1,7 +1,8 @@
-// Command devpipeline is a development tool: it runs one source plugin and
-// one destination plugin as a pipeline, playing Conduit's part over the real
-// plugin protocol, and prints what flowed. In production the same plugins
-// run in Conduit (see the pipeline file in README).
+// Command devpipeline is a development tool, not Conduit: it runs one
+// source plugin and one destination plugin as a pipeline, playing Conduit's
+// part over the real plugin protocol, and prints what flowed (make
+// devpipeline). The same plugins run in real Conduit: make pipeline, the
+// pipeline command, runs one there.
 //
 //	devpipeline -source bin/connkit-generator -source-config format.options.id=int \
 //	            -destination bin/connkit-log -records 10

@@ -1,0 +1,267 @@
+// Package conduit runs a real Conduit server, as its users run it: a
+// binary with a connectors directory and a pipeline file, its HTTP API and
+// Prometheus metrics on free loopback ports, its log in a file. The
+// end-to-end tests and the pipeline command share it.
+package conduit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options says what to run. Conduit runs in Dir, laid out as a user's:
+// plugins in connectors/, pipeline files in pipelines/, processors/, its
+// log in conduit.log.
+type Options struct {
+	Bin      string   // the Conduit binary
+	Dir      string   // Conduit's directory, empty or laid out already; the caller removes it
+	Pipeline string   // a pipeline file to write into pipelines/, if not empty
+	Plugins  []string // plugin binaries to link into connectors/
+	Env      []string // extra environment, name=value, which the pipeline file can name as ${name}
+	Flags    []string // extra flags for `conduit run`
+}
+
+// Server is a running Conduit.
+type Server struct {
+	URL     string // its HTTP API, http://127.0.0.1:port
+	LogPath string // its log, JSON lines
+
+	cmd     *exec.Cmd
+	logFile *os.File
+	done    chan struct{} // closed when the process has exited
+	err     error         // its exit status, set before done is closed
+}
+
+// Start starts Conduit with an in-memory store, JSON logs, and
+// --pipelines.exit-on-degraded, so that a failing pipeline ends it.
+// Conduit runs in a process group of its own, so that a Ctrl-C in the
+// terminal reaches the caller alone, which decides how to stop it (a second
+// interrupt makes Conduit exit without stopping its pipelines).
+func Start(opts Options) (*Server, error) {
+	for _, sub := range []string{"connectors", "pipelines", "processors"} {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range opts.Plugins {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(abs, filepath.Join(opts.Dir, "connectors", filepath.Base(p))); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Pipeline != "" {
+		if err := os.WriteFile(filepath.Join(opts.Dir, "pipelines", "pipeline.yaml"), []byte(opts.Pipeline), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	grpcAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{URL: "http://" + httpAddr, LogPath: filepath.Join(opts.Dir, "conduit.log"), done: make(chan struct{})}
+	if s.logFile, err = os.Create(s.LogPath); err != nil {
+		return nil, err
+	}
+	args := append([]string{"run",
+		"--config.path", filepath.Join(opts.Dir, "conduit.yaml"),
+		"--connectors.path", filepath.Join(opts.Dir, "connectors"),
+		"--processors.path", filepath.Join(opts.Dir, "processors"),
+		"--pipelines.path", filepath.Join(opts.Dir, "pipelines"),
+		"--db.type", "inmemory",
+		"--api.http.address", httpAddr,
+		"--api.grpc.address", grpcAddr,
+		"--log.format", "json",
+		"--pipelines.exit-on-degraded",
+	}, opts.Flags...)
+	s.cmd = exec.Command(opts.Bin, args...)
+	s.cmd.Dir = opts.Dir
+	s.cmd.Env = append(os.Environ(), opts.Env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.logFile, s.logFile
+	// Its own process group, and killed if the caller dies first.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		s.logFile.Close()
+		return nil, err
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		s.logFile.Close()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Done is closed when Conduit has exited; [Server.Err] then says how.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Err returns Conduit's exit status once [Server.Done] is closed.
+func (s *Server) Err() error {
+	<-s.done
+	return s.err
+}
+
+// Stop interrupts Conduit, which stops its pipelines gracefully, and waits
+// up to timeout for it to exit; then it kills it. It returns an error if
+// Conduit did not exit cleanly.
+func (s *Server) Stop(timeout time.Duration) error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		<-s.done
+		return s.err
+	}
+	select {
+	case <-s.done:
+		return s.err
+	case <-time.After(timeout):
+		s.Kill()
+		return fmt.Errorf("conduit: did not exit within %v of SIGINT; killed", timeout)
+	}
+}
+
+// Kill kills Conduit, if it is still running, and waits for it to exit.
+func (s *Server) Kill() {
+	select {
+	case <-s.done:
+	default:
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// Log returns Conduit's log so far.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(s.LogPath)
+	return string(b)
+}
+
+// benign are the warnings and errors that come with a fresh setup and a
+// graceful stop.
+var benign = regexp.MustCompile(`could not read processor plugin directory|Using in-memory store|conduit is stopping|"error":"graceful shutdown"`)
+
+// Problems returns Conduit's log lines at warn level and above, other than
+// the ones that come with a fresh setup and a graceful stop.
+func (s *Server) Problems() []string {
+	var out []string
+	for line := range strings.SplitSeq(s.Log(), "\n") {
+		var entry struct{ Level string }
+		if json.Unmarshal([]byte(line), &entry) != nil {
+			continue
+		}
+		if (entry.Level == "warn" || entry.Level == "error" || entry.Level == "fatal") && !benign.MatchString(line) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// Metric returns the value of the first Prometheus sample on /metrics whose
+// name and labels start with series, or -1 if Conduit does not report it
+// (yet).
+func (s *Server) Metric(series string) float64 {
+	resp, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series); ok {
+			fields := strings.Fields(rest)
+			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// Latency returns the count and sum (in seconds) of Conduit's
+// conduit_pipeline_execution_duration_seconds histogram for a pipeline:
+// records from the source's read to the destination's ack (nacked ones
+// included). Both are -1 while Conduit does not report them.
+func (s *Server) Latency(pipeline string) (count, sum float64) {
+	series := `conduit_pipeline_execution_duration_seconds_%s{pipeline_name="` + pipeline + `"}`
+	return s.Metric(fmt.Sprintf(series, "count")), s.Metric(fmt.Sprintf(series, "sum"))
+}
+
+// PipelineState returns the status and error Conduit's API reports for a
+// pipeline, such as STATUS_RUNNING or STATUS_DEGRADED.
+func (s *Server) PipelineState(id string) (status, errText string) {
+	resp, err := http.Get(s.URL + "/v1/pipelines/" + id)
+	if err != nil {
+		return "unreachable: " + err.Error(), ""
+	}
+	defer resp.Body.Close()
+	var p struct {
+		State struct{ Status, Error string }
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &p); err != nil {
+		return fmt.Sprintf("unparsable: %s", body), ""
+	}
+	return p.State.Status, p.State.Error
+}
+
+// ErrDegraded is returned by [Server.WaitAcked] when the pipeline fails;
+// the error wrapping it carries Conduit's reason.
+var ErrDegraded = errors.New("conduit: pipeline degraded")
+
+// WaitAcked polls until Conduit reports n records through pipeline (acked
+// or nacked, as its histogram counts them) and returns nil. It returns an
+// error wrapping [ErrDegraded] if the pipeline degrades, and an error
+// naming what it last saw if Conduit exits or ctx ends first.
+func (s *Server) WaitAcked(ctx context.Context, pipeline string, n int) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, _ := s.Latency(pipeline)
+		if got >= float64(n) {
+			return nil
+		}
+		if status, errText := s.PipelineState(pipeline); status == "STATUS_DEGRADED" {
+			return fmt.Errorf("%w: %s", ErrDegraded, errText)
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("conduit: exited (%v) with %v of %d records through pipeline %s", s.err, max(got, 0), n, pipeline)
+		case <-ctx.Done():
+			return fmt.Errorf("conduit: %w with %v of %d records through pipeline %s", context.Cause(ctx), max(got, 0), n, pipeline)
+		case <-tick.C:
+		}
+	}
+}
