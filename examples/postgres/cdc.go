@@ -10,6 +10,7 @@ import (
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -61,7 +62,7 @@ func (s *Source) stream(ctx context.Context) error {
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
-			return fmt.Errorf("replication slot %s is in use by another connection: only one reader per slot; stop the other reader or choose another slot.name (%s)", s.cfg.Slot.Name, pgErr.Message)
+			return s.slotHeld(ctx, pgErr)
 		}
 		return s.errorf("start logical replication: %s", err)
 	}
@@ -256,4 +257,18 @@ func (r *replicator) status(ctx context.Context) error {
 		return r.s.errorf("send a status update to PostgreSQL: %s", err)
 	}
 	return nil
+}
+
+// slotHeld is the error for a slot that another server process held when
+// replication was to start (55006): who holds it, asked on a connection
+// of its own (the source's may be busy with the snapshot).
+func (s *Source) slotHeld(ctx context.Context, pgErr *pgconn.PgError) error {
+	conn, err := pgx.Connect(ctx, s.cfg.URL)
+	if err != nil {
+		return fmt.Errorf("replication slot %s is in use by another connection: only one reader per slot; stop the other reader or choose another slot.name (%s)", s.cfg.Slot.Name, pgErr.Message)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var pid *int32
+	_ = conn.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, s.cfg.Slot.Name).Scan(&pid)
+	return slotHeld(ctx, conn, s.cfg.Slot.Name, pid)
 }

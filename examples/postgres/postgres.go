@@ -22,14 +22,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/connkit/connkit/sdk"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -77,11 +75,11 @@ func New(cfg Config) (*Destination, error) {
 func (d *Destination) Open(ctx context.Context) error {
 	pool, err := pgxpool.New(ctx, d.cfg.URL)
 	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL: %s", redact(err, d.cfg.URL))
+		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return fmt.Errorf("connect to PostgreSQL: %s", redact(err, d.cfg.URL))
+		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))
 	}
 	d.pool = pool
 	return nil
@@ -98,7 +96,12 @@ func (d *Destination) Teardown(context.Context) error {
 // Write writes records in order, one statement per run of records with the
 // same table and operation. On failure it returns how many leading records
 // are committed and an error naming the first record that is not, its table
-// and the database's reason.
+// and the database's reason. The error says whose failure it is: a record
+// the database rejects for its data (SQLSTATE classes 22 and 23: a value
+// that does not fit its column, a constraint) is that record's fault
+// ([sdk.RecordFault]), and the records after it go to the next Write; a
+// failure of the system (the connection, a shutdown, a deadlock) is
+// [sdk.Retryable] from the first record not written.
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
 	runs, n, err := d.plan(ctx, records)
 	for _, r := range runs {
@@ -110,36 +113,12 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 }
 
 // redact removes the password of url from err's message.
-func redact(err error, url string) string {
-	msg := err.Error()
+func redact(err error, url string) string { return redactText(err.Error(), url) }
+
+// redactText removes the password of url from msg.
+func redactText(msg, url string) string {
 	if cfg, perr := pgconn.ParseConfig(url); perr == nil && cfg.Password != "" {
 		msg = strings.ReplaceAll(msg, cfg.Password, "xxxxx")
 	}
 	return msg
-}
-
-// isConnectionLoss reports whether err means the connection broke, so that
-// the statement is worth one retry on a fresh connection.
-func isConnectionLoss(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" // connection exception, admin shutdown
-	}
-	return pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || isNetworkError(err)
-}
-
-// isUniqueViolation reports whether err is a unique constraint's violation.
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
-func isNetworkError(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"connection reset", "broken pipe", "unexpected EOF", "connection refused", "conn closed", "closed pool", "failed to connect"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -252,7 +252,8 @@ func TestPoisonRecords(t *testing.T) {
 			n, err := d.Write(t.Context(), batch)
 			is.Equal(n, at)
 			is.True(err != nil)
-			is.True(strings.Contains(err.Error(), fmt.Sprintf(`record at position "%d": table t: invalid input syntax for type integer: "not a number"`, at)))
+			is.True(strings.Contains(err.Error(), fmt.Sprintf(`record at position "%d": table t: column "n" (integer): invalid input syntax for type integer: "not a number"`, at)))
+			is.True(sdk.IsRecordFault(err))
 			is.Equal(len(rows(t, conn, `SELECT id FROM t`)), at) // exactly the records before it
 		})
 	}
@@ -301,7 +302,8 @@ func TestKeyWithoutConstraint(t *testing.T) {
 }
 
 // TestServerRestartedMidStream restarts PostgreSQL between two writes:
-// the write on a dropped connection is retried on a fresh one.
+// the write on a dropped connection is retryable, and its retry goes
+// through on a fresh one.
 func TestServerRestartedMidStream(t *testing.T) {
 	is := is.New(t)
 	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, map[string]string{"table": "t"})
@@ -309,9 +311,9 @@ func TestServerRestartedMidStream(t *testing.T) {
 	is.NoErr(err)
 	is.NoErr(server.Restart())
 	is.NoErr(server.WaitReady(t.Context()))
-	n, err := d.Write(t.Context(), []sdk.Record{rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, nil)})
+	out, err := DriveWrite(t.Context(), d, []sdk.Record{rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, nil)}, 1)
 	is.NoErr(err)
-	is.Equal(n, 1)
+	is.Equal(len(out.Faults), 0)
 	conn.Close(t.Context())
 	conn, err = pgx.Connect(t.Context(), d.cfg.URL)
 	is.NoErr(err)
@@ -372,16 +374,68 @@ type sentNothing struct{}
 func (sentNothing) Error() string     { return "failed to connect" }
 func (sentNothing) SafeToRetry() bool { return true }
 
-// Only a statement that is idempotent or cannot have committed is retried.
-func TestMayRetry(t *testing.T) {
-	is := is.New(t)
+// A failure is the record's when the database rejected its data, and
+// retryable when the system failed and asking again cannot write a row
+// twice: a statement that is idempotent, or cannot have committed.
+func TestClassify(t *testing.T) {
 	reset := errors.New("read: connection reset by peer")
-	shutdown := &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}
-	for _, c := range []class{upsert, create, remove} {
-		is.True(mayRetry(c, reset))
+	pg := func(code string) error { return &pgconn.PgError{Code: code, Message: "m"} }
+	for _, tc := range []struct {
+		err     error
+		classes []class
+		data    bool
+		retry   bool
+	}{
+		{reset, []class{upsert, create, remove}, false, true},
+		{reset, []class{insert}, false, false}, // may have committed: a retry could duplicate rows
+		{sentNothing{}, []class{insert, upsert}, false, true},
+		{pg("57P01"), []class{insert, upsert}, false, true}, // the server reported it: not committed
+		{pg("57P03"), []class{insert}, false, true},
+		{pg("40001"), []class{insert}, false, true},
+		{pg("40P01"), []class{insert}, false, true},
+		{pg("08006"), []class{insert}, false, true},
+		{pg("53300"), []class{insert}, false, true},
+		{pg("57P04"), []class{insert}, false, false}, // the database was dropped
+		{pg("42501"), []class{insert}, false, false}, // permission denied
+		{pg("23505"), []class{insert, upsert}, true, false},
+		{pg("23514"), []class{insert}, true, false},
+		{pg("22001"), []class{insert}, true, false},
+		{pg("22021"), []class{insert}, true, false},
+	} {
+		for _, c := range tc.classes {
+			t.Run(fmt.Sprintf("%v/%d", tc.err, c), func(t *testing.T) {
+				is := is.New(t)
+				is.Equal(isDataError(tc.err), tc.data)
+				d := &Destination{}
+				r := &run{class: c, table: &table{name: "t"}, rows: []row{{position: sdk.Position("p")}}}
+				err := d.systemError(r, 0, tc.err)
+				is.Equal(sdk.IsRetryable(err), tc.retry)
+				is.True(strings.HasPrefix(err.Error(), `record at position "p": table t: `))
+			})
+		}
 	}
-	is.True(!mayRetry(insert, reset)) // may have committed: a retry could duplicate rows
-	is.True(mayRetry(insert, sentNothing{}))
-	is.True(mayRetry(insert, shutdown)) // the server reported it: not committed
-	is.True(!mayRetry(upsert, &pgconn.PgError{Code: "23505"}))
+}
+
+// A refused connection leads with the server's reason, not with the TLS
+// attempt that sslmode=prefer makes first, in the destination and the
+// source alike.
+func TestConnectionErrorLeadsWithReason(t *testing.T) {
+	url := strings.Replace(strings.Replace(server.URL, "postgres@", "nouser:s3cret-pw@", 1), "sslmode=disable", "sslmode=prefer", 1)
+	want := `connect to PostgreSQL: role "nouser" does not exist [SQLSTATE 28000] (connecting to 127.0.0.1:`
+	d, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Open(t.Context())
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "s3cret-pw") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("destination: got %v, want one line starting %q", err, want)
+	}
+	s, err := NewSource(SourceConfig{URL: url, Tables: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Open(t.Context(), nil)
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("source: got %v, want one line starting %q", err, want)
+	}
 }

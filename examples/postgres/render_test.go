@@ -114,8 +114,8 @@ func TestTypedValueErrors(t *testing.T) {
 		"bytes into text":    {"t", []byte("abc"), `record at position "2": table typed: column "t" (text): binary data ([]byte, 3 bytes) goes only into a bytea column`},
 		"bytes into jsonb":   {"doc", []byte("{}"), `record at position "2": table typed: column "doc" (jsonb): binary data`},
 		"endless fraction":   {"num", big.NewRat(1, 3), `record at position "2": table typed: column "num" (numeric): the fraction has no exact decimal form: 1/3`},
-		"fraction into int":  {"big", big.NewRat(5, 2), `record at position "2": table typed: invalid input syntax for type bigint: "2.5"`},
-		"time into boolean":  {"flag", time.Unix(0, 0), `record at position "2": table typed: invalid input syntax for type boolean`},
+		"fraction into int":  {"big", big.NewRat(5, 2), `record at position "2": table typed: column "big" (bigint): invalid input syntax for type bigint: "2.5"`},
+		"time into boolean":  {"flag", time.Unix(0, 0), `record at position "2": table typed: column "flag" (boolean): invalid input syntax for type boolean`},
 		"bytes into numeric": {"num", []byte{1}, `column "num" (numeric): binary data`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -134,6 +134,7 @@ func TestTypedValueErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
+			is.True(sdk.IsRecordFault(err))
 			is.Equal(rows(t, conn, `SELECT id FROM typed ORDER BY id`), []string{"0", "1"})
 		})
 	}

@@ -96,7 +96,12 @@ func lockSlot(ctx context.Context, conn *pgx.Conn, name string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("replication slot %s is in use by another connection (another source holds it): only one reader per slot; stop the other reader or choose another slot.name", name)
+			var pid *int32
+			_ = conn.QueryRow(ctx, `
+				SELECT pid FROM pg_locks
+				WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+					AND classid = hashtext('connkit replication slot')::oid AND objid = hashtext($1)::oid`, name).Scan(&pid)
+			return slotHeld(ctx, conn, name, pid)
 		}
 		select {
 		case <-ctx.Done():
@@ -142,7 +147,7 @@ func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotState, e
 			return st, nil
 		}
 		if time.Now().After(deadline) {
-			return st, fmt.Errorf("replication slot %s is in use by another connection (server process %d): only one reader per slot; stop the other reader or choose another slot.name", name, *pid)
+			return st, slotHeld(ctx, conn, name, pid)
 		}
 		select {
 		case <-ctx.Done():
@@ -150,6 +155,37 @@ func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotState, e
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// slotHeld is the error for a replication slot that the server process
+// pid (nil: not known) holds: who that is, as pg_stat_activity and
+// pg_stat_replication know it, and how to end it.
+func slotHeld(ctx context.Context, conn *pgx.Conn, name string, pid *int32) error {
+	if pid == nil {
+		return fmt.Errorf("replication slot %s is in use by another connection (another source holds it): only one reader per slot; stop the other reader or choose another slot.name", name)
+	}
+	var who []string
+	var app, user, addr, state, since *string
+	err := conn.QueryRow(ctx, `
+		SELECT a.application_name, a.usename::text, coalesce(host(r.client_addr) || ':' || r.client_port, host(a.client_addr) || ':' || a.client_port, a.client_hostname),
+			coalesce(r.state, a.state), to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"')
+		FROM pg_stat_activity a LEFT JOIN pg_stat_replication r ON r.pid = a.pid
+		WHERE a.pid = $1`, *pid).Scan(&app, &user, &addr, &state, &since)
+	if err == nil {
+		for _, f := range []struct {
+			label string
+			v     *string
+		}{{"application", app}, {"user", user}, {"from", addr}, {"state", state}, {"since", since}} {
+			if f.v != nil && *f.v != "" {
+				who = append(who, f.label+" "+*f.v)
+			}
+		}
+	}
+	holder := fmt.Sprintf("server process %d", *pid)
+	if len(who) > 0 {
+		holder += " (" + strings.Join(who, ", ") + ")"
+	}
+	return fmt.Errorf("replication slot %s is held by %s: only one reader per slot; stop that reader, or end its connection with SELECT pg_terminate_backend(%d), or choose another slot.name", name, holder, *pid)
 }
 
 // connectReplication opens a replication connection to url's database, in

@@ -77,7 +77,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 }
 
 func (s *Source) errorf(format string, err error) error {
-	return errors.New(fmt.Sprintf(format, redact(err, s.cfg.URL)))
+	return errors.New(fmt.Sprintf(format, reason(err, s.cfg.URL)))
 }
 
 // Open checks the server and the tables, creates the publication and the

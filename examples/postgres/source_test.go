@@ -12,7 +12,9 @@ import (
 	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/connkit/connkit/sdk"
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/matryer/is"
 )
 
@@ -407,7 +409,34 @@ func TestSourceErrors(t *testing.T) {
 		slotWait = 200 * time.Millisecond
 		_, err := tryOpenSource(t, url, map[string]string{"tables": "a"}, nil)
 		is.True(err != nil)
-		is.True(strings.Contains(err.Error(), "is in use by another connection"))
+		// Who holds it, and how to end it.
+		is.True(strings.Contains(err.Error(), "is held by server process "))
+		is.True(strings.Contains(err.Error(), "user postgres, from 127.0.0.1:"))
+		is.True(strings.Contains(err.Error(), "end its connection with SELECT pg_terminate_backend("))
+	})
+
+	t.Run("slot streamed by another reader", func(t *testing.T) {
+		// A reader that is not a source (pg_recvlogical, another tool)
+		// streams from the slot: the server names its process.
+		openSource(t, url, map[string]string{"tables": "a", "slot.name": "busy"}, nil).Teardown(t.Context())
+		cfg, err := pgconn.ParseConfig(url)
+		is.NoErr(err)
+		cfg.RuntimeParams["replication"] = "database"
+		cfg.RuntimeParams["application_name"] = "other-reader"
+		repl, err := pgconn.ConnectConfig(t.Context(), cfg)
+		is.NoErr(err)
+		defer repl.Close(context.Background())
+		is.NoErr(pglogrepl.StartReplication(t.Context(), repl, "busy", 0, pglogrepl.StartReplicationOptions{
+			Mode: pglogrepl.LogicalReplication, PluginArgs: []string{"proto_version '1'", "publication_names 'connkit'"},
+		}))
+		defer func(d time.Duration) { slotWait = d }(slotWait)
+		slotWait = 200 * time.Millisecond
+		_, err = tryOpenSource(t, url, map[string]string{"tables": "a", "slot.name": "busy"}, nil)
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "replication slot busy is held by server process "))
+		is.True(strings.Contains(err.Error(), "(application other-reader, user postgres, from 127.0.0.1:"))
+		is.True(strings.Contains(err.Error(), "state streaming"))
+		is.True(strings.Contains(err.Error(), "SELECT pg_terminate_backend("))
 	})
 
 	t.Run("slot of another database", func(t *testing.T) {

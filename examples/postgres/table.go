@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -15,6 +16,7 @@ type table struct {
 	name    string            // as configured, for messages
 	ident   string            // quoted, possibly schema-qualified
 	types   map[string]string // column name → type, as format_type spells it
+	bases   map[string]string // column name → its type without a modifier (character varying for varchar(10), bpchar for char(3)), which statements cast to so that assigning to the column checks the modifier
 	unique  [][]string        // the columns of each primary key or unique constraint, sorted
 	newRows insertFirst       // only Write touches it, and Write is never concurrent
 }
@@ -71,22 +73,22 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	}
 	ident := pgx.Identifier(parts).Sanitize()
 	rows, err := d.pool.Query(ctx, `
-		SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+		SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, -1)
 		FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, ident)
 	if err != nil {
-		return nil, fmt.Errorf("read the columns of table %s: %s", name, redact(err, d.cfg.URL))
+		return nil, d.catalogError("read the columns of table", name, err)
 	}
-	t = &table{name: name, ident: ident, types: map[string]string{}}
+	t = &table{name: name, ident: ident, types: map[string]string{}, bases: map[string]string{}}
 	for rows.Next() {
-		var col, typ string
-		if err := rows.Scan(&col, &typ); err != nil {
-			return nil, err
+		var col, typ, base string
+		if err := rows.Scan(&col, &typ, &base); err != nil {
+			return nil, d.catalogError("read the columns of table", name, err)
 		}
-		t.types[col] = typ
+		t.types[col], t.bases[col] = typ, base
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the columns of table %s: %s", name, redact(err, d.cfg.URL))
+		return nil, d.catalogError("read the columns of table", name, err)
 	}
 	if len(t.types) == 0 {
 		return nil, fmt.Errorf("table %s does not exist (or has no columns)", name)
@@ -99,15 +101,25 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND NOT 0 = ANY (i.indkey)
 		GROUP BY i.indexrelid`, ident)
 	if err != nil {
-		return nil, fmt.Errorf("read the unique constraints of table %s: %s", name, redact(err, d.cfg.URL))
+		return nil, d.catalogError("read the unique constraints of table", name, err)
 	}
 	if t.unique, err = pgx.CollectRows(rows, pgx.RowTo[[]string]); err != nil {
-		return nil, fmt.Errorf("read the unique constraints of table %s: %s", name, redact(err, d.cfg.URL))
+		return nil, d.catalogError("read the unique constraints of table", name, err)
 	}
 	d.mu.Lock()
 	d.tables[name] = t
 	d.mu.Unlock()
 	return t, nil
+}
+
+// catalogError is err, from reading what the catalog says of table name;
+// retryable when the system failed (the catalog is read again).
+func (d *Destination) catalogError(what, name string, err error) error {
+	e := fmt.Errorf("%s %s: %s", what, name, reason(err, d.cfg.URL))
+	if retryable(err) {
+		return sdk.Retryable(e)
+	}
+	return e
 }
 
 // splitName splits a table name at dots outside double quotes.

@@ -70,7 +70,7 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 		}
 		rw, err := d.planRecord(ctx, rec, last, &next)
 		if err != nil {
-			return runs, i, fmt.Errorf("record at position %q: %w", rec.Position, err)
+			return runs, i, markLike(err, fmt.Errorf("record at position %q: %w", rec.Position, err))
 		}
 		if len(runs) > 0 && last.same(&next) {
 			last.rows = append(last.rows, rw)
@@ -88,20 +88,36 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 	return runs, len(records), nil
 }
 
+// markLike returns err marked as mark is: as a record's fault, as
+// retryable, or neither.
+func markLike(mark, err error) error {
+	switch {
+	case sdk.IsRetryable(mark):
+		return sdk.Retryable(err)
+	case sdk.IsRecordFault(mark):
+		return sdk.RecordFault(err)
+	}
+	return err
+}
+
 // planRecord fills in r's table, class, keys and columns for rec and
 // returns its row. last is the run before it, whose key and column lists
-// it shares when it can.
+// it shares when it can. What is wrong with the record itself (its data,
+// its table when its metadata names it) is its fault.
 func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *run) (row, error) {
 	name := d.cfg.Table
 	if name == "" {
 		c, err := rec.Metadata.GetCollection()
 		if err != nil || c == "" {
-			return row{}, errors.New("no table: set the table parameter or the record's opencdc.collection metadata")
+			return row{}, sdk.RecordFault(errors.New("no table: set the table parameter or the record's opencdc.collection metadata"))
 		}
 		name = c
 	}
 	t, err := d.table(ctx, name)
 	if err != nil {
+		if d.cfg.Table == "" && !sdk.IsRetryable(err) {
+			err = sdk.RecordFault(err) // the table its metadata names
+		}
 		return row{}, err
 	}
 	key, err := fields("key", rec.Key)
@@ -109,7 +125,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 		key, err = map[string]any{d.cfg.Key[0]: string(raw)}, nil // a plain raw key is the one key column's value
 	}
 	if err != nil {
-		return row{}, err
+		return row{}, sdk.RecordFault(err)
 	}
 	keys := d.keys
 	if len(keys) == 0 {
@@ -121,7 +137,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	case sdk.OperationDelete:
 		r.class = remove
 		if len(keys) == 0 {
-			return row{}, errors.New("a delete needs a key: set the key parameter or give the record a key")
+			return row{}, sdk.RecordFault(errors.New("a delete needs a key: set the key parameter or give the record a key"))
 		}
 	default:
 		switch {
@@ -133,13 +149,13 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 			r.class = create
 		}
 		if values, err = fields("payload", rec.Payload.After); err != nil {
-			return row{}, err
+			return row{}, sdk.RecordFault(err)
 		}
 	}
 	for _, k := range keys {
 		if _, ok := key[k]; !ok {
 			if _, ok := values[k]; !ok {
-				return row{}, fmt.Errorf("key column %q has no value in the record's key or payload", k)
+				return row{}, sdk.RecordFault(fmt.Errorf("key column %q has no value in the record's key or payload", k))
 			}
 		}
 	}
@@ -150,7 +166,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	}
 	for _, c := range r.columns {
 		if _, ok := t.types[c]; !ok {
-			return row{}, fmt.Errorf("column %q does not exist in table %s", c, t.name)
+			return row{}, sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s", c, t.name))
 		}
 	}
 	return row{position: rec.Position, key: key, values: values}, nil
@@ -216,12 +232,8 @@ type runError struct {
 	err   error
 }
 
-// writeRun writes a run with one statement; if a record's value cannot be
-// rendered for its column, the records before it, and the error names it.
-// A statement that fails because
-// the connection broke is tried once more. Otherwise, to find the record at
-// fault, the run's records are written one at a time, in order, and the
-// first that fails ends the run.
+// writeRun writes a run; if a record's value cannot be rendered for its
+// column, the records before it, and the error names it.
 func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 	cols, bad := r.render()
 	if len(r.rows) == 0 {
@@ -233,72 +245,151 @@ func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 	return bad
 }
 
-// writeRows writes the rendered rows of a run.
+// writeRows writes the rendered rows of a run with one statement, or, if
+// that fails, as much of the run as it can before the failure.
 func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *runError {
-	keep := r.dedupe(cols)
-	single := len(r.rows) == 1 || len(keep) == 1
-	args := cols.args(keep)
-	if single {
-		args = cols.row(0)
-		if keep != nil {
-			args = cols.row(keep[0])
-		}
-	}
-	exec := func(sql string) error {
-		_, err := d.pool.Exec(ctx, sql, args...)
-		if err != nil && mayRetry(r.class, err) && ctx.Err() == nil {
-			_, err = d.pool.Exec(ctx, sql, args...)
-		}
-		return err
-	}
+	all := len(r.rows)
 	if r.class == create && r.table.newRows.try() {
-		err := exec(r.statement(insert, single))
+		err := d.exec(ctx, r, insert, cols, 0, all)
 		if err == nil {
 			r.table.newRows.succeeded()
 			return nil
 		}
 		if !isUniqueViolation(err) {
-			return d.runFailed(ctx, r, cols, err)
+			return d.runFailed(ctx, r, cols, 0, all, err)
 		}
 		r.table.newRows.failed()
 	}
-	if err := exec(r.statement(r.class, single)); err != nil {
-		return d.runFailed(ctx, r, cols, err)
+	if err := d.exec(ctx, r, r.class, cols, 0, all); err != nil {
+		return d.runFailed(ctx, r, cols, 0, all, err)
 	}
 	return nil
 }
 
-// mayRetry reports whether a statement of class c that failed with err is
-// worth trying again on a fresh connection: the connection broke, and
-// either the statement is idempotent (upserts, and deletes, by key; a plain
-// insert of creates turns into an upsert when its rows exist) or it cannot
-// have committed. A keyless insert whose connection broke after it was
-// sent may have committed, and a second one would duplicate its rows.
-func mayRetry(c class, err error) bool {
-	if !isConnectionLoss(err) {
-		return false
+// exec writes the run's rows[lo:hi] with one statement of class c.
+func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumns, lo, hi int) error {
+	keep := r.dedupe(cols, lo, hi)
+	var args []any
+	single := hi-lo == 1 || len(keep) == 1
+	switch {
+	case single && keep != nil:
+		args = cols.row(keep[0])
+	case single:
+		args = cols.row(lo)
+	default:
+		args = cols.args(keep, lo, hi)
 	}
-	if c != insert {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	return pgconn.SafeToRetry(err) || errors.As(err, &pgErr)
+	_, err := d.pool.Exec(ctx, r.statement(c, single), args...)
+	return err
 }
 
-// runFailed reports which of a run's records failed to write with err:
-// the first, if the connection broke; otherwise the first that fails
-// written alone, the records before it written.
-func (d *Destination) runFailed(ctx context.Context, r *run, cols textColumns, err error) *runError {
-	if isConnectionLoss(err) || ctx.Err() != nil {
-		return &runError{0, fmt.Errorf("record at position %q: table %s: %s", r.rows[0].position, r.table.name, redact(err, d.cfg.URL))}
-	}
-	sql := r.statement(r.class, true)
-	for i := range r.rows {
-		if _, err := d.pool.Exec(ctx, sql, cols.row(i)...); err != nil {
-			return &runError{i, fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, message(err))}
+// runFailed finds out what of the run's rows[lo:hi], which failed to
+// write as one statement with err, it can write before the failure, and
+// whose failure that is. The rows before lo are written.
+//
+// If the database rejected the statement for its data (a value or a
+// constraint), the rows are bisected: each half written on its own (and
+// committed when it succeeds), the half that fails bisected again, until
+// the one record at fault is found: about 2·log2(len) statements for one
+// bad record, which is then the failure of that record alone. Any other
+// failure is the failure of the first record not written, and its error
+// says whether the records from it on may be retried.
+func (d *Destination) runFailed(ctx context.Context, r *run, cols textColumns, lo, hi int, err error) *runError {
+	for {
+		switch {
+		case ctx.Err() != nil:
+			return &runError{lo, fmt.Errorf("record at position %q: table %s: %w", r.rows[lo].position, r.table.name, ctx.Err())}
+		case !isDataError(err):
+			return &runError{lo, d.systemError(r, lo, err)}
+		case hi-lo == 1:
+			return &runError{lo, sdk.RecordFault(d.describe(ctx, r, cols, lo, err))}
+		}
+		mid := lo + (hi-lo)/2
+		if e := d.exec(ctx, r, r.class, cols, lo, mid); e != nil {
+			hi, err = mid, e
+			continue
+		}
+		lo = mid
+		if e := d.exec(ctx, r, r.class, cols, lo, hi); e != nil {
+			err = e
+			continue
+		}
+		if hi == len(r.rows) {
+			return nil
+		}
+		// The rows hi was narrowed from, which a failure ahead of them
+		// had kept back, are still to write.
+		lo, hi = hi, len(r.rows)
+		if err = d.exec(ctx, r, r.class, cols, lo, hi); err == nil {
+			return nil
 		}
 	}
-	return nil
+}
+
+// systemError is err, a failure that is not the data's, for the run's
+// record i and those after it: marked retryable when the database may be
+// asked again (see [retryable]).
+func (d *Destination) systemError(r *run, i int, err error) error {
+	e := fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, reason(err, d.cfg.URL))
+	switch {
+	case retryable(err) && (r.class != insert || !mayHaveCommitted(err)):
+		return sdk.Retryable(e)
+	case retryable(err):
+		return fmt.Errorf("%w (the connection broke after the statement was sent, so its rows may or may not be written; a plain insert is not retried, since it could write them twice)", e)
+	}
+	return e
+}
+
+// describe is the error of the run's record i, which the database
+// rejected alone with err: its position, the table, and, when the error
+// is about one of its values, the column and the column's type, then the
+// database's reason. The database names the column of a NOT NULL
+// violation; for a value it rejected, each of the record's values is
+// checked on its own, as the statement would take it, to find the one.
+func (d *Destination) describe(ctx context.Context, r *run, cols textColumns, i int, err error) error {
+	prefix := fmt.Sprintf("record at position %q: table %s", r.rows[i].position, r.table.name)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return fmt.Errorf("%s: %s", prefix, message(err))
+	}
+	col := pgErr.ColumnName
+	if col == "" && strings.HasPrefix(pgErr.Code, "22") {
+		col = d.badColumn(ctx, r, cols, i)
+	}
+	if col == "" {
+		return fmt.Errorf("%s: %s", prefix, message(err))
+	}
+	return fmt.Errorf("%s: column %q (%s): %s", prefix, col, r.table.types[col], message(err))
+}
+
+// badColumn returns the column whose value in the run's row i the
+// database does not take, or "" if it finds none: a value it cannot read
+// as the column's type, or one that does not fit the column's modifier
+// (an explicit cast to the column's type changes it, where assigning it,
+// as the statement does, fails).
+func (d *Destination) badColumn(ctx context.Context, r *run, cols textColumns, i int) string {
+	for c, col := range r.columns {
+		if cols.null[c][i] {
+			continue
+		}
+		base, typ := r.table.bases[col], r.table.types[col]
+		sql := "SELECT $1::text::" + base + " IS NULL"
+		if base != typ {
+			sql = "SELECT ($1::text::" + base + ")::" + typ + "::text IS DISTINCT FROM $1::text::" + base + "::text"
+		}
+		var changed bool
+		if err := d.pool.QueryRow(ctx, sql, cols.values[c][i]).Scan(&changed); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				return col
+			}
+			return "" // the database did not answer
+		}
+		if changed {
+			return col
+		}
+	}
+	return ""
 }
 
 // textColumns are a run's values in PostgreSQL's text format, one slice
@@ -335,7 +426,7 @@ func (r *run) render() (textColumns, *runError) {
 			var err error
 			if buf, null[i], err = appendText(buf, v, k); err != nil {
 				n = i
-				bad = &runError{i, fmt.Errorf("record at position %q: table %s: column %q (%s): %w", rw.position, r.table.name, col, r.table.types[col], err)}
+				bad = &runError{i, sdk.RecordFault(fmt.Errorf("record at position %q: table %s: column %q (%s): %w", rw.position, r.table.name, col, r.table.types[col], err))}
 				break
 			}
 			ends[i] = len(buf)
@@ -359,11 +450,11 @@ func (r *run) render() (textColumns, *runError) {
 	return cols, bad
 }
 
-// dedupe returns the rows to write, for each key the last: one statement
-// cannot touch a row twice, and the last record's values are what the
-// ordered stream means. nil means every row.
-func (r *run) dedupe(cols textColumns) []int {
-	if r.class == insert || len(r.rows) < 2 {
+// dedupe returns the rows of rows[lo:hi] to write, for each key the
+// last: one statement cannot touch a row twice, and the last record's
+// values are what the ordered stream means. nil means every row.
+func (r *run) dedupe(cols textColumns, lo, hi int) []int {
+	if r.class == insert || hi-lo < 2 {
 		return nil
 	}
 	var keyCols []int
@@ -392,33 +483,37 @@ func (r *run) dedupe(cols textColumns) []int {
 		}
 		return b.String(), true
 	}
-	last := make(map[string]int, len(r.rows))
-	for i := range r.rows {
+	last := make(map[string]int, hi-lo)
+	for i := lo; i < hi; i++ {
 		if k, ok := keyOf(i); ok {
 			last[k] = i
 		}
 	}
-	if len(last) == len(r.rows) {
+	if len(last) == hi-lo {
 		return nil
 	}
-	keep := make([]int, 0, len(r.rows))
-	for i := range r.rows {
+	keep := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
 		if k, ok := keyOf(i); !ok || last[k] == i {
 			keep = append(keep, i)
 		}
 	}
-	if len(keep) == len(r.rows) {
+	if len(keep) == hi-lo {
 		return nil
 	}
 	return keep
 }
 
 // args are the statement's arguments for the rows at indexes rows (nil:
-// every row): one text array per column.
-func (cols textColumns) args(rows []int) []any {
+// rows lo to hi): one text array per column.
+func (cols textColumns) args(rows []int, lo, hi int) []any {
 	args := make([]any, len(cols.values))
 	for c := range cols.values {
-		args[c] = textArray{cols.values[c], cols.null[c], rows}
+		if rows != nil {
+			args[c] = textArray{cols.values[c], cols.null[c], rows}
+		} else {
+			args[c] = textArray{cols.values[c][lo:hi], cols.null[c][lo:hi], nil}
+		}
 	}
 	return args
 }
@@ -466,7 +561,13 @@ func (a textArray) IndexType() any { return new(string) }
 
 // statement returns the SQL writing the run's rows as class c, from one
 // text array per column or, for a single row, one text per column; each is
-// cast to its column's type in SQL. It depends only on the table, the
+// cast in SQL to its column's type without the modifier (varchar for
+// varchar(10), numeric for numeric(6,2)), and then assigned to the column,
+// which checks the modifier: a value too long for varchar(n) or char(n), or
+// a bit string of the wrong length, fails as assigning it would, where an
+// explicit cast to the column's type would cut or pad it. A delete compares
+// the unmodified value, so a key too long for its column matches no row
+// rather than the row it would be cut to. It depends only on the table, the
 // class, the columns and single, never on the values, so the prepared
 // statement cache serves every batch of the same shape. One row through
 // VALUES costs the database less than through unnest.
@@ -475,7 +576,7 @@ func (r *run) statement(c class, single bool) string {
 	var source string                        // where they come from, for several rows
 	if single {
 		for i, col := range r.columns {
-			values[i] = "$" + strconv.Itoa(i+1) + "::text::" + r.table.types[col]
+			values[i] = "$" + strconv.Itoa(i+1) + "::text::" + r.table.bases[col]
 		}
 	} else {
 		params := make([]string, len(r.columns))
@@ -483,7 +584,7 @@ func (r *run) statement(c class, single bool) string {
 		for i, col := range r.columns {
 			params[i] = "$" + strconv.Itoa(i+1) + "::text[]"
 			aliases[i] = "v" + strconv.Itoa(i+1)
-			values[i] = "s." + aliases[i] + "::" + r.table.types[col]
+			values[i] = "s." + aliases[i] + "::" + r.table.bases[col]
 		}
 		source = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
 	}
@@ -534,16 +635,3 @@ func (r *run) statement(c class, single bool) string {
 }
 
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
-
-// message is the database's reason for err, with its detail.
-func message(err error) string {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		msg := pgErr.Message
-		if pgErr.Detail != "" {
-			msg += " (" + pgErr.Detail + ")"
-		}
-		return msg + " [SQLSTATE " + pgErr.Code + "]"
-	}
-	return err.Error()
-}
