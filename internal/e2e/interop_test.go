@@ -36,14 +36,7 @@ var engines = []struct {
 // is set, where a missing plugin is a failure.
 func incumbentPlugin(t *testing.T, name string) string {
 	t.Helper()
-	dir := os.Getenv("INCUMBENT_BIN")
-	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("INCUMBENT_BIN is not set; `make test` builds the incumbent's plugins and sets it")
-		}
-		t.Skip("INCUMBENT_BIN is not set; `make test` builds the incumbent's plugins and sets it")
-	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(incumbentBin(t), name)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
