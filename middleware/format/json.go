@@ -143,6 +143,17 @@ func (e *encoder) other(v any) (err error) {
 
 // object appends m with its keys sorted; a nil map is null.
 func (e *encoder) object(m map[string]any) error {
+	return sortedObject(e, m, e.value)
+}
+
+// stringMap appends m with its keys sorted; a nil map is null.
+func (e *encoder) stringMap(m map[string]string) {
+	_ = sortedObject(e, m, func(v string) error { e.string(v); return nil })
+}
+
+// sortedObject appends m as a JSON object with its keys sorted, each value
+// written by value; a nil map is null.
+func sortedObject[V any](e *encoder, m map[string]V, value func(V) error) error {
 	if m == nil {
 		e.buf = append(e.buf, "null"...)
 		return nil
@@ -160,7 +171,7 @@ func (e *encoder) object(m map[string]any) error {
 		k := e.keys[i]
 		e.string(k)
 		e.buf = append(e.buf, ':')
-		if err := e.value(m[k]); err != nil {
+		if err := value(m[k]); err != nil {
 			e.keys = e.keys[:base]
 			return err
 		}
@@ -168,31 +179,6 @@ func (e *encoder) object(m map[string]any) error {
 	e.keys = e.keys[:base]
 	e.buf = append(e.buf, '}')
 	return nil
-}
-
-// stringMap appends m with its keys sorted; a nil map is null.
-func (e *encoder) stringMap(m map[string]string) {
-	if m == nil {
-		e.buf = append(e.buf, "null"...)
-		return
-	}
-	base := len(e.keys)
-	for k := range m {
-		e.keys = append(e.keys, k)
-	}
-	slices.Sort(e.keys[base:])
-	e.buf = append(e.buf, '{')
-	for i := base; i < len(e.keys); i++ {
-		if i > base {
-			e.buf = append(e.buf, ',')
-		}
-		k := e.keys[i]
-		e.string(k)
-		e.buf = append(e.buf, ':')
-		e.string(m[k])
-	}
-	e.keys = e.keys[:base]
-	e.buf = append(e.buf, '}')
 }
 
 func (e *encoder) float(f float64, bits int) error {
