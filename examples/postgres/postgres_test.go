@@ -280,7 +280,7 @@ func TestMissingTableAndColumn(t *testing.T) {
 	bad := rec("4", sdk.OperationCreate, sdk.RawData("id=4"), nil)
 	bad.Metadata.SetCollection("t")
 	_, err = d.Write(t.Context(), []sdk.Record{bad})
-	is.True(strings.Contains(err.Error(), `record at position "4": the key is raw data but not a JSON object`))
+	is.True(strings.Contains(err.Error(), `record at position "4": the key: sdk: the data is raw but not a JSON object`))
 }
 
 // An upsert needs a constraint on the key columns; deleting by key does not.

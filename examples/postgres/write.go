@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -206,24 +205,11 @@ func sortedKeys(m map[string]any, extra []string, like []string) []string {
 // fields returns structured data, or raw data holding a JSON object, as a
 // map. Other raw data is an error; no data is an empty map.
 func fields(what string, data sdk.Data) (map[string]any, error) {
-	switch v := data.(type) {
-	case nil:
-		return map[string]any{}, nil
-	case sdk.StructuredData:
-		return v, nil
-	case sdk.RawData:
-		if len(v) == 0 {
-			return map[string]any{}, nil
-		}
-		var m map[string]any
-		dec := json.NewDecoder(strings.NewReader(string(v)))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			return nil, fmt.Errorf("the %s is raw data but not a JSON object: %w", what, err)
-		}
-		return m, nil
+	f, err := sdk.FieldsOf(data)
+	if err != nil {
+		return nil, fmt.Errorf("the %s: %w", what, err)
 	}
-	return nil, fmt.Errorf("the %s has unsupported data type %T", what, data)
+	return f, nil
 }
 
 // runError is a run that failed at the record at index (within the run).
