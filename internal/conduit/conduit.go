@@ -71,6 +71,35 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	// A free port can be taken by another process before Conduit binds it;
+	// then Conduit exits at once, and it is started again on other ports.
+	for attempt := 1; ; attempt++ {
+		s, err := start(opts)
+		if err != nil || attempt == 5 || !s.lostPort() {
+			return s, err
+		}
+	}
+}
+
+// lostPort reports whether Conduit exited before its HTTP API started
+// because an address it was given was taken. It waits until either is
+// known.
+func (s *Server) lostPort() bool {
+	for {
+		select {
+		case <-s.done:
+			log := s.Log()
+			return !strings.Contains(log, `"http API started"`) && strings.Contains(log, "address already in use")
+		case <-time.After(20 * time.Millisecond):
+			if strings.Contains(s.Log(), `"http API started"`) {
+				return false
+			}
+		}
+	}
+}
+
+// start starts Conduit once, on ports free a moment ago.
+func start(opts Options) (*Server, error) {
 	httpAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
