@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,7 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 		switch {
 		case isRecordFault(err):
 			o.log.Error("record not written", "position", string(positions[failed]), "error", err)
-			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], text))
+			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], ownReason(positions[failed], text)))
 			start = failed + 1
 			retries, stopRetried = 0, false
 			if start < len(records) && (ctx.Err() != nil || o.halt.isAborted()) {
@@ -141,8 +142,9 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 			start = len(records)
 		default:
 			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", err)
-			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], text))
-			nack(failed+1, len(records), fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], text))
+			reason := ownReason(positions[failed], text)
+			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], reason))
+			nack(failed+1, len(records), fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], reason))
 			start = len(records)
 		}
 	}
@@ -194,6 +196,14 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d-d/2+1)
+}
+
+// ownReason is text, the error of the record at pos, without the
+// "record at position <pos>: " it may begin with: the nack says that once,
+// also when the connector's error already does (Conduit puts the nack's
+// error in the record's dead-letter queue entry, which users read).
+func ownReason(pos opencdc.Position, text string) string {
+	return strings.TrimPrefix(text, fmt.Sprintf("record at position %q: ", pos))
 }
 
 // errorText returns err's message, which a nack must never leave empty: an

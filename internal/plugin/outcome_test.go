@@ -191,6 +191,18 @@ func TestWriteOutcomesContract(t *testing.T) {
 			}
 			return 1, emptyError{}
 		}, []string{"a", `b!record at position "b": destination returned an error with an empty message (plugin.faultErr)`, "c", `d!record at position "d": destination returned an error with an empty message (plugin.emptyError)`}},
+		// A connector's error that already names its record (the Postgres
+		// destination's do) is not prefixed again: the nack lands in the
+		// record's dead-letter queue entry.
+		{"a fault that names its record says so once", func(call int, r []opencdc.Record) (int, error) {
+			if call == 1 {
+				return 1, fault(`record at position "b": b is bad`)
+			}
+			return len(r), nil
+		}, []string{"a", `b!record at position "b": b is bad`, "c", "d"}},
+		{"an unmarked error that names its record says so once", func(int, []opencdc.Record) (int, error) {
+			return 1, errors.New(`record at position "b": b failed`)
+		}, []string{"a", `b!record at position "b": b failed`, `c!not attempted: the record at position "b" failed: b failed`, `d!not attempted: the record at position "b" failed: b failed`}},
 		{"every record written with a retryable error", func(_ int, r []opencdc.Record) (int, error) { return len(r), retryable("late") },
 			[]string{"a", "b", "c", "d"}},
 	}
