@@ -49,7 +49,8 @@ func (r *rateLimited) Unwrap() Destination { return r.Destination }
 func (r *rateLimited) Write(ctx context.Context, records []opencdc.Record) (int, error) {
 	written := 0
 	for written < len(records) {
-		chunk := records[written:][:min(len(records)-written, r.limiter.Burst())]
+		size := min(len(records)-written, r.limiter.Burst())
+		chunk := records[written : written+size : written+size]
 		if err := r.limiter.WaitN(ctx, len(chunk)); err != nil {
 			return written, fmt.Errorf("rate limit: waiting to write record %d: %w", written, err)
 		}

@@ -59,9 +59,9 @@ func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, er
 			if i == 0 {
 				return 0, err
 			}
-			out := records[:i]
+			out := records[:i:i]
 			if decoded != nil {
-				out = decoded[:i]
+				out = decoded[:i:i]
 			}
 			n, werr := d.Destination.Write(ctx, out)
 			if werr != nil || n < i {
