@@ -44,6 +44,22 @@
 // the plugin server, which retries the records of a Write that failed with
 // an error the connector marked retryable.
 //
+// # Schemas
+//
+// [SchemaDecoding] adds sdk.schema.extract.payload.enabled and
+// sdk.schema.extract.key.enabled to destinations: [DecodeSchemas] decodes
+// Avro keys and payloads whose metadata names a schema in Conduit's schema
+// service, before Write. [SchemaEncoding] adds sdk.schema.extract.* and
+// sdk.schema.context.* to sources: [EncodeSchemas] encodes structured data
+// as Avro with a schema it extracts and registers. Both take the registry
+// from [Env]; names, defaults and subjects are the incumbent Conduit SDK's.
+//
+// # Record format
+//
+// [RecordFormat] adds sdk.record.format and sdk.record.format.options to
+// destinations: [FormatRecords] sets the serializer (package
+// middleware/format) that a record's Bytes method uses.
+//
 // # Rate limit
 //
 // [RateLimit] adds sdk.rate.perSecond and sdk.rate.burst to destinations;
