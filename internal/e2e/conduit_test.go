@@ -70,14 +70,23 @@ func startServer(t *testing.T, opts conduitpkg.Options) *conduit {
 // that is unset, unless CI is set, where a missing server is a failure.
 func conduitBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("CONDUIT_BIN")
-	if bin == "" {
+	return fromMake(t, "CONDUIT_BIN", "Conduit")
+}
+
+// fromMake returns the environment variable name, which `make test` sets to
+// what it built. It skips the test when that is unset, unless CI is set,
+// where a missing build is a failure.
+func fromMake(t *testing.T, name, what string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		msg := name + " is not set; `make test` builds " + what + " and sets it"
 		if os.Getenv("CI") != "" {
-			t.Fatal("CONDUIT_BIN is not set; `make test` builds Conduit and sets it")
+			t.Fatal(msg)
 		}
-		t.Skip("CONDUIT_BIN is not set; `make test` builds Conduit and sets it")
+		t.Skip(msg)
 	}
-	return bin
+	return v
 }
 
 // waitForAcked waits until Conduit reports n records through pipeline e2e,

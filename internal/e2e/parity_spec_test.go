@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,14 +18,7 @@ import (
 // missing plugin is a failure.
 func incumbentBin(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("INCUMBENT_BIN")
-	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("INCUMBENT_BIN is not set; `make test` builds the incumbent's plugins and sets it")
-		}
-		t.Skip("INCUMBENT_BIN is not set; `make test` builds the incumbent's plugins and sets it")
-	}
-	return dir
+	return fromMake(t, "INCUMBENT_BIN", "the incumbent's plugins")
 }
 
 // specify launches the plugin at path and returns its specification. The
