@@ -66,11 +66,24 @@ pipelines:
           value: "{{ .Payload.After.id }}"
 `
 
-// conduitCell is one measurement: a plugin in an engine with a batch size
-// (0: no batch settings).
+// load is a row of the experiment: a batch size (0: no batch settings)
+// under the generator's rate (0: as fast as it can).
+type load struct {
+	batch      int
+	sourceRate float64
+}
+
+func (l load) label() string {
+	if l.sourceRate > 0 {
+		return fmt.Sprintf("idle: %g records/s, not set", l.sourceRate)
+	}
+	return batchLabel(l.batch)
+}
+
+// conduitCell is one measurement: a plugin in an engine under a load.
 type conduitCell struct {
 	engine string
-	batch  int
+	load
 	plugin pair
 
 	records, elapsed float64 // records through the pipeline in the window, and its seconds
@@ -101,12 +114,20 @@ func conduitMode(ctx context.Context, args []string) error {
 	warmup := fs.Duration("warmup", 5*time.Second, "time after the first record that a cell leaves out of its measurement")
 	duration := fs.Duration("duration", 30*time.Second, "measurement window of a cell")
 	records := fs.Int64("records", 0, "end a cell's window after this many records, if that comes before -duration; 0: -duration alone")
+	idle := fs.Float64("idle-rate", 10, "records per second of an idle pipeline, measured with no batch settings as a last row; 0 leaves it out")
 	out := fs.String("out", "bench/results", "directory for conduit.md and conduit.svg")
 	_ = fs.Parse(args)
 
 	sizes, err := batchSizes(*batches)
 	if err != nil {
 		return err
+	}
+	var loads []load
+	for _, size := range sizes {
+		loads = append(loads, load{batch: size})
+	}
+	if *idle > 0 {
+		loads = append(loads, load{sourceRate: *idle})
 	}
 	engineList := strings.Split(*engines, ",")
 	for _, e := range engineList {
@@ -137,20 +158,23 @@ func conduitMode(ctx context.Context, args []string) error {
 	// does meanwhile falls on both alike.
 	var cells []*conduitCell
 	for _, e := range engineList {
-		for _, size := range sizes {
+		for _, l := range loads {
 			for _, p := range pairs {
-				cells = append(cells, &conduitCell{engine: e, batch: size, plugin: p})
+				cells = append(cells, &conduitCell{engine: e, load: l, plugin: p})
 			}
 		}
 	}
 	start := time.Now()
 	for i, c := range cells {
 		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s engine, batch %s, %s ...", i+1, len(cells), time.Since(start).Round(time.Second),
-			c.engine, batchLabel(c.batch), c.plugin.name)
+			c.engine, c.label(), c.plugin.name)
 		if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
 			return err
 		}
 		source, destination := batchSettings(c.engine, *v2Batching, c.batch, *delay)
+		if c.sourceRate > 0 {
+			source = fmt.Sprintf("          rate: \"%g\"\n", c.sourceRate) + source
+		}
 		pipeline := fmt.Sprintf(conduitPipeline, *url, source, destination)
 		c.runIn(ctx, *bin, pipeline, *warmup, *duration, *records)
 		if ctx.Err() != nil {
@@ -167,7 +191,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
 
-	table := conduitReport(cells, pairs, engineList, sizes, *delay, *v2Batching, *warmup, *duration, *records)
+	table := conduitReport(cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
 	svg := conduitChart(cells, pairs, engineList, sizes, *delay)
 	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.svg": svg})
 }
@@ -454,7 +478,7 @@ func thousands(v float64) string {
 	return s
 }
 
-func conduitReport(cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
+func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
 	var t strings.Builder
 	window := duration.String()
 	if records > 0 {
@@ -463,6 +487,9 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, sizes [
 	fmt.Fprintf(&t, "Real Conduit v0.14.0: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ")
 	fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
 		map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
+	if l := loads[len(loads)-1]; l.sourceRate > 0 {
+		fmt.Fprintf(&t, "The idle row has the generator make %g records per second, no batch settings: how long a lone record takes through the pipeline.\n\n", l.sourceRate)
+	}
 	fmt.Fprintf(&t, "One Conduit per cell, the plugins alternating; a cell measures %s after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds histogram (from the source's read to the destination's ack). ", window, warmup)
 	t.WriteString("rows/s is its count over the window; mean is its sum over its count; p99 is estimated from its buckets (1 ms … 5 s) as Prometheus's histogram_quantile does, interpolating linearly inside the bucket that holds the 99th percentile; \"> 5,000 ms\" means beyond the last bucket. ")
 	t.WriteString("On a busy machine (two shared cores run Conduit, the plugin, PostgreSQL and whatever else runs there), the ratio of a row, its cells measured one after the other, says more than its absolute figures.\n\n")
@@ -481,11 +508,11 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, sizes [
 	t.WriteString("\n")
 	var notes []string
 	for _, e := range engines {
-		for _, size := range sizes {
-			fmt.Fprintf(&t, "| %s | %s |", e, batchLabel(size))
+		for _, l := range loads {
+			fmt.Fprintf(&t, "| %s | %s |", e, l.label())
 			row := make([]*conduitCell, len(pairs))
 			for i, p := range pairs {
-				row[i] = findCell(cells, e, size, p.name)
+				row[i] = findCell(cells, e, l, p.name)
 				c := row[i]
 				if c.err != nil {
 					fmt.Fprintf(&t, " failed: %s | | |", oneLine(c.err))
@@ -498,7 +525,7 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, sizes [
 				}
 				fmt.Fprintf(&t, " %s | %s | %s%s |", thousands(c.rate()), millis(c.hist.mean()), gt, millis(p99))
 				if c.note != "" {
-					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, batchLabel(size), p.name, c.note))
+					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, l.label(), p.name, c.note))
 				}
 			}
 			if len(pairs) == 2 {
@@ -520,9 +547,9 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, sizes [
 	return t.String()
 }
 
-func findCell(cells []*conduitCell, engine string, batch int, plugin string) *conduitCell {
+func findCell(cells []*conduitCell, engine string, l load, plugin string) *conduitCell {
 	for _, c := range cells {
-		if c.engine == engine && c.batch == batch && c.plugin.name == plugin {
+		if c.engine == engine && c.load == l && c.plugin.name == plugin {
 			return c
 		}
 	}
@@ -539,7 +566,7 @@ func conduitChart(cells []*conduitCell, pairs []pair, engines []string, sizes []
 			s := chart.Series{Label: p.name + ", " + e, Color: chart.Palette[pi%len(chart.Palette)], Dashed: ei == 1}
 			l := s
 			for _, size := range sizes {
-				c := findCell(cells, e, size, p.name)
+				c := findCell(cells, e, load{batch: size}, p.name)
 				tv, lv := math.NaN(), math.NaN()
 				if c.err == nil {
 					tv, lv = c.rate(), c.hist.mean()*1000
