@@ -3,63 +3,68 @@ package middleware_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk/schema"
 )
 
-type printer struct{}
-
-func (printer) Open(context.Context) error     { return nil }
-func (printer) Teardown(context.Context) error { return nil }
-func (printer) Write(_ context.Context, r []opencdc.Record) (int, error) {
+// write prints how many records each Write gets.
+func write(_ context.Context, r []opencdc.Record) (int, error) {
 	fmt.Println("writing", len(r), "records")
 	return len(r), nil
 }
 
-// counting is a middleware that counts the records written through it.
-type counting struct {
-	middleware.Destination
-	n *int
-}
+func ExampleRateLimit_Wrap() {
+	wrap, _ := middleware.RateLimit{PerSecond: 1000, Burst: 2}.Wrap(middleware.Env{})
+	n, err := wrap(write)(context.Background(), make([]opencdc.Record, 3))
+	fmt.Println(n, "written", err)
 
-func (c counting) Write(ctx context.Context, r []opencdc.Record) (int, error) {
-	n, err := c.Destination.Write(ctx, r)
-	*c.n += n
-	return n, err
-}
-
-func (c counting) Unwrap() middleware.Destination { return c.Destination }
-
-func ExampleChain() {
-	written := 0
-	count := func(d middleware.Destination) middleware.Destination { return counting{d, &written} }
-	// At most 2 records per Write: the limiter splits the batch below the counter.
-	d := middleware.Chain(count, middleware.LimitRate(1000, 2))(printer{})
-	_, _ = d.Write(context.Background(), make([]opencdc.Record, 3))
-	fmt.Println(written, "written")
+	none, _ := middleware.RateLimit{}.Wrap(middleware.Env{})
+	fmt.Println(none == nil) // no limit: nothing to wrap
 	// Output:
 	// writing 2 records
 	// writing 1 records
-	// 3 written
+	// 3 written <nil>
+	// true
 }
 
-func ExampleBatching() {
-	settings := middleware.Batching{Size: 1000, Delay: 100 * time.Millisecond}
-	fmt.Printf("%+v\n", settings.Policy())
-	// Output: {Count:1000 Bytes:0 Delay:100ms}
-}
-
-func ExampleRetry() {
-	settings := middleware.DefaultRetry()
-	var waits []time.Duration // the longest wait before each retry
-	for retry := range settings.Attempts {
-		waits = append(waits, settings.Backoff(retry))
+func ExampleRecordFormat_Wrap() {
+	wrap, _ := middleware.RecordFormat{Format: "template", Options: "at {{ printf \"%s\" .Position }}"}.Wrap(middleware.Env{})
+	show := func(_ context.Context, r []opencdc.Record) (int, error) {
+		fmt.Println(string(r[0].Bytes()))
+		return len(r), nil
 	}
-	fmt.Println(waits)
-	fmt.Println(middleware.Retry{Attempts: 3, Delay: time.Second, MaxDelay: 100 * time.Millisecond}.Validate())
+	_, _ = wrap(show)(context.Background(), []opencdc.Record{{Position: opencdc.Position("p1")}})
+
+	_, err := middleware.RecordFormat{Format: "debezium/json", Options: "debezium.nope=1"}.Wrap(middleware.Env{})
+	fmt.Println(err != nil)
 	// Output:
-	// [100ms 200ms 400ms 800ms 1.6s 3.2s 6.4s 10s]
-	// parameter "sdk.retry.maxDelay": got "100ms", expected at least the 1s of "sdk.retry.delay"
+	// at p1
+	// true
+}
+
+// A source's structured payloads leave it as Avro, and a destination's
+// decoding turns them back into structured data before Write.
+func ExampleSchemaEncoding_Wrap() {
+	env := middleware.Env{Schemas: schema.NewInMemory(), ConnectorID: "pg-1"}
+	encode, _ := middleware.SchemaEncoding{Type: "avro", Payload: true, PayloadSubject: "payload", Context: true}.Wrap(env)
+	read := func(context.Context, int) ([]opencdc.Record, error) {
+		return []opencdc.Record{{Position: opencdc.Position("1"), Payload: opencdc.Change{After: opencdc.StructuredData{"id": int64(7)}}}}, nil
+	}
+	recs, _ := encode(read)(context.Background(), 1)
+	fmt.Println(recs[0].Metadata[opencdc.MetadataPayloadSchemaSubject])
+	_, isRaw := recs[0].Payload.After.(opencdc.RawData)
+	fmt.Println("raw:", isRaw)
+
+	decode, _ := middleware.SchemaDecoding{Payload: true}.Wrap(env)
+	show := func(_ context.Context, r []opencdc.Record) (int, error) {
+		fmt.Println(r[0].Payload.After)
+		return len(r), nil
+	}
+	_, _ = decode(show)(context.Background(), recs)
+	// Output:
+	// pg-1:payload
+	// raw: true
+	// map[id:7]
 }

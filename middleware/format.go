@@ -16,11 +16,12 @@ type RecordFormat struct {
 	Options string `param:"sdk.record.format.options" desc:"Options of the record format: for debezium/json, debezium.schema.name and debezium.rawData.key as key=value pairs separated by commas; for template, the template."`
 }
 
-// ForDestination returns [FormatRecords] with the serializer these settings
-// name, or nil for opencdc/json without options, which is what a record's
-// Bytes method returns anyway. Options that do not fit the format are an
-// error.
-func (r RecordFormat) ForDestination(Env) (Middleware[Destination], error) {
+// Wrap returns the wrapper these settings describe: every record written
+// gets the serializer the format names, so that its Bytes method returns
+// it in that format. It returns nil for opencdc/json without options,
+// which is what a record's Bytes method returns anyway, and an error when
+// the options do not fit the format.
+func (r RecordFormat) Wrap(Env) (func(Write) Write, error) {
 	if r.Format == format.OpenCDCJSON && r.Options == "" {
 		return nil, nil
 	}
@@ -28,29 +29,19 @@ func (r RecordFormat) ForDestination(Env) (Middleware[Destination], error) {
 	if err != nil {
 		return nil, err
 	}
-	return FormatRecords(s), nil
+	return formatRecords(s), nil
 }
 
-// FormatRecords returns middleware that sets s as the serializer of every
-// record written, so that the record's Bytes method returns it in s's
-// format. The input slice is not modified: Write gets a copy.
-func FormatRecords(s opencdc.RecordSerializer) Middleware[Destination] {
-	return func(d Destination) Destination {
-		return &formatting{Destination: d, serializer: s}
+// formatRecords sets s as the serializer of every record written. The
+// input slice is not modified: Write gets a copy.
+func formatRecords(s opencdc.RecordSerializer) func(Write) Write {
+	return func(write Write) Write {
+		return func(ctx context.Context, records []opencdc.Record) (int, error) {
+			formatted := slices.Clone(records)
+			for i := range formatted {
+				formatted[i].SetSerializer(s)
+			}
+			return write(ctx, formatted)
+		}
 	}
-}
-
-type formatting struct {
-	Destination
-	serializer opencdc.RecordSerializer
-}
-
-func (f *formatting) Unwrap() Destination { return f.Destination }
-
-func (f *formatting) Write(ctx context.Context, records []opencdc.Record) (int, error) {
-	formatted := slices.Clone(records)
-	for i := range formatted {
-		formatted[i].SetSerializer(f.serializer)
-	}
-	return f.Destination.Write(ctx, formatted)
 }

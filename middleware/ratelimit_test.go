@@ -40,7 +40,7 @@ func TestLimitRateSplitsWritesLargerThanTheBurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		w := &timedWrites{start: time.Now()}
-		n, err := LimitRate(10, 2)(w).Write(t.Context(), records(5))
+		n, err := limitWith(10, 2)(w).Write(t.Context(), records(5))
 		is.NoErr(err)
 		is.Equal(n, 5)
 		is.Equal(w.sizes, []int{2, 2, 1})
@@ -56,7 +56,7 @@ func TestLimitRateStopsWaitingWhenTheContextEnds(t *testing.T) {
 		w := &timedWrites{start: time.Now()}
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(time.Second, cancel)
-		n, err := LimitRate(1, 1)(w).Write(ctx, records(5))
+		n, err := limitWith(1, 1)(w).Write(ctx, records(5))
 		is.True(errors.Is(err, context.Canceled))
 		is.Equal(n, 2) // the one on the burst, and one a second later
 		is.Equal(time.Since(w.start), time.Second)
@@ -72,7 +72,7 @@ func TestLimitRateAboveMaxInt(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
 				w := &timedWrites{start: time.Now()}
-				d := LimitRate(perSecond, 0)(w)
+				d := limitWith(perSecond, 0)(w)
 				for range 2 {
 					n, err := d.Write(t.Context(), records(3))
 					is.NoErr(err)
@@ -111,7 +111,7 @@ func TestLimitRateKeepsTheWriteContract(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		o := &overclaims{}
-		n, err := LimitRate(1000, 2)(o).Write(t.Context(), records(4))
+		n, err := limitWith(1000, 2)(o).Write(t.Context(), records(4))
 		is.True(err != nil)
 		is.True(strings.Contains(err.Error(), "n=3 for 2 records"))
 		is.True(n <= len(o.got)) // no record acked that was not written

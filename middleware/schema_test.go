@@ -59,7 +59,7 @@ func encoded(t *testing.T, reg schema.Registry, n int) []opencdc.Record {
 	for i := range n {
 		recs = append(recs, structured(i))
 	}
-	src := EncodeSchemas(reg, EncodeOptions{KeySubject: "key", PayloadSubject: "payload", Context: "conn-1"})(&listSource{recs: recs})
+	src := encodeWith(reg, encodeOptions{keySubject: "key", payloadSubject: "payload", context: "conn-1"})(&listSource{recs: recs})
 	out := make([]opencdc.Record, n)
 	for i := range out {
 		var err error
@@ -84,7 +84,7 @@ func TestSchemasRoundTrip(t *testing.T) {
 	}
 
 	dst := &collect{}
-	d := DecodeSchemas(reg, true, true)(dst)
+	d := decodeWith(reg, true, true)(dst)
 	n, err := d.Write(t.Context(), recs)
 	is.NoErr(err)
 	is.Equal(n, 3)
@@ -103,7 +103,7 @@ func TestDecodeFailureNamesTheRecordAndWritesThoseBefore(t *testing.T) {
 	recs := encoded(t, reg, 5)
 	recs[3].Payload.After = opencdc.RawData{0xff, 0xff, 0xff}
 	dst := &collect{}
-	n, err := DecodeSchemas(reg, true, true)(dst).Write(t.Context(), recs)
+	n, err := decodeWith(reg, true, true)(dst).Write(t.Context(), recs)
 	is.Equal(n, 3)
 	is.Equal(len(dst.got), 3)
 	is.True(err != nil)
@@ -117,7 +117,7 @@ func TestDecodeMissingSubject(t *testing.T) {
 	is := is.New(t)
 	recs := encoded(t, schema.NewInMemory(), 2)
 	dst := &collect{}
-	n, err := DecodeSchemas(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
+	n, err := decodeWith(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
 	is.Equal(n, 0)
 	is.True(errors.Is(err, schema.ErrSubjectNotFound))
 	is.True(strings.Contains(err.Error(), `record 0 (position "0")`))
@@ -128,12 +128,12 @@ func TestDecodeLeavesRecordsWithoutSchemas(t *testing.T) {
 	is := is.New(t)
 	recs := []opencdc.Record{{Position: opencdc.Position("a"), Payload: opencdc.Change{After: opencdc.RawData(`{"x":1}`)}}}
 	dst := &collect{}
-	_, err := DecodeSchemas(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
+	_, err := decodeWith(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
 	is.NoErr(err)
 	is.Equal(dst.got[0].Payload.After, opencdc.RawData(`{"x":1}`))
 
 	recs[0].Metadata = opencdc.Metadata{opencdc.MetadataPayloadSchemaSubject: "s", opencdc.MetadataPayloadSchemaVersion: "x"}
-	_, err = DecodeSchemas(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
+	_, err = decodeWith(schema.NewInMemory(), true, true)(dst).Write(t.Context(), recs)
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "do not name a schema"))
 }
@@ -145,7 +145,7 @@ func TestEncodeKeepsANamedSchema(t *testing.T) {
 	rec := structured(7)
 	rec.Metadata[opencdc.MetadataPayloadSchemaSubject] = first.Metadata[opencdc.MetadataPayloadSchemaSubject]
 	rec.Metadata[opencdc.MetadataPayloadSchemaVersion] = "1"
-	got, err := EncodeSchemas(reg, EncodeOptions{PayloadSubject: "other"})(&listSource{recs: []opencdc.Record{rec}}).Read(t.Context())
+	got, err := encodeWith(reg, encodeOptions{payloadSubject: "other"})(&listSource{recs: []opencdc.Record{rec}}).Read(t.Context())
 	is.NoErr(err)
 	is.Equal(got.Metadata[opencdc.MetadataPayloadSchemaSubject], "conn-1:users.payload")
 	_, raw := got.Payload.After.(opencdc.RawData)
@@ -164,14 +164,14 @@ func TestDecodeLeavesEmptyRawData(t *testing.T) {
 	reg := schema.NewInMemory()
 	rec := structured(1)
 	rec.Payload.Before = opencdc.RawData(nil)
-	src := EncodeSchemas(reg, EncodeOptions{KeySubject: "key", PayloadSubject: "payload"})(&listSource{recs: []opencdc.Record{rec}})
+	src := encodeWith(reg, encodeOptions{keySubject: "key", payloadSubject: "payload"})(&listSource{recs: []opencdc.Record{rec}})
 	got, err := src.Read(t.Context())
 	is.NoErr(err)
 	is.Equal(got.Payload.Before, opencdc.RawData(nil)) // raw data passes the encoder unchanged
 	got.Payload.Before = opencdc.RawData{}             // as it arrives from Conduit
 
 	dst := &collect{}
-	n, err := DecodeSchemas(reg, true, true)(dst).Write(t.Context(), []opencdc.Record{got})
+	n, err := decodeWith(reg, true, true)(dst).Write(t.Context(), []opencdc.Record{got})
 	is.NoErr(err)
 	is.Equal(n, 1)
 	is.Equal(dst.got[0].Payload.After, structured(1).Payload.After)

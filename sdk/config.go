@@ -5,175 +5,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
-
-// The struct tags that turn a config struct field into a parameter; the
-// grammar is documented on ParseConfig.
-const (
-	tagName     = "param"
-	tagDefault  = "default"
-	tagDesc     = "desc"
-	tagValidate = "validate"
-)
-
-// Parameters returns the parameters declared by config, a struct or a
-// pointer to one. It fails if a tag is malformed or a default does not pass
-// its own validations.
-func Parameters(config any) ([]Parameter, error) {
-	t := reflect.TypeOf(config)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("sdk: config must be a struct, got %v", reflect.TypeOf(config))
-	}
-	var params []Parameter
-	if err := collect(t, "", nil, &params); err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(params))
-	for _, p := range params {
-		if seen[p.Name] {
-			return nil, fmt.Errorf("sdk: config %v declares parameter %q twice", t, p.Name)
-		}
-		seen[p.Name] = true
-		if p.Default != "" {
-			if _, err := p.check(p.Default); err != nil {
-				return nil, fmt.Errorf("sdk: config %v: default fails its own validation: %w", t, err)
-			}
-		}
-	}
-	slices.SortFunc(params, func(a, b Parameter) int { return strings.Compare(a.Name, b.Name) })
-	return params, nil
-}
-
-func collect(t reflect.Type, prefix string, index []int, out *[]Parameter) error {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		path := append(slices.Clip(index), i)
-		name, tagged := f.Tag.Lookup(tagName)
-		if !tagged {
-			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				if err := collect(f.Type, prefix, path, out); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if !f.IsExported() {
-			return fmt.Errorf("sdk: config field %s has a param tag but is not exported", f.Name)
-		}
-		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
-			if err := collect(f.Type, prefix+name+".", path, out); err != nil {
-				return err
-			}
-			continue
-		}
-		if f.Type.Kind() == reflect.Map && f.Type.Elem().Kind() == reflect.Struct {
-			if err := collectGroup(f, prefix+name, path, out); err != nil {
-				return err
-			}
-			continue
-		}
-		p, err := newParameter(f, prefix+name, path)
-		if err != nil {
-			return err
-		}
-		*out = append(*out, p)
-	}
-	return nil
-}
-
-// collectGroup declares the parameters of a map of structs: a field
-// Collections map[string]Collection tagged param:"collections.*" declares
-// collections.*.<p> for every parameter p of Collection.
-func collectGroup(f reflect.StructField, name string, path []int, out *[]Parameter) error {
-	if f.Type.Key().Kind() != reflect.String || !strings.HasSuffix(name, ".*") {
-		return fmt.Errorf("sdk: config field %s: a map of structs needs string keys and a name ending in .*", f.Name)
-	}
-	var inner []Parameter
-	if err := collect(f.Type.Elem(), "", nil, &inner); err != nil {
-		return err
-	}
-	for i := range inner {
-		if inner[i].group != nil {
-			return fmt.Errorf("sdk: config field %s: maps of structs cannot nest", f.Name)
-		}
-		p := inner[i]
-		p.Name = name + "." + inner[i].Name
-		p.field, p.group, p.inner = nil, path, &inner[i]
-		*out = append(*out, p)
-	}
-	return nil
-}
-
-func newParameter(f reflect.StructField, name string, path []int) (Parameter, error) {
-	typ, ok := typeOf(f.Type)
-	if !ok {
-		return Parameter{}, fmt.Errorf("sdk: config field %s: unsupported type %v", f.Name, f.Type)
-	}
-	if (f.Type.Kind() == reflect.Map) != strings.HasSuffix(name, ".*") {
-		return Parameter{}, fmt.Errorf("sdk: config field %s: a parameter name ending in .* needs a map[string]string field and vice versa", f.Name)
-	}
-	p := Parameter{
-		Name:        name,
-		Type:        typ,
-		Default:     f.Tag.Get(tagDefault),
-		Description: f.Tag.Get(tagDesc),
-		kind:        f.Type.Kind(),
-		field:       path,
-	}
-	rules := f.Tag.Get(tagValidate)
-	for rules != "" {
-		var rule string
-		if strings.HasPrefix(rules, "regex=") {
-			rule, rules = rules, ""
-		} else {
-			rule, rules, _ = strings.Cut(rules, ",")
-		}
-		if err := p.addRule(strings.TrimSpace(rule)); err != nil {
-			return Parameter{}, fmt.Errorf("sdk: config field %s: %w", f.Name, err)
-		}
-	}
-	return p, nil
-}
-
-func (p *Parameter) addRule(rule string) error {
-	kind, arg, _ := strings.Cut(rule, "=")
-	switch kind {
-	case "":
-	case "required":
-		p.Required = true
-	case "gt", "lt":
-		f, err := strconv.ParseFloat(arg, 64)
-		if err != nil {
-			return fmt.Errorf("validate %q needs a number", rule)
-		}
-		if kind == "gt" {
-			p.GreaterThan = &f
-		} else {
-			p.LessThan = &f
-		}
-	case "inclusion":
-		p.OneOf = strings.Split(arg, "|")
-	case "exclusion":
-		p.NoneOf = strings.Split(arg, "|")
-	case "regex":
-		re, err := regexp.Compile("^(?:" + arg + ")$")
-		if err != nil {
-			return fmt.Errorf("validate %q: %w", rule, err)
-		}
-		p.Pattern, p.pattern = arg, re
-	default:
-		return fmt.Errorf("unknown validation %q", rule)
-	}
-	return nil
-}
 
 // ParseConfig fills target, a pointer to a config struct, from the raw
 // configuration Conduit sends: a flat map of parameter names to strings.
@@ -252,7 +87,7 @@ func ParseConfig(raw map[string]string, target any) error {
 }
 
 func decode(raw map[string]string, params []Parameter, target reflect.Value) error {
-	return errors.Join(append(unknownKeys(raw, params), validate(target, fill(raw, params, target))...)...)
+	return errors.Join(append(unknownKeys(raw, params), validate(target, fill(raw, params, target, tagDefaults))...)...)
 }
 
 // Validator is implemented by a config struct that checks what its tags
@@ -314,9 +149,17 @@ func unknownKeys(raw map[string]string, params []Parameter) []error {
 	return errs
 }
 
+// What fill does with a parameter that raw does not set.
+type absent int
+
+const (
+	tagDefaults  absent = iota // set the field to its default tag's value (a config struct)
+	keepDefaults               // leave the field as it is (settings, whose values are the defaults)
+)
+
 // fill sets target's fields from raw, applying defaults and validations.
 // Keys that name none of params are left to unknownKeys.
-func fill(raw map[string]string, params []Parameter, target reflect.Value) []error {
+func fill(raw map[string]string, params []Parameter, target reflect.Value, missing absent) []error {
 	var errs []error
 	groups := map[string][]*Parameter{}
 	for i := range params {
@@ -332,6 +175,9 @@ func fill(raw map[string]string, params []Parameter, target reflect.Value) []err
 			continue
 		}
 		value := lookup(raw, p.Name)
+		if value == "" && missing == keepDefaults {
+			continue
+		}
 		if value == "" {
 			value = p.Default
 		}
@@ -381,7 +227,7 @@ func fillGroup(raw map[string]string, params []*Parameter, field reflect.Value) 
 	m := reflect.MakeMap(field.Type())
 	for name, sub := range subs {
 		elem := reflect.New(field.Type().Elem()).Elem()
-		for _, err := range fill(sub, inner, elem) {
+		for _, err := range fill(sub, inner, elem, tagDefaults) {
 			if pe, ok := err.(*ParameterError); ok {
 				pe.Name = prefix + name + "." + pe.Name
 			}
@@ -514,66 +360,4 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// settingsParameters returns the parameters a middleware settings value
-// declares, each with the value's own field as its default: the settings
-// an author lists are the defaults a pipeline can override.
-func settingsParameters(settings any) ([]Parameter, error) {
-	params, err := Parameters(settings)
-	if err != nil {
-		return nil, err
-	}
-	v := reflect.ValueOf(settings)
-	for v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return params, nil // only the tags' defaults
-		}
-		v = v.Elem()
-	}
-	for i := range params {
-		p := &params[i]
-		if p.group != nil || p.wildcard() {
-			continue
-		}
-		def, ok := formatDefault(v.FieldByIndex(p.field))
-		if !ok {
-			continue
-		}
-		if def != "" {
-			if _, err := p.check(def); err != nil {
-				return nil, fmt.Errorf("sdk: %T: the value given is not a valid default: %w", settings, err)
-			}
-		}
-		p.Default = def
-	}
-	return params, nil
-}
-
-// formatDefault writes a field's value the way a pipeline would write it.
-func formatDefault(f reflect.Value) (string, bool) {
-	if f.Type() == durationType {
-		d := time.Duration(f.Int())
-		if d == 0 {
-			return "0", true
-		}
-		return d.String(), true
-	}
-	switch f.Kind() {
-	case reflect.String:
-		return f.String(), true
-	case reflect.Bool:
-		return strconv.FormatBool(f.Bool()), true
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(f.Int(), 10), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return strconv.FormatUint(f.Uint(), 10), true
-	case reflect.Float32, reflect.Float64:
-		return strconv.FormatFloat(f.Float(), 'g', -1, 64), true
-	case reflect.Slice:
-		if f.Type().Elem().Kind() == reflect.String {
-			return strings.Join(f.Interface().([]string), ","), true
-		}
-	}
-	return "", false
 }

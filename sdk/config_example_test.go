@@ -128,17 +128,13 @@ func ExampleNewDestination_validation() {
 		Fields []string `param:"fields" validate:"required" desc:"Comma-separated fields to write."`
 		Key    string   `param:"key" default:"id" desc:"The field that identifies a record; one of fields."`
 	}
-	connector := sdk.Connector{
-		Name:    "counter",
-		Version: "v0.1.0",
-		Destination: sdk.NewDestination(func(cfg Config) (*Counter, error) {
-			if !slices.Contains(cfg.Fields, cfg.Key) {
-				return nil, &sdk.ParameterError{Name: "key", Value: cfg.Key, Expected: "one of fields: " + strings.Join(cfg.Fields, ", ")}
-			}
-			return &Counter{}, nil
-		}),
-	}
-	_, err := connector.ConfigureDestination(map[string]string{"fields": "name,email"})
+	factory := sdk.NewDestination(func(cfg Config) (*Counter, error) {
+		if !slices.Contains(cfg.Fields, cfg.Key) {
+			return nil, &sdk.ParameterError{Name: "key", Value: cfg.Key, Expected: "one of fields: " + strings.Join(cfg.Fields, ", ")}
+		}
+		return &Counter{}, nil
+	})
+	_, err := factory.New(map[string]string{"fields": "name,email"})
 	fmt.Println(err)
 	// Output: invalid configuration: parameter "key": got "id", expected one of fields: name, email
 }

@@ -419,7 +419,7 @@ func TestFactoryRunsAfterValidate(t *testing.T) {
 	})
 	c := Connector{Name: "x", Version: "v0.1.0", Destination: f}
 
-	_, err := c.ConfigureDestination(map[string]string{"min": "3", "max": "2", "unknown": "1"})
+	_, err := configureDestination(c, map[string]string{"min": "3", "max": "2", "unknown": "1"})
 	is.Equal(err.Error(), "invalid configuration: "+strings.Join([]string{
 		`parameter "unknown": is not a known parameter`,
 		`parameter "name": is required but missing`,

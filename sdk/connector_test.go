@@ -6,42 +6,74 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
-func TestConfigureAppliesDefaultMiddleware(t *testing.T) {
+func configureDestination(c Connector, raw map[string]string) (plugin.Destination, error) {
+	return c.configureDestination(raw, middleware.Env{})
+}
+
+func TestConfigureHandsThePoliciesToTheServer(t *testing.T) {
 	is := is.New(t)
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
-	d, err := c.ConfigureDestination(map[string]string{"level": "warn", "sdk.batch.size": "500", "sdk.batch.delay": "2s", "sdk.batch.bytes": "1048576"})
+	d, err := configureDestination(c, map[string]string{"level": "warn", "sdk.batch.size": "500", "sdk.batch.delay": "2s", "sdk.batch.bytes": "1048576", "sdk.retry.attempts": "3"})
 	is.NoErr(err)
-	is.Equal(d.Batching, batcher.Policy{Count: 500, Delay: 2 * time.Second, Bytes: 1 << 20})
-	inner, ok := middleware.Find[nopDestination](d.Connector)
-	is.True(ok) // the connector is inside the schema decoder
-	is.Equal(inner, nopDestination{})
+	is.Equal(d.Batch, batcher.Policy{Count: 500, Delay: 2 * time.Second, Bytes: 1 << 20})
+	is.Equal(d.Retry, plugin.Retry{Attempts: 3, Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second})
 
-	d, err = c.ConfigureDestination(map[string]string{
-		"sdk.schema.extract.payload.enabled": "false", "sdk.schema.extract.key.enabled": "false",
-		"sdk.record.format": "opencdc/json",
-	})
+	d, err = configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.Equal(d.Batching, batcher.Policy{Bytes: middleware.DefaultBatchBytes}) // what fits in one of Conduit's messages
-	is.Equal(d.Connector, Destination(nopDestination{}))                      // nothing to do: not wrapped
+	is.Equal(d.Batch, batcher.Policy{Bytes: DefaultBatching().Bytes}) // what fits in one of Conduit's messages
+}
+
+func TestConfigureClassifiesWriteErrors(t *testing.T) {
+	is := is.New(t)
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
+	d, err := configureDestination(c, map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Classify(RecordFault(context.Canceled)), plugin.RecordFault)
+	is.Equal(d.Classify(Retryable(context.Canceled)), plugin.Retryable)
+	is.Equal(d.Classify(context.Canceled), plugin.Unclassified)
+}
+
+// recording is a destination that keeps the records of its last Write.
+type recording struct {
+	nopDestination
+	got *[]Record
+}
+
+func (r recording) Write(_ context.Context, recs []Record) (int, error) {
+	*r.got = recs
+	return len(recs), nil
+}
+
+func TestConfigureWrapsWritesInTheMiddleware(t *testing.T) {
+	is := is.New(t)
+	var got []Record
+	c := Connector{Name: "rec", Version: "v0.1.0", Destination: NewDestination(func(struct{}) (recording, error) { return recording{got: &got}, nil })}
+	d, err := configureDestination(c, map[string]string{"sdk.record.format": "template", "sdk.record.format.options": "{{ .Position }}"})
+	is.NoErr(err)
+	_, err = d.Write(t.Context(), []Record{{Position: opencdc.Position("p1")}})
+	is.NoErr(err)
+	is.Equal(string(got[0].Bytes()), "p1") // the record format's serializer is set
 }
 
 func TestConfigureReportsBadFormatOptions(t *testing.T) {
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
-	_, err := c.ConfigureDestination(map[string]string{"sdk.record.format": "debezium/json", "sdk.record.format.options": "debezium.nope=1"})
+	_, err := configureDestination(c, map[string]string{"sdk.record.format": "debezium/json", "sdk.record.format.options": "debezium.nope=1"})
 	if err == nil || !strings.Contains(err.Error(), "sdk.record.format.options") {
 		t.Fatalf("got %v", err)
 	}
 }
 
-func TestMiddlewareDefaultsComeFromTheListedValues(t *testing.T) {
+func TestDefaultsComeFromTheConnector(t *testing.T) {
 	is := is.New(t)
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		DestinationMiddleware: []middleware.DestinationSettings{middleware.Batching{Size: 1000, Delay: time.Second}}}
+		Batching: &Batching{Size: 1000, Delay: time.Second}}
 	spec, err := c.Specification()
 	is.NoErr(err)
 	defaults := map[string]string{}
@@ -51,13 +83,36 @@ func TestMiddlewareDefaultsComeFromTheListedValues(t *testing.T) {
 	is.Equal(defaults["sdk.batch.size"], "1000")
 	is.Equal(defaults["sdk.batch.delay"], "1s")
 	is.Equal(defaults["sdk.batch.bytes"], "0")
+	is.Equal(defaults["sdk.retry.attempts"], "8") // the other groups keep the SDK's
 
-	d, err := c.ConfigureDestination(map[string]string{})
+	d, err := configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.Equal(d.Batching, batcher.Policy{Count: 1000, Delay: time.Second})
-	d, err = c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
+	is.Equal(d.Batch, batcher.Policy{Count: 1000, Delay: time.Second})
+	d, err = configureDestination(c, map[string]string{"sdk.batch.size": "5"})
 	is.NoErr(err)
-	is.Equal(d.Batching, batcher.Policy{Count: 5, Delay: time.Second}) // the pipeline overrides one
+	is.Equal(d.Batch, batcher.Policy{Count: 5, Delay: time.Second}) // the pipeline overrides one
+}
+
+func TestSchemaDecodingCanBeTurnedOff(t *testing.T) {
+	is := is.New(t)
+	raw := opencdc.Record{Position: opencdc.Position("p"), Metadata: opencdc.Metadata{
+		opencdc.MetadataPayloadSchemaSubject: "nope", opencdc.MetadataPayloadSchemaVersion: "1",
+	}, Payload: opencdc.Change{After: opencdc.RawData("x")}}
+	var got []Record
+	newRec := func(struct{}) (recording, error) { return recording{got: &got}, nil }
+	on := Connector{Name: "rec", Version: "v0.1.0", Destination: NewDestination(newRec)}
+	d, err := configureDestination(on, map[string]string{})
+	is.NoErr(err)
+	_, err = d.Write(t.Context(), []Record{raw})
+	is.True(err != nil) // the schema it names is not in the registry
+
+	off := on
+	off.SchemaDecoding = &middleware.SchemaDecoding{}
+	d, err = configureDestination(off, map[string]string{})
+	is.NoErr(err)
+	_, err = d.Write(t.Context(), []Record{raw})
+	is.NoErr(err)
+	is.Equal(got[0].Payload.After, raw.Payload.After) // passed as it came
 }
 
 // hooked is a user's wrapper that names what it wraps as an sdk.Destination.
@@ -71,19 +126,24 @@ func (withHook) OnCreated(context.Context) error { return nil }
 
 func TestWrappersKeepOptionalInterfacesVisible(t *testing.T) {
 	is := is.New(t)
-	var d Destination = hooked{withHook{}}
-	_, ok := middleware.Find[CreatedHook](d)
-	is.True(ok)
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop).Wrap(func(Destination) Destination {
+		return hooked{withHook{}}
+	})}
+	d, err := configureDestination(c, map[string]string{})
+	is.NoErr(err)
+	is.True(d.Hooks.OnCreated != nil) // found through the wrapper, once, at Configure
+	is.True(d.Hooks.OnDeleted == nil)
 }
 
 func TestConfigureReportsEveryBadParameter(t *testing.T) {
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
-	_, err := c.ConfigureDestination(map[string]string{"level": "loud", "sdk.batch.szie": "5", "sdk.batch.delay": "soon", "sdk.batch.bytes": "-1"})
+	_, err := configureDestination(c, map[string]string{"level": "loud", "sdk.batch.szie": "5", "sdk.batch.delay": "soon", "sdk.batch.bytes": "-1", "sdk.retry.delay": "1m"})
 	for _, want := range []string{
 		`parameter "level": got "loud", expected one of info, warn`,
 		`parameter "sdk.batch.szie": is not a known parameter (did you mean "sdk.batch.size"?)`,
 		`parameter "sdk.batch.delay": got "soon", expected a duration`,
 		`parameter "sdk.batch.bytes": got "-1", expected at least 0`,
+		`parameter "sdk.retry.maxDelay": got "10s", expected at least the 1m0s of "sdk.retry.delay"`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)
@@ -91,58 +151,15 @@ func TestConfigureReportsEveryBadParameter(t *testing.T) {
 	}
 }
 
-func TestOptingOutOfMiddleware(t *testing.T) {
-	is := is.New(t)
-	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop), DestinationMiddleware: []middleware.DestinationSettings{}}
-	spec, err := c.Specification()
-	is.NoErr(err)
-	is.Equal(len(spec.DestinationParameters), 1) // only the connector's own
-	_, err = c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
-	is.True(err != nil)
-	is.True(strings.Contains(err.Error(), `parameter "sdk.batch.size": is not a known parameter`))
-}
-
 type clashing struct {
 	Size int `param:"sdk.batch.size"`
 }
 
-func (clashing) ForDestination(middleware.Env) (middleware.Middleware[Destination], error) {
-	return nil, nil
-}
+func newClashing(clashing) (nopDestination, error) { return nopDestination{}, nil }
 
-func TestMiddlewareParameterClash(t *testing.T) {
-	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		DestinationMiddleware: []middleware.DestinationSettings{middleware.Batching{}, clashing{}}}
-	if _, err := c.Specification(); err == nil || !strings.Contains(err.Error(), `declares parameter "sdk.batch.size", which the connector or other middleware declares too`) {
+func TestParameterClash(t *testing.T) {
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newClashing)}
+	if _, err := c.Specification(); err == nil || !strings.Contains(err.Error(), `parameter "sdk.batch.size" is declared twice`) {
 		t.Fatalf("got %v", err)
 	}
-}
-
-func TestPointerMiddleware(t *testing.T) {
-	is := is.New(t)
-	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		DestinationMiddleware: []middleware.DestinationSettings{&middleware.Batching{Size: 7}}}
-	d, err := c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
-	is.NoErr(err)
-	is.Equal(d.Batching.Count, 5)
-	d, err = c.ConfigureDestination(map[string]string{})
-	is.NoErr(err)
-	is.Equal(d.Batching.Count, 7)
-}
-
-// TestNilPointerMiddleware lists a nil pointer to settings: the
-// specification takes the tags' defaults from it, and so must Configure,
-// which parses into a fresh value instead of panicking on the nil.
-func TestNilPointerMiddleware(t *testing.T) {
-	is := is.New(t)
-	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		DestinationMiddleware: []middleware.DestinationSettings{(*middleware.Batching)(nil)}}
-	_, err := c.Specification()
-	is.NoErr(err)
-	d, err := c.ConfigureDestination(map[string]string{"sdk.batch.size": "5"})
-	is.NoErr(err)
-	is.Equal(d.Batching.Count, 5)
-	d, err = c.ConfigureDestination(map[string]string{})
-	is.NoErr(err)
-	is.Equal(d.Batching, batcher.Policy{})
 }

@@ -7,11 +7,15 @@
 //
 // # Contracts
 //
-// [Destination.Write] follows io.Writer: it returns how many leading records
-// were durably written, and an error whenever that is fewer than all. The SDK
-// acknowledges those records to Conduit and negatively acknowledges the rest:
-// records[n] with the error, each later one with an error that says it was
-// not attempted because records[n] failed.
+// [Source], [Destination] and their optional interfaces are declared here,
+// each with its contract. [Destination.Write] follows io.Writer: it
+// returns how many leading records were durably written, and an error
+// whenever that is fewer than all. The SDK acknowledges those records to
+// Conduit and negatively acknowledges the rest: records[n] with the error,
+// each later one with an error that says it was not attempted because
+// records[n] failed. [Source.Read] returns records with unique, non-empty
+// positions; Conduit hands the last acknowledged position back to
+// [Source.Open] after a restart.
 //
 // # Outcomes and retries
 //
@@ -19,13 +23,11 @@
 // records[n] itself cannot be written (bad data, a constraint): only it is
 // nacked, with the error and its position, and records[n+1:] go to a
 // following Write. [Retryable] means the system failed (a dropped
-// connection, a timeout, a deadlock): records[n:] are written again after a
-// jittered, growing backoff (sdk.retry.attempts, sdk.retry.delay,
-// sdk.retry.maxDelay; see middleware.Retry) and nacked, with an error that
+// connection, a timeout, a deadlock): records[n:] are written again after
+// a jittered, growing backoff ([Retry]) and nacked, with an error that
 // says retries ran out, only if they never go through. This matters with a
-// dead-letter queue, where every nacked record lands with its nack's error. [Source.Read] returns one record at a time with a unique,
-// non-empty position; Conduit hands the last acknowledged position back to
-// [Source.Open] after a restart.
+// dead-letter queue, where every nacked record lands with its nack's
+// error.
 //
 // # Configuration
 //
@@ -58,20 +60,19 @@
 // to NewSource or NewDestination runs last, on a valid configuration, and
 // may refuse it with a [*ParameterError] too.
 //
-// # Middleware and batching
+// # Batching, retries and middleware
 //
-// Every connector gets the SDK's middleware unless [Connector] lists its
-// own (see package middleware): the sdk.* parameters that Conduit pipelines
-// set on any connector, with the same names, types, defaults and meanings
-// as in the incumbent Conduit SDK. Batching (sdk.batch.size,
-// sdk.batch.delay, sdk.batch.bytes) decides how many records reach a
-// destination's Write at once and how many records travel in one message
-// from a source; a destination's writes can be rate limited
-// (sdk.rate.perSecond, sdk.rate.burst), and its Writes that fail with a
-// [Retryable] error are retried (sdk.retry.attempts, sdk.retry.delay,
-// sdk.retry.maxDelay, which the incumbent does not have). The settings a connector lists are
-// its defaults: middleware.Batching{Size: 1000} means batches of 1000
-// unless a pipeline says otherwise.
+// Every connector has the sdk.* parameters that Conduit pipelines set on
+// any connector, with the same names, types, defaults and meanings as in
+// the incumbent Conduit SDK. Two are policies the plugin server runs:
+// [Batching] (sdk.batch.size, sdk.batch.delay, sdk.batch.bytes) decides
+// which records reach one Write and which travel in one message from a
+// source, and [Retry] (sdk.retry.*, which the incumbent does not have)
+// what a [Retryable] failure does. The others configure package
+// middleware's wrappers of a connector's calls: schema decoding and
+// encoding, record format and rate limit. A [Connector] may give its own
+// defaults for any group; a pipeline overrides them parameter by
+// parameter.
 //
 // # Optional behaviour
 //

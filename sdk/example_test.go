@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/connkit/connkit/sdk"
 )
@@ -31,4 +32,63 @@ func ExampleNewDestination() {
 	spec, err := connector.Specification()
 	fmt.Println(spec.DestinationParameters[0].Name, spec.DestinationParameters[0].Default, err)
 	// Output: prefix n= <nil>
+}
+
+// A connector changes the defaults of one group of sdk.* parameters and
+// keeps the SDK's for the others; a pipeline may still override each.
+func ExampleConnector_defaults() {
+	batching := sdk.DefaultBatching()
+	batching.Size = 1000
+	connector := sdk.Connector{
+		Name:        "counter",
+		Version:     "v0.1.0",
+		Destination: sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
+		Batching:    &batching,
+	}
+	spec, _ := connector.Specification()
+	for _, p := range spec.DestinationParameters {
+		switch p.Name {
+		case "sdk.batch.size", "sdk.batch.bytes", "sdk.retry.attempts":
+			fmt.Println(p.Name, p.Default)
+		}
+	}
+	// Output:
+	// sdk.batch.bytes 3932160
+	// sdk.batch.size 1000
+	// sdk.retry.attempts 8
+}
+
+func ExampleDefaultBatching() {
+	fmt.Printf("%+v\n", sdk.DefaultBatching())
+	// Output: {Size:0 Delay:0s Bytes:3932160}
+}
+
+func ExampleDefaultRetry() {
+	fmt.Printf("%+v\n", sdk.DefaultRetry())
+	fmt.Println(sdk.Retry{Attempts: 3, Delay: time.Second, MaxDelay: 100 * time.Millisecond}.Validate())
+	// Output:
+	// {Attempts:8 Delay:100ms MaxDelay:10s}
+	// parameter "sdk.retry.maxDelay": got "100ms", expected at least the 1s of "sdk.retry.delay"
+}
+
+// Loud is a wrapper that prints each Write; Unwrap keeps the optional
+// interfaces of the destination inside visible to the SDK.
+type Loud struct{ sdk.Destination }
+
+func (l Loud) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	fmt.Println("writing", len(records), "records")
+	return l.Destination.Write(ctx, records)
+}
+
+func (l Loud) Unwrap() sdk.Destination { return l.Destination }
+
+func ExampleFactory_Wrap() {
+	factory := sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }).
+		Wrap(func(d sdk.Destination) sdk.Destination { return Loud{d} })
+	d, _ := factory.New(nil)
+	n, err := d.Write(context.Background(), make([]sdk.Record, 3))
+	fmt.Println(n, err)
+	// Output:
+	// writing 3 records
+	// 3 <nil>
 }

@@ -1,6 +1,10 @@
 package sdk
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/connkit/connkit/internal/plugin"
+)
 
 // RecordFault marks err, returned by Write with n, as the fault of
 // records[n] itself: bad data, a constraint it violates, anything that
@@ -34,29 +38,37 @@ func Retryable(err error) error {
 // IsRecordFault reports whether err, or an error it wraps, was marked by
 // [RecordFault].
 func IsRecordFault(err error) bool {
-	var f interface{ RecordFault() bool }
-	return errors.As(err, &f) && f.RecordFault()
+	var f *recordFault
+	return errors.As(err, &f)
 }
 
 // IsRetryable reports whether err, or an error it wraps, was marked by
 // [Retryable] and not by [RecordFault].
 func IsRetryable(err error) bool {
-	var r interface{ Retryable() bool }
-	return !IsRecordFault(err) && errors.As(err, &r) && r.Retryable()
+	var r *retryable
+	return !IsRecordFault(err) && errors.As(err, &r)
 }
 
 // recordFault and retryable keep the text of the error they mark, so that a
-// nack says what the connector said; the plugin server recognises them by
-// their methods.
+// nack says what the connector said.
 type (
 	recordFault struct{ err error }
 	retryable   struct{ err error }
 )
 
-func (e *recordFault) Error() string     { return e.err.Error() }
-func (e *recordFault) Unwrap() error     { return e.err }
-func (e *recordFault) RecordFault() bool { return true }
+func (e *recordFault) Error() string { return e.err.Error() }
+func (e *recordFault) Unwrap() error { return e.err }
 
-func (e *retryable) Error() string   { return e.err.Error() }
-func (e *retryable) Unwrap() error   { return e.err }
-func (e *retryable) Retryable() bool { return true }
+func (e *retryable) Error() string { return e.err.Error() }
+func (e *retryable) Unwrap() error { return e.err }
+
+// classify says whose failure a Write error is, for the plugin server.
+func classify(err error) plugin.Fault {
+	switch {
+	case IsRecordFault(err):
+		return plugin.RecordFault
+	case IsRetryable(err):
+		return plugin.Retryable
+	}
+	return plugin.Unclassified
+}

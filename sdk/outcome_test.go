@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/internal/plugin"
 	"github.com/matryer/is"
 )
 
@@ -29,29 +29,21 @@ func TestOutcomeMarks(t *testing.T) {
 	is.True(!IsRecordFault(base) && !IsRetryable(base))
 	is.Equal(RecordFault(nil), nil)
 	is.Equal(Retryable(nil), nil)
-
-	// The plugin server, which cannot import this package, knows them by
-	// these methods.
-	var fm interface{ RecordFault() bool }
-	is.True(errors.As(f, &fm) && fm.RecordFault())
-	var rm interface{ Retryable() bool }
-	is.True(errors.As(r, &rm) && rm.Retryable())
 }
 
 func TestConfigureHandsOverTheRetryPolicy(t *testing.T) {
 	is := is.New(t)
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}
-	d, err := c.ConfigureDestination(map[string]string{})
+	d, err := configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.Equal(d.Retry, middleware.DefaultRetry())
-	d, err = c.ConfigureDestination(map[string]string{"sdk.retry.attempts": "2", "sdk.retry.delay": "1s", "sdk.retry.maxDelay": "1m"})
+	is.Equal(d.Retry, plugin.Retry{Attempts: 8, Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second})
+	d, err = configureDestination(c, map[string]string{"sdk.retry.attempts": "2", "sdk.retry.delay": "1s", "sdk.retry.maxDelay": "1m"})
 	is.NoErr(err)
-	is.Equal(d.Retry, middleware.Retry{Attempts: 2, Delay: time.Second, MaxDelay: time.Minute})
+	is.Equal(d.Retry, plugin.Retry{Attempts: 2, Delay: time.Second, MaxDelay: time.Minute})
 
-	// Without the Retry settings among its middleware, a destination is
-	// never retried.
-	c.DestinationMiddleware = []middleware.DestinationSettings{middleware.Batching{}}
-	d, err = c.ConfigureDestination(map[string]string{})
+	// A connector whose default is no retries is never retried.
+	c.Retry = &Retry{}
+	d, err = configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.Equal(d.Retry, middleware.Retry{})
+	is.Equal(d.Retry, plugin.Retry{})
 }

@@ -18,16 +18,11 @@ func (nopSource) Teardown(context.Context) error       { return nil }
 
 func newNopSource(nopConfig) (nopSource, error) { return nopSource{}, nil }
 
-// sdkParameterNames returns the names of the default middleware's
-// parameters.
-func sdkParameterNames[S any](settings []S) []string {
+// sdkParameterNames returns the names of the parameters of groups.
+func sdkParameterNames(groups []group) []string {
 	var names []string
-	for _, s := range settings {
-		params, err := settingsParameters(s)
-		if err != nil {
-			panic(err)
-		}
-		for _, p := range params {
+	for _, g := range groups {
+		for _, p := range g.params {
 			names = append(names, p.Name)
 		}
 	}
@@ -52,7 +47,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 	}{
 		{
 			role:      "source",
-			names:     sdkParameterNames(middleware.DefaultSource()),
+			names:     sdkParameterNames(Connector{}.sourceGroups(&sourcePlan{})),
 			anyString: []string{"sdk.schema.context.name", "sdk.schema.extract.key.subject", "sdk.schema.extract.payload.subject"},
 			bad: []map[string]string{{
 				"sdk.batch.size":                     "-1",
@@ -64,13 +59,13 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 				"sdk.schema.extract.key.enabled":     "yes please",
 			}},
 			configure: func(raw map[string]string) error {
-				_, err := Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}.ConfigureSource(raw)
+				_, err := Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}.configureSource(raw, middleware.Env{})
 				return err
 			},
 		},
 		{
 			role:  "destination",
-			names: sdkParameterNames(middleware.DefaultDestination()),
+			names: sdkParameterNames(Connector{}.destinationGroups(&destinationPlan{})),
 			bad: []map[string]string{
 				{
 					"sdk.batch.size":                     "ten",
@@ -100,7 +95,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 				},
 			},
 			configure: func(raw map[string]string) error {
-				_, err := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}.ConfigureDestination(raw)
+				_, err := configureDestination(Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop)}, raw)
 				return err
 			},
 		},

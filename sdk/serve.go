@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,9 +9,9 @@ import (
 
 	"github.com/conduitio/conduit-commons/config"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk/internal/served"
 	"github.com/connkit/connkit/sdk/schema"
 )
 
@@ -50,25 +51,31 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 		return err
 	}
 	defer closeSchemas.Close()
-	settings.Schemas = schemas
+	settings.Context = func(ctx context.Context) context.Context { return schema.NewContext(ctx, schemas) }
 	env := middleware.Env{Schemas: schemas, ConnectorID: getenv(pconnector.EnvConduitConnectorID)}
-	return plugin.Serve(c.plugin(spec, env), settings, stderr)
+	return plugin.Serve(c.server(spec, env), settings, stderr)
 }
 
-// plugin returns what the plugin server serves for c.
-func (c Connector) plugin(spec Specification, env middleware.Env) plugin.Connector {
+func init() {
+	served.Connector = func(c any) (plugin.Connector, error) {
+		conn := c.(Connector)
+		spec, err := conn.Specification()
+		if err != nil {
+			return plugin.Connector{}, err
+		}
+		return conn.server(spec, middleware.Env{}), nil
+	}
+}
+
+// server returns what the plugin server serves for c: its specification,
+// and how to configure its source and destination.
+func (c Connector) server(spec Specification, env middleware.Env) plugin.Connector {
 	pc := plugin.Connector{Spec: protocolSpec(spec)}
 	if c.Source.isSet() {
-		pc.NewSource = func(raw map[string]string) (Source, batcher.Policy, error) {
-			s, err := c.configureSource(raw, env)
-			return s.Connector, s.Batching, err
-		}
+		pc.NewSource = func(raw map[string]string) (plugin.Source, error) { return c.configureSource(raw, env) }
 	}
 	if c.Destination.isSet() {
-		pc.NewDestination = func(raw map[string]string) (Destination, plugin.DestinationPolicy, error) {
-			d, err := c.configureDestination(raw, env)
-			return d.Connector, plugin.DestinationPolicy{Batch: d.Batching, Retry: d.Retry}, err
-		}
+		pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) { return c.configureDestination(raw, env) }
 	}
 	return pc
 }

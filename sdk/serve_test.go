@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/conduitio/conduit-commons/config"
-	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
@@ -97,7 +96,7 @@ func TestServeSpecShowsLists(t *testing.T) {
 	type listConfig struct {
 		Tables []string `param:"tables" default:"a,b" desc:"Comma-separated tables."`
 	}
-	c := Connector{Name: "nop", Version: "v0.1.0", DestinationMiddleware: []middleware.DestinationSettings{},
+	c := Connector{Name: "nop", Version: "v0.1.0",
 		Destination: NewDestination(func(listConfig) (nopDestination, error) { return nopDestination{}, nil })}
 	var out bytes.Buffer
 	is.NoErr(serve(c, []string{"spec"}, func(string) string { return "" }, &out, &out))

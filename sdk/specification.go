@@ -43,11 +43,11 @@ func (c Connector) Specification() (Specification, error) {
 	}
 	var err error
 	if c.Source.isSet() {
-		spec.SourceParameters, err = allParameters(c.Source.params, c.sourceMiddleware())
+		spec.SourceParameters, err = parametersWith(c.Source.params, c.sourceGroups(&sourcePlan{}))
 		errs = append(errs, err)
 	}
 	if c.Destination.isSet() {
-		spec.DestinationParameters, err = allParameters(c.Destination.params, c.destinationMiddleware())
+		spec.DestinationParameters, err = parametersWith(c.Destination.params, c.destinationGroups(&destinationPlan{}))
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -49,11 +49,10 @@ func writeFile(t *testing.T, path string, n int) []sdk.Record {
 	for i := range records {
 		records[i] = sdktest.TestRecord(i+1, ops[i%len(ops)], i%3 == 0)
 	}
-	configured, err := jsonl.Connector.ConfigureDestination(map[string]string{"path": path})
+	d, err := jsonl.Connector.Destination.New(map[string]string{"path": path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := configured.Connector
 	if err := d.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +71,10 @@ func TestTornLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "torn.jsonl")
 	written := writeFile(t, path, 2)
 
-	configured, err := jsonl.Connector.ConfigureSource(map[string]string{"path": path, "poll": "1ms"})
+	src, err := jsonl.Connector.Source.New(map[string]string{"path": path, "poll": "1ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := configured.Connector
 	if err := src.Open(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +122,10 @@ func TestSourceWaitsForAMissingFileAndSaysSo(t *testing.T) {
 	var log bytes.Buffer
 	ctx := sdk.ContextWithLogger(t.Context(), slog.New(slog.NewTextHandler(&log, nil)))
 	path := filepath.Join(t.TempDir(), "later.jsonl")
-	configured, err := jsonl.Connector.ConfigureSource(map[string]string{"path": path, "poll": "1ms"})
+	src, err := jsonl.Connector.Source.New(map[string]string{"path": path, "poll": "1ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := configured.Connector
 	if err := src.Open(ctx, nil); err != nil {
 		t.Fatalf("Open fails on a file that may appear later: %v", err)
 	}
@@ -167,11 +164,11 @@ func TestSourceOpenRefusesWhatCannotBeRead(t *testing.T) {
 		{"a directory", dir, nil, "is a directory"},
 		{"a file gone while it was read", filepath.Join(dir, "gone.jsonl"), sdk.Position("120"), "was it moved or deleted?"},
 	} {
-		configured, err := jsonl.Connector.ConfigureSource(map[string]string{"path": tt.path})
+		src, err := jsonl.Connector.Source.New(map[string]string{"path": tt.path})
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = configured.Connector.Open(t.Context(), tt.from)
+		err = src.Open(t.Context(), tt.from)
 		if err == nil || !strings.Contains(err.Error(), `parameter "path"`) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Open returned %v, want an error naming path and saying %q", tt.name, err, tt.want)
 		}

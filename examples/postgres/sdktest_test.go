@@ -69,9 +69,9 @@ func TestWriteSurvivesADroppedConnection(t *testing.T) {
 	defer proxy.Close()
 	u.Host = proxy.Addr()
 
-	configured, err := postgres.Connector.ConfigureDestination(map[string]string{"url": u.String(), "table": "sdktest"})
+	dst, err := postgres.Connector.Destination.New(map[string]string{"url": u.String(), "table": "sdktest"})
 	is.NoErr(err)
-	d := sdktest.DropAt(configured.Connector, 5, proxy.Drop)
+	d := sdktest.DropAt(dst, 5, proxy.Drop)
 	is.NoErr(d.Open(ctx))
 	defer d.Teardown(context.Background())
 

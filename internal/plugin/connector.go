@@ -1,55 +1,74 @@
 package plugin
 
 import (
+	"context"
+
+	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/middleware"
-)
-
-// The connector interfaces, declared in package middleware.
-type (
-	Source      = middleware.Source
-	Destination = middleware.Destination
 )
 
 // Connector is what a plugin binary serves: its specification and the
-// constructors that turn a raw configuration into a configured connector
-// and the policies the server applies to it. A nil constructor means the
-// plugin does not play that role.
+// constructors that configure a source or a destination from the raw
+// configuration Conduit sends. A nil constructor means the plugin does not
+// play that role.
 type Connector struct {
 	Spec           pconnector.Specification
-	NewSource      func(config map[string]string) (Source, batcher.Policy, error)
-	NewDestination func(config map[string]string) (Destination, DestinationPolicy, error)
+	NewSource      func(config map[string]string) (Source, error)
+	NewDestination func(config map[string]string) (Destination, error)
 }
 
-// DestinationPolicy is how the server drives a destination: which records
-// each Write gets, and what it does when a Write fails with a retryable
-// error. The zero value writes each message as it arrives and never retries.
-type DestinationPolicy struct {
-	Batch batcher.Policy
-	Retry middleware.Retry
+// Source is a configured source as the server runs it: the connector's
+// calls and the policies that drive them, resolved once, at Configure.
+type Source struct {
+	Open func(ctx context.Context, from opencdc.Position) error
+	// Read returns between 1 and max records, or an error; when ctx is
+	// done it returns ctx.Err() and no records.
+	Read func(ctx context.Context, max int) ([]opencdc.Record, error)
+	// Batched says Read may return more than one record, so the server
+	// chooses max; otherwise it returns one at a time.
+	Batched  bool
+	Ack      func(ctx context.Context, position opencdc.Position) error // nil: the source takes no acks
+	Teardown func(ctx context.Context) error
+	Batch    batcher.Policy // which records travel in one message
+	Hooks    Hooks
 }
 
-// source is a configured source with its batching policy and the optional
-// interfaces it has, resolved once, at Configure.
-type source struct {
-	Source
-	batch  batcher.Policy
-	acker  middleware.Acker       // nil if the source takes no acks
-	reader middleware.BatchReader // nil if the source reads one record at a time
+// Destination is a configured destination as the server runs it: the
+// connector's calls and the policies that drive them, resolved once, at
+// Configure.
+type Destination struct {
+	Open func(ctx context.Context) error
+	// Write follows the Write contract of package sdk's Destination.
+	Write    func(ctx context.Context, records []opencdc.Record) (int, error)
+	Teardown func(ctx context.Context) error
+	Batch    batcher.Policy // which records one Write gets
+	Retry    Retry          // what a retryable failure does
+	// Classify says whose failure a Write error is; nil treats every error
+	// as unclassified.
+	Classify func(error) Fault
+	Hooks    Hooks
 }
 
-func newSource(s Source, batch batcher.Policy) *source {
-	out := &source{Source: s, batch: batch}
-	out.acker, _ = middleware.Find[middleware.Acker](s)
-	out.reader, _ = middleware.Find[middleware.BatchReader](s)
-	return out
-}
+// Fault says whose failure a Write error is, which decides what happens to
+// the records from the first one not written on.
+type Fault int
 
-// destination is a configured destination with its batching and retry
-// policies.
-type destination struct {
-	Destination
-	batch batcher.Policy
-	retry middleware.Retry
+const (
+	// Unclassified: the first record not written is nacked with the error,
+	// and each later one as not attempted.
+	Unclassified Fault = iota
+	// RecordFault: the first record not written is nacked alone, and the
+	// rest go to the next Write.
+	RecordFault
+	// Retryable: the records not written are written again after a backoff
+	// (see [Retry]).
+	Retryable
+)
+
+// Hooks are a connector's lifecycle calls; a nil hook succeeds.
+type Hooks struct {
+	OnCreated func(ctx context.Context) error
+	OnUpdated func(ctx context.Context, previous map[string]string) error
+	OnDeleted func(ctx context.Context) error
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/middleware"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -24,19 +23,24 @@ import (
 // is written in one call (group commit). What has been received and not
 // yet acked is bounded; while the bound is reached, the reader's messages
 // wait, Recv is not called, and gRPC's flow control pushes back on Conduit.
-// Stop asks the owner to write what it holds without waiting for a batch to
-// fill, and returns once the last position Conduit sent has been acked.
+//
+// Stop asks the owner to write what it holds without waiting for a batch
+// to fill, and returns once the last position Conduit sent has been acked.
+// A Stop is never lost: one that arrives before Run has started waits for
+// it, as Conduit may send Stop right behind the records it sent.
 type destinationServer struct {
-	newDestination func(map[string]string) (Destination, DestinationPolicy, error)
+	newDestination func(map[string]string) (Destination, error)
 	log            *slog.Logger
-	halt           *retryHalt // ends retries on Stop and Teardown
+	halt           *retryHalt         // Stop and Teardown; ends retries and waits
+	started        chan struct{}      // closed when Run has started
+	stops          chan stopRequest   // Stop's requests to the running owner loop
+	runDone        chan struct{}      // closed when Run has returned
+	writes         context.Context    // done once Teardown is called: the writes end
+	cancelWrites   context.CancelFunc //
 
-	mu           sync.Mutex
-	dst          *destination
-	running      bool
-	runDone      chan struct{}      // closed when Run returns
-	stops        chan stopRequest   // Stop's requests to the running owner loop
-	cancelWrites context.CancelFunc // ends the writes' context
+	mu  sync.Mutex
+	dst *Destination // nil until Configure
+	ran bool         // Run was called
 }
 
 // stopRequest asks the owner loop to write without waiting and to close
@@ -46,27 +50,31 @@ type stopRequest struct {
 	done chan struct{}
 }
 
-func newDestinationServer(newDestination func(map[string]string) (Destination, DestinationPolicy, error), log *slog.Logger) *destinationServer {
-	return &destinationServer{newDestination: newDestination, log: log, halt: newRetryHalt()}
+func newDestinationServer(newDestination func(map[string]string) (Destination, error), log *slog.Logger) *destinationServer {
+	writes, cancel := context.WithCancel(context.Background())
+	return &destinationServer{
+		newDestination: newDestination, log: log, halt: newRetryHalt(),
+		started: make(chan struct{}), stops: make(chan stopRequest), runDone: make(chan struct{}),
+		writes: writes, cancelWrites: cancel,
+	}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
 	var dst Destination
-	var policy DestinationPolicy
 	err := guard("Configure", func() (err error) {
-		dst, policy, err = d.newDestination(req.Config)
+		dst, err = d.newDestination(req.Config)
 		return err
 	})
 	if err != nil {
 		return pconnector.DestinationConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
 	}
 	d.mu.Lock()
-	d.dst = &destination{Destination: dst, batch: policy.Batch, retry: policy.Retry}
+	d.dst = &dst
 	d.mu.Unlock()
 	return pconnector.DestinationConfigureResponse{}, nil
 }
 
-func (d *destinationServer) destination() (*destination, error) {
+func (d *destinationServer) destination() (*Destination, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.dst == nil {
@@ -91,30 +99,29 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	if err != nil {
 		return err
 	}
-	in, err := batcher.New(dst.batch, holdFor(dst.batch), recordSize)
+	in, err := batcher.New(dst.Batch, holdFor(dst.Batch), recordSize)
 	if err != nil {
 		return err
 	}
-	// Writes outlive the stream's context so that what was received is
-	// written and acked even while Conduit closes the stream; Teardown
-	// cancels them.
-	writeCtx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWrites()
-	stops := make(chan stopRequest)
 	d.mu.Lock()
-	if d.running {
+	if d.ran {
 		d.mu.Unlock()
 		return status.Error(codes.FailedPrecondition, "destination is already running")
 	}
-	d.running = true
-	d.runDone = make(chan struct{})
-	d.stops, d.cancelWrites = stops, cancelWrites
+	d.ran = true
 	d.mu.Unlock()
 	defer close(d.runDone)
+	close(d.started)
 
+	// Writes outlive the stream's context, keeping what it carries for
+	// connector code, so that what was received is written and acked even
+	// while Conduit closes the stream; Teardown cancels them.
+	writeCtx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWrites()
+	defer context.AfterFunc(d.writes, cancelWrites)()
 	f := &destinationFlow{
 		server: d, dst: dst, stream: stream.Server(), in: in,
-		ctx: ctx, writeCtx: writeCtx, stops: stops,
+		ctx: ctx, writeCtx: writeCtx, stops: d.stops,
 	}
 	err = f.run()
 	if err == nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || ctx.Err() != nil {
@@ -125,8 +132,8 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 }
 
 // write writes records and sends one ack per record (see [outcomes]).
-func (d *destinationServer) write(ctx context.Context, dst *destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
-	return outcomes{write: dst.Write, retry: dst.retry, halt: d.halt, log: d.log, send: func(acks []pconnector.DestinationRunResponseAck) error {
+func (d *destinationServer) write(ctx context.Context, dst *Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
+	return outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, send: func(acks []pconnector.DestinationRunResponseAck) error {
 		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
 			return fmt.Errorf("send acks to Conduit: %w", err)
 		}
@@ -135,33 +142,41 @@ func (d *destinationServer) write(ctx context.Context, dst *destination, stream 
 }
 
 // Stop returns once the record at req.LastPosition has been written and
-// acked (or nacked), once Run has ended, or when ctx is done. From the call
-// on, what the server holds is written without waiting for a batch to fill
-// or for sdk.batch.delay.
+// acked (or nacked), once Run has ended, or when ctx is done or Teardown
+// is called. From the call on, what the server holds is written without
+// waiting for a batch to fill or for sdk.batch.delay. A Stop that arrives
+// before Run has started waits for it; one without a position returns at
+// once, as there is nothing to wait for.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
 	d.halt.Stop()
-	d.mu.Lock()
-	running, stops, runDone := d.running, d.stops, d.runDone
-	d.mu.Unlock()
-	if !running {
+	if len(req.LastPosition) == 0 {
 		return pconnector.DestinationStopResponse{}, nil
+	}
+	fail := func(what string, err error) (pconnector.DestinationStopResponse, error) {
+		return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: position %q %s: %w", req.LastPosition, what, err)
+	}
+	select {
+	case <-d.started:
+	case <-d.halt.aborted():
+		return pconnector.DestinationStopResponse{}, nil
+	case <-ctx.Done():
+		return fail("was never acked, as Run never started", ctx.Err())
 	}
 	r := stopRequest{last: req.LastPosition, done: make(chan struct{})}
 	select {
-	case stops <- r:
-	case <-runDone:
+	case d.stops <- r:
+	case <-d.runDone:
 		return pconnector.DestinationStopResponse{}, nil
 	case <-ctx.Done():
-		return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: %w", ctx.Err())
+		return fail("was never acked", ctx.Err())
 	}
 	select {
 	case <-r.done:
-		return pconnector.DestinationStopResponse{}, nil
-	case <-runDone:
-		return pconnector.DestinationStopResponse{}, nil
+	case <-d.runDone:
 	case <-ctx.Done():
-		return pconnector.DestinationStopResponse{}, fmt.Errorf("stop destination: position %q was never acked: %w", req.LastPosition, ctx.Err())
+		return fail("was never acked", ctx.Err())
 	}
+	return pconnector.DestinationStopResponse{}, nil
 }
 
 // Teardown cancels writes still in progress (Stop has written and acked
@@ -169,16 +184,14 @@ func (d *destinationServer) Stop(ctx context.Context, req pconnector.Destination
 // it), waits for Run to end and tears the connector down. It works whether
 // or not Configure, Open or Run ever happened.
 func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.DestinationTeardownRequest) (pconnector.DestinationTeardownResponse, error) {
-	d.mu.Lock()
-	dst, running, runDone, cancelWrites := d.dst, d.running, d.runDone, d.cancelWrites
-	d.mu.Unlock()
 	d.halt.Abort()
-	if cancelWrites != nil {
-		cancelWrites()
-	}
-	if running {
+	d.cancelWrites()
+	d.mu.Lock()
+	dst, ran := d.dst, d.ran
+	d.mu.Unlock()
+	if ran {
 		select {
-		case <-runDone:
+		case <-d.runDone:
 		case <-ctx.Done():
 			return pconnector.DestinationTeardownResponse{}, fmt.Errorf("teardown destination: Run did not end: %w", ctx.Err())
 		}
@@ -193,41 +206,28 @@ func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.Destinati
 }
 
 func (d *destinationServer) LifecycleOnCreated(ctx context.Context, req pconnector.DestinationLifecycleOnCreatedRequest) (pconnector.DestinationLifecycleOnCreatedResponse, error) {
-	return pconnector.DestinationLifecycleOnCreatedResponse{}, d.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
-		if h, ok := middleware.Find[middleware.CreatedHook](c); ok {
-			return h.OnCreated(ctx)
-		}
-		return nil
-	})
+	return pconnector.DestinationLifecycleOnCreatedResponse{}, d.lifecycle(ctx, req.Config, "OnCreated", func(h Hooks) error { return h.created(ctx) })
 }
 
 func (d *destinationServer) LifecycleOnUpdated(ctx context.Context, req pconnector.DestinationLifecycleOnUpdatedRequest) (pconnector.DestinationLifecycleOnUpdatedResponse, error) {
-	return pconnector.DestinationLifecycleOnUpdatedResponse{}, d.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
-		if h, ok := middleware.Find[middleware.UpdatedHook](c); ok {
-			return h.OnUpdated(ctx, req.ConfigBefore)
-		}
-		return nil
-	})
+	return pconnector.DestinationLifecycleOnUpdatedResponse{}, d.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(h Hooks) error { return h.updated(ctx, req.ConfigBefore) })
 }
 
 func (d *destinationServer) LifecycleOnDeleted(ctx context.Context, req pconnector.DestinationLifecycleOnDeletedRequest) (pconnector.DestinationLifecycleOnDeletedResponse, error) {
-	return pconnector.DestinationLifecycleOnDeletedResponse{}, d.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
-		if h, ok := middleware.Find[middleware.DeletedHook](c); ok {
-			return h.OnDeleted(ctx)
-		}
-		return nil
-	})
+	return pconnector.DestinationLifecycleOnDeletedResponse{}, d.lifecycle(ctx, req.Config, "OnDeleted", func(h Hooks) error { return h.deleted(ctx) })
 }
 
-func (d *destinationServer) lifecycle(ctx context.Context, config map[string]string, call string, hook func(any) error) error {
+// lifecycle runs a hook of the configured destination, or of one built from
+// config (see [runHook]).
+func (d *destinationServer) lifecycle(ctx context.Context, config map[string]string, name string, hook func(Hooks) error) error {
 	d.mu.Lock()
-	var configured any
+	var configured *Hooks
 	if d.dst != nil {
-		configured = d.dst.Destination
+		configured = &d.dst.Hooks
 	}
 	d.mu.Unlock()
-	return runHook(ctx, d.log, call, configured, func() (any, error) {
-		dst, _, err := d.newDestination(config)
-		return dst, err
+	return runHook(ctx, d.log, name, configured, func() (Hooks, func(context.Context) error, error) {
+		dst, err := d.newDestination(config)
+		return dst.Hooks, dst.Teardown, err
 	}, hook)
 }

@@ -5,35 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/middleware"
 )
-
-// A connector says whose failure a Write error is by wrapping it (package
-// sdk's RecordFault and Retryable); the server recognises the wrappers by
-// these methods, as package sdk imports this one.
-type (
-	recordFaulter interface{ RecordFault() bool }
-	retryabler    interface{ Retryable() bool }
-)
-
-func isRecordFault(err error) bool {
-	var f recordFaulter
-	return errors.As(err, &f) && f.RecordFault()
-}
-
-// isRetryable is false for an error that is also a record fault: retrying a
-// record that cannot be written would only delay, then nack, those after it.
-func isRetryable(err error) bool {
-	var r retryabler
-	return !isRecordFault(err) && errors.As(err, &r) && r.Retryable()
-}
 
 // outcomes writes a batch of records to a destination with as many Writes
 // as their outcomes take, and settles every record exactly once, in order:
@@ -42,7 +19,7 @@ func isRetryable(err error) bool {
 //   - a record fault at n nacks records[n] alone, with its own error, and
 //     records[n+1:] go to the next Write;
 //   - a retryable error at n writes records[n:] again after a backoff (see
-//     [middleware.Retry]) and nacks them, saying so, only when the retries
+//     [Retry]) and nacks them, saying so, only when the retries
 //     run out, the destination is stopped or torn down, or ctx ends;
 //   - any other error nacks records[n] with it and each later record with
 //     an error that says it was not attempted because records[n] failed;
@@ -50,10 +27,11 @@ func isRetryable(err error) bool {
 //     every record it did not confirm is nacked with the same error, as
 //     nothing says which record is at fault.
 type outcomes struct {
-	write func(ctx context.Context, records []opencdc.Record) (int, error)
-	retry middleware.Retry
-	halt  *retryHalt // nil: retries end only with ctx
-	log   *slog.Logger
+	write    func(ctx context.Context, records []opencdc.Record) (int, error)
+	retry    Retry
+	classify func(error) Fault // nil: every error is unclassified
+	halt     *retryHalt        // nil: retries end only with ctx
+	log      *slog.Logger
 	// send delivers settled acks to Conduit, in order; writeAll calls it
 	// before each backoff and once at the end.
 	send func([]pconnector.DestinationRunResponseAck) error
@@ -114,8 +92,8 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 			retries, stopRetried = 0, false
 		}
 		text := errorText(err)
-		switch {
-		case isRecordFault(err):
+		switch o.faultOf(err) {
+		case RecordFault:
 			o.log.Error("record not written", "position", string(positions[failed]), "error", err)
 			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], ownReason(positions[failed], text)))
 			start = failed + 1
@@ -126,7 +104,7 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 				nack(start, len(records), msg)
 				start = len(records)
 			}
-		case isRetryable(err):
+		case Retryable:
 			start = failed
 			if err := flush(); err != nil {
 				return err
@@ -188,16 +166,6 @@ func (o outcomes) pause(ctx context.Context, retries int, stopRetried *bool, pos
 	}
 }
 
-// jitter returns a random duration in [d/2, d]: waits spread out, so that
-// connectors that failed together do not retry together, but never fall
-// so short that a struggling system is hammered.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d-d/2+1)
-}
-
 // ownReason is text, the error of the record at pos, without the
 // "record at position <pos>: " it may begin with: the nack says that once,
 // also when the connector's error already does (Conduit puts the nack's
@@ -215,56 +183,10 @@ func errorText(err error) string {
 	return fmt.Sprintf("destination returned an error with an empty message (%T)", err)
 }
 
-// retryHalt tells retries in progress that the destination is stopping
-// (wait no more: one last attempt, then nack) or being torn down (no more
-// attempts). A nil *retryHalt never halts.
-type retryHalt struct {
-	stopOnce, abortOnce sync.Once
-	stop, abort         chan struct{}
-}
-
-func newRetryHalt() *retryHalt {
-	return &retryHalt{stop: make(chan struct{}), abort: make(chan struct{})}
-}
-
-// Stop marks the destination as stopping; it is safe to call more than once.
-func (h *retryHalt) Stop() { h.stopOnce.Do(func() { close(h.stop) }) }
-
-// Abort marks the destination as torn down; it is safe to call more than once.
-func (h *retryHalt) Abort() { h.abortOnce.Do(func() { close(h.abort) }) }
-
-func (h *retryHalt) stopping() <-chan struct{} {
-	if h == nil {
-		return nil
+// faultOf classifies err with the destination's classifier.
+func (o outcomes) faultOf(err error) Fault {
+	if o.classify == nil {
+		return Unclassified
 	}
-	return h.stop
-}
-
-func (h *retryHalt) aborted() <-chan struct{} {
-	if h == nil {
-		return nil
-	}
-	return h.abort
-}
-
-func (h *retryHalt) isStopping() bool { return closed(h.stopping()) }
-func (h *retryHalt) isAborted() bool  { return closed(h.aborted()) }
-
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// retryPolicy returns the configured destination's retry policy.
-func (d *destinationServer) retryPolicy() middleware.Retry {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.dst == nil {
-		return middleware.Retry{}
-	}
-	return d.dst.retry
+	return o.classify(err)
 }

@@ -13,9 +13,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
 	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/logging"
-	"github.com/connkit/connkit/sdk/schema"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -26,9 +24,9 @@ import (
 type Settings struct {
 	LogLevel       slog.Level
 	MaxReceiveSize int // bytes; the gRPC limit for one incoming message
-	// Schemas is the schema registry connector code finds in the context of
-	// every call (schema.FromContext); nil leaves the process's default.
-	Schemas schema.Registry
+	// Context, if set, adds to the context of every call what connector
+	// code takes from it besides the logger and the record size limit.
+	Context func(context.Context) context.Context
 }
 
 // DefaultMaxReceiveSize is Conduit's default record size limit.
@@ -149,14 +147,14 @@ func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 }
 
 // context returns ctx carrying what connector code takes from it: the
-// logger, the record size limit and the schema registry.
+// logger, the record size limit and what Settings.Context adds.
 func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
 	ctx = logging.NewContext(ctx, log)
 	if s.MaxReceiveSize > 0 {
 		ctx = NewMaxRecordSizeContext(ctx, s.MaxReceiveSize)
 	}
-	if s.Schemas != nil {
-		ctx = schema.NewContext(ctx, s.Schemas)
+	if s.Context != nil {
+		ctx = s.Context(ctx)
 	}
 	return ctx
 }
@@ -168,20 +166,20 @@ type loggingStream struct {
 
 func (s *loggingStream) Context() context.Context { return s.ctx }
 
-func sourceOrNot(f func(map[string]string) (Source, batcher.Policy, error)) func(map[string]string) (Source, batcher.Policy, error) {
+func sourceOrNot(f func(map[string]string) (Source, error)) func(map[string]string) (Source, error) {
 	if f != nil {
 		return f
 	}
-	return func(map[string]string) (Source, batcher.Policy, error) {
-		return nil, batcher.Policy{}, status.Error(codes.Unimplemented, "this plugin is not a source")
+	return func(map[string]string) (Source, error) {
+		return Source{}, status.Error(codes.Unimplemented, "this plugin is not a source")
 	}
 }
 
-func destinationOrNot(f func(map[string]string) (Destination, DestinationPolicy, error)) func(map[string]string) (Destination, DestinationPolicy, error) {
+func destinationOrNot(f func(map[string]string) (Destination, error)) func(map[string]string) (Destination, error) {
 	if f != nil {
 		return f
 	}
-	return func(map[string]string) (Destination, DestinationPolicy, error) {
-		return nil, DestinationPolicy{}, status.Error(codes.Unimplemented, "this plugin is not a destination")
+	return func(map[string]string) (Destination, error) {
+		return Destination{}, status.Error(codes.Unimplemented, "this plugin is not a destination")
 	}
 }

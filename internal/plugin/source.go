@@ -12,7 +12,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/middleware"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -29,40 +28,40 @@ import (
 // owner send what it holds; the acker keeps running until Conduit closes
 // the stream.
 type sourceServer struct {
-	newSource func(map[string]string) (Source, batcher.Policy, error)
+	newSource func(map[string]string) (Source, error)
 	log       *slog.Logger
 
 	mu       sync.Mutex
-	src      *source
+	src      *Source            // nil until Configure
 	stopRead context.CancelFunc // ends the reader; nil until Run
 	readDone chan struct{}      // closed when the reader has returned
 	runDone  chan struct{}      // closed when Run and both its loops have returned
 	flushes  chan chan struct{} // Stop's requests to send everything read
+	stopped  bool               // Stop came before Run: Run reads nothing
 	lastRead opencdc.Position   // the last record read, sent or on its way
 	inflight [][]byte           // positions read and not yet acked, oldest first
 }
 
-func newSourceServer(newSource func(map[string]string) (Source, batcher.Policy, error), log *slog.Logger) *sourceServer {
+func newSourceServer(newSource func(map[string]string) (Source, error), log *slog.Logger) *sourceServer {
 	return &sourceServer{newSource: newSource, log: log}
 }
 
 func (s *sourceServer) Configure(_ context.Context, req pconnector.SourceConfigureRequest) (pconnector.SourceConfigureResponse, error) {
 	var src Source
-	var batch batcher.Policy
 	err := guard("Configure", func() (err error) {
-		src, batch, err = s.newSource(req.Config)
+		src, err = s.newSource(req.Config)
 		return err
 	})
 	if err != nil {
 		return pconnector.SourceConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
 	}
 	s.mu.Lock()
-	s.src = newSource(src, batch)
+	s.src = &src
 	s.mu.Unlock()
 	return pconnector.SourceConfigureResponse{}, nil
 }
 
-func (s *sourceServer) source() (*source, error) {
+func (s *sourceServer) source() (*Source, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.src == nil {
@@ -87,7 +86,7 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	if err != nil {
 		return err
 	}
-	out, err := batcher.New(src.batch, holdFor(src.batch), recordSize)
+	out, err := batcher.New(src.Batch, holdFor(src.Batch), recordSize)
 	if err != nil {
 		return err
 	}
@@ -100,6 +99,9 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 		return status.Error(codes.FailedPrecondition, "source is already running")
 	}
 	s.stopRead, s.flushes = stopRead, flushes
+	if s.stopped {
+		stopRead()
+	}
 	s.readDone = make(chan struct{})
 	s.runDone = make(chan struct{})
 	readDone, runDone := s.readDone, s.runDone
@@ -146,7 +148,7 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 // ReadBatch returned them, until ctx ends, reading fails or deliver returns
 // false. Records returned together with a cancellation are still handed
 // on: they have been read, and the source may not produce them again.
-func (s *sourceServer) read(ctx context.Context, src *source, deliver func([]opencdc.Record) bool) error {
+func (s *sourceServer) read(ctx context.Context, src *Source, deliver func([]opencdc.Record) bool) error {
 	next := readerFor(src)
 	for {
 		records, err := next(ctx)
@@ -167,45 +169,38 @@ func (s *sourceServer) read(ctx context.Context, src *source, deliver func([]ope
 	}
 }
 
-// readerFor returns how to read from src: with ReadBatch when the source has
-// it, asking for up to the policy's count, and no more records than the
-// byte limit holds at the size of the records read so far (so that a source
-// of large records does not read a thousand of them at once).
-func readerFor(src *source) func(context.Context) ([]opencdc.Record, error) {
-	if br := src.reader; br != nil {
-		limit := defaultReadBatch
-		if src.batch.Count > 0 {
-			limit = src.batch.Count
+// readerFor returns how to read from src: a batched source is asked for
+// up to the policy's count, and no more records than the byte limit holds
+// at the size of the records read so far (so that a source of large
+// records does not read a thousand of them at once).
+func readerFor(src *Source) func(context.Context) ([]opencdc.Record, error) {
+	limit, budget := 1, 0
+	if src.Batched {
+		limit = defaultReadBatch
+		if src.Batch.Count > 0 {
+			limit = src.Batch.Count
 		}
-		budget := holdFor(src.batch).Bytes / 2
-		avg := 0 // bytes per record, estimated from the first record of each batch
-		return func(ctx context.Context) (recs []opencdc.Record, err error) {
-			n := limit
-			if avg > 0 {
-				n = min(limit, max(1, budget/avg))
-			}
-			err = guard("ReadBatch", func() error { recs, err = br.ReadBatch(ctx, n); return err })
-			if len(recs) > n {
-				return nil, fmt.Errorf("ReadBatch returned %d records, more than the %d asked for", len(recs), n)
-			}
-			if len(recs) > 0 {
-				sz := recordSize(recs[0]) + 1
-				if avg == 0 {
-					avg = sz
-				} else {
-					avg = (3*avg + sz) / 4
-				}
-			}
-			return recs, err
-		}
+		budget = holdFor(src.Batch).Bytes / 2
 	}
-	return func(ctx context.Context) ([]opencdc.Record, error) {
-		var rec opencdc.Record
-		err := guard("Read", func() (err error) { rec, err = src.Read(ctx); return err })
-		if err != nil {
-			return nil, err
+	avg := 0 // bytes per record, estimated from the first record of each batch
+	return func(ctx context.Context) (recs []opencdc.Record, err error) {
+		n := limit
+		if avg > 0 {
+			n = min(limit, max(1, budget/avg))
 		}
-		return []opencdc.Record{rec}, nil
+		err = guard("Read", func() error { recs, err = src.Read(ctx, n); return err })
+		if len(recs) > n {
+			return nil, fmt.Errorf("read: got %d records, more than the %d asked for", len(recs), n)
+		}
+		if src.Batched && len(recs) > 0 {
+			sz := recordSize(recs[0]) + 1
+			if avg == 0 {
+				avg = sz
+			} else {
+				avg = (3*avg + sz) / 4
+			}
+		}
+		return recs, err
 	}
 }
 
@@ -230,8 +225,8 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
 // the records were sent. It returns when the stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *source, stream pconnector.SourceRunStreamServer) error {
-	a, hasAck := src.acker, src.acker != nil
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) error {
+	ack := src.Ack
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -248,10 +243,10 @@ func (s *sourceServer) ack(ctx context.Context, src *source, stream pconnector.S
 			if want == nil || !bytes.Equal(want, pos) {
 				return fmt.Errorf("ack for position %q, expected %q: acks must come in the order records were sent", pos, want)
 			}
-			if !hasAck {
+			if ack == nil {
 				continue
 			}
-			if err := guard("Ack", func() error { return a.Ack(ctx, pos) }); err != nil {
+			if err := guard("Ack", func() error { return ack(ctx, pos) }); err != nil {
 				return fmt.Errorf("ack position %q: %w", pos, err)
 			}
 		}
@@ -264,6 +259,9 @@ func (s *sourceServer) ack(ctx context.Context, src *source, stream pconnector.S
 func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest) (pconnector.SourceStopResponse, error) {
 	s.mu.Lock()
 	stopRead, readDone, runDone, flushes := s.stopRead, s.readDone, s.runDone, s.flushes
+	if stopRead == nil {
+		s.stopped = true // Run, if it comes, reads nothing
+	}
 	s.mu.Unlock()
 	if stopRead == nil {
 		return pconnector.SourceStopResponse{}, nil
@@ -316,44 +314,28 @@ func (s *sourceServer) Teardown(ctx context.Context, _ pconnector.SourceTeardown
 }
 
 func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.SourceLifecycleOnCreatedRequest) (pconnector.SourceLifecycleOnCreatedResponse, error) {
-	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(c any) error {
-		if h, ok := middleware.Find[middleware.CreatedHook](c); ok {
-			return h.OnCreated(ctx)
-		}
-		return nil
-	})
+	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(h Hooks) error { return h.created(ctx) })
 }
 
 func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.SourceLifecycleOnUpdatedRequest) (pconnector.SourceLifecycleOnUpdatedResponse, error) {
-	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c any) error {
-		if h, ok := middleware.Find[middleware.UpdatedHook](c); ok {
-			return h.OnUpdated(ctx, req.ConfigBefore)
-		}
-		return nil
-	})
+	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(h Hooks) error { return h.updated(ctx, req.ConfigBefore) })
 }
 
 func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.SourceLifecycleOnDeletedRequest) (pconnector.SourceLifecycleOnDeletedResponse, error) {
-	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(c any) error {
-		if h, ok := middleware.Find[middleware.DeletedHook](c); ok {
-			return h.OnDeleted(ctx)
-		}
-		return nil
-	})
+	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(h Hooks) error { return h.deleted(ctx) })
 }
 
-// lifecycle runs a hook on the configured source, or on one built from
-// config when Conduit calls the hook without Configure (as it does on
-// deletion).
-func (s *sourceServer) lifecycle(ctx context.Context, config map[string]string, call string, hook func(any) error) error {
+// lifecycle runs a hook of the configured source, or of one built from
+// config (see [runHook]).
+func (s *sourceServer) lifecycle(ctx context.Context, config map[string]string, name string, hook func(Hooks) error) error {
 	s.mu.Lock()
-	var configured any
+	var configured *Hooks
 	if s.src != nil {
-		configured = s.src.Source
+		configured = &s.src.Hooks
 	}
 	s.mu.Unlock()
-	return runHook(ctx, s.log, call, configured, func() (any, error) {
-		src, _, err := s.newSource(config)
-		return src, err
+	return runHook(ctx, s.log, name, configured, func() (Hooks, func(context.Context) error, error) {
+		src, err := s.newSource(config)
+		return src.Hooks, src.Teardown, err
 	}, hook)
 }

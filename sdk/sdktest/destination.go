@@ -352,11 +352,10 @@ func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []open
 // checks its results keep the io.Writer-like contract, also when its
 // context is cancelled, the failure the kit can inject into any connector.
 func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
-	configured, err := s.Connector.ConfigureDestination(s.Config)
+	d, err := server(t, s.Connector).NewDestination(s.Config)
 	if err != nil {
 		t.Fatalf("Configure fails: %v", err)
 	}
-	d := configured.Connector
 	if err := d.Open(ctx); err != nil {
 		t.Fatalf("Open fails: %v", err)
 	}

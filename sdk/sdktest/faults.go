@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk"
 )
 
@@ -58,7 +57,7 @@ func (f *failAt) count(n int) {
 	f.mu.Unlock()
 }
 
-func (f *failAt) Unwrap() middleware.Destination { return f.Destination }
+func (f *failAt) Unwrap() sdk.Destination { return f.Destination }
 
 // FailAfter returns d whose Writes fail with err, writing nothing, once d
 // has been open for dur (counted from Open, or from the first Write if
@@ -96,7 +95,7 @@ func (f *failAfter) Write(ctx context.Context, records []sdk.Record) (int, error
 	return f.Destination.Write(ctx, records)
 }
 
-func (f *failAfter) Unwrap() middleware.Destination { return f.Destination }
+func (f *failAfter) Unwrap() sdk.Destination { return f.Destination }
 
 // DropAt returns d that calls drop, once, just before the Write that
 // reaches record k (counted from 0 across all Writes). With a [Proxy]
@@ -126,4 +125,4 @@ func (d *dropAt) Write(ctx context.Context, records []sdk.Record) (int, error) {
 	return d.Destination.Write(ctx, records)
 }
 
-func (d *dropAt) Unwrap() middleware.Destination { return d.Destination }
+func (d *dropAt) Unwrap() sdk.Destination { return d.Destination }

@@ -14,11 +14,10 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/plugin"
-	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/internal/served"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -84,37 +83,41 @@ func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
 	return conn
 }
 
-func (r inProcess) spec() pconnector.Specification {
-	return pconnector.Specification{Name: r.c.Name, Version: r.c.Version}
+// server returns what the plugin server serves for c, as a plugin binary
+// built from c does.
+func server(t tb, c sdk.Connector) plugin.Connector {
+	t.Helper()
+	pc, err := served.Connector(c)
+	if err != nil {
+		t.Fatalf("the Connector is not valid: %v", err)
+	}
+	return pc
 }
 
 func (r inProcess) source(t tb) sourceClient {
 	t.Helper()
-	pc := plugin.Connector{Spec: r.spec(), NewSource: func(raw map[string]string) (plugin.Source, batcher.Policy, error) {
-		s, err := r.c.ConfigureSource(raw)
-		return s.Connector, s.Batching, err
-	}}
-	return clientv2.NewSourcePluginClient(r.serve(t, pc))
+	return clientv2.NewSourcePluginClient(r.serve(t, server(t, r.c)))
 }
 
 func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
 	t.Helper()
+	c := r.c
+	if r.wrap != nil {
+		c.Destination = c.Destination.Wrap(r.wrap)
+	}
+	pc := server(t, c)
 	log := &writeLog{}
-	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, plugin.DestinationPolicy, error) {
-		d, err := r.c.ConfigureDestination(raw)
-		if err != nil {
-			return nil, plugin.DestinationPolicy{}, err
-		}
-		if r.wrap != nil {
-			d.Connector = r.wrap(d.Connector)
-		}
-		return observed{Destination: d.Connector, log: log}, plugin.DestinationPolicy{Batch: d.Batching, Retry: d.Retry}, nil
-	}}
+	configure := pc.NewDestination
+	pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) {
+		d, err := configure(raw)
+		d.Write = log.observe(d.Write)
+		return d, err
+	}
 	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
 }
 
 func (r inProcess) specifier(t tb) pconnector.SpecifierPlugin {
-	return clientv2.NewSpecifierPluginClient(r.serve(t, plugin.Connector{Spec: r.spec()}))
+	return clientv2.NewSpecifierPluginClient(r.serve(t, server(t, r.c)))
 }
 
 // writeLog records how the plugin server called the connector's Write.
@@ -131,28 +134,21 @@ func (l *writeLog) calls() (sizes []int, concurrent bool) {
 	return append([]int(nil), l.sizes...), l.concurrent
 }
 
-// observed is the outermost layer around a configured destination; it
-// records every Write and unwraps to the rest, so the server still finds
-// the hooks.
-type observed struct {
-	middleware.Destination
-	log *writeLog
-}
-
-func (o observed) Write(ctx context.Context, records []opencdc.Record) (int, error) {
-	if o.log.running.Add(1) > 1 {
-		o.log.mu.Lock()
-		o.log.concurrent = true
-		o.log.mu.Unlock()
+// observe returns write, recording every call.
+func (l *writeLog) observe(write func(context.Context, []opencdc.Record) (int, error)) func(context.Context, []opencdc.Record) (int, error) {
+	return func(ctx context.Context, records []opencdc.Record) (int, error) {
+		if l.running.Add(1) > 1 {
+			l.mu.Lock()
+			l.concurrent = true
+			l.mu.Unlock()
+		}
+		defer l.running.Add(-1)
+		l.mu.Lock()
+		l.sizes = append(l.sizes, len(records))
+		l.mu.Unlock()
+		return write(ctx, records)
 	}
-	defer o.log.running.Add(-1)
-	o.log.mu.Lock()
-	o.log.sizes = append(o.log.sizes, len(records))
-	o.log.mu.Unlock()
-	return o.Destination.Write(ctx, records)
 }
-
-func (o observed) Unwrap() middleware.Destination { return o.Destination }
 
 // outOfProcess launches the plugin binary for every instance and drives it
 // over the protocol with the protocol's own client, as Conduit does.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/internal/served"
 )
 
 // role is what the specification and configuration checks need to know
@@ -27,7 +28,10 @@ func sourceRole(s SourceSuite) role {
 	return role{name: "source", field: "Source", suite: "SourceSuite", c: s.Connector, config: s.Config, invalid: s.Invalid,
 		params: func(spec sdk.Specification) []sdk.Parameter { return spec.SourceParameters },
 		configure: func(raw map[string]string) error {
-			_, err := s.Connector.ConfigureSource(raw)
+			pc, err := served.Connector(s.Connector)
+			if err == nil {
+				_, err = pc.NewSource(raw)
+			}
 			return err
 		}}
 }
@@ -36,7 +40,10 @@ func destinationRole(s DestinationSuite) role {
 	return role{name: "destination", field: "Destination", suite: "DestinationSuite", c: s.Connector, config: s.Config, invalid: s.Invalid,
 		params: func(spec sdk.Specification) []sdk.Parameter { return spec.DestinationParameters },
 		configure: func(raw map[string]string) error {
-			_, err := s.Connector.ConfigureDestination(raw)
+			pc, err := served.Connector(s.Connector)
+			if err == nil {
+				_, err = pc.NewDestination(raw)
+			}
 			return err
 		}}
 }

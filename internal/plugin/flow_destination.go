@@ -3,7 +3,6 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -43,7 +42,7 @@ func holdFor(p batcher.Policy) batcher.Hold {
 // happens.
 type destinationFlow struct {
 	server   *destinationServer
-	dst      *destination
+	dst      *Destination
 	stream   pconnector.DestinationRunStreamServer
 	in       *batcher.Batcher[opencdc.Record]
 	ctx      context.Context // the stream's
@@ -112,6 +111,7 @@ func (f *destinationFlow) run() error {
 		stops     []pendingStop
 		ctxDone   = f.ctx.Done()
 		tornDown  = f.writeCtx.Done()
+		stopping  = f.server.halt.stopping() // Stop was called, maybe before Run
 	)
 	timer.Stop()
 	defer timer.Stop()
@@ -188,6 +188,9 @@ func (f *destinationFlow) run() error {
 			}
 			stops = append(stops, s)
 			settled()
+		case <-stopping:
+			stopping = nil
+			draining = true
 		case err := <-received:
 			recvDone, recvErr = true, err
 			// What was received is written and acked while the stream
@@ -200,104 +203,6 @@ func (f *destinationFlow) run() error {
 		case <-tornDown:
 			tornDown = nil
 			halt = true
-		case <-wake:
-		}
-	}
-}
-
-// sourceFlow is one source Run's owner loop: it takes what the reader read
-// while the hold bound has room, and hands the sender a batch whenever the
-// sender is free and a batch is due.
-type sourceFlow struct {
-	stream    pconnector.SourceRunStreamServer
-	out       *batcher.Batcher[opencdc.Record]
-	ctx       context.Context
-	reads     <-chan []opencdc.Record // closed when the reader has returned
-	readErr   *error                  // why the reader returned, once reads is closed
-	ackFailed <-chan error
-	flushes   <-chan chan struct{}
-}
-
-// run returns when Conduit closes the stream or acks fail (with the
-// error), when a send fails, or when reading failed and everything read
-// before is sent. After Stop, it goes on for the acks.
-func (f *sourceFlow) run() error {
-	batches := make(chan []opencdc.Record)
-	sent := make(chan error, 1)
-	senderDone := make(chan struct{})
-	go func() {
-		defer close(senderDone)
-		for batch := range batches {
-			if err := f.stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
-				sent <- fmt.Errorf("send records to Conduit: %w", err)
-				continue
-			}
-			sent <- nil
-		}
-	}()
-	defer func() { close(batches); <-senderDone }()
-
-	var (
-		timer    = time.NewTimer(time.Hour)
-		busy     bool // a message is being sent
-		draining bool // send without waiting: Stop was called, or the reader ended
-		readDone bool
-		waiting  []chan struct{} // Stop's requests, answered once everything read is sent
-		reads    = f.reads
-		ctxDone  = f.ctx.Done()
-	)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		now := time.Now()
-		if !busy && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
-			busy = true
-			batches <- f.out.Take()
-			continue
-		}
-		if !busy && readDone && f.out.Len() == 0 {
-			for _, w := range waiting {
-				close(w)
-			}
-			waiting = nil
-			if err := *f.readErr; err != nil {
-				return err
-			}
-		}
-		var take <-chan []opencdc.Record
-		if !readDone && f.out.Room() {
-			take = reads
-		}
-		var wake <-chan time.Time
-		if !busy && !draining {
-			if d, ok := f.out.Wait(now); ok {
-				timer.Reset(d)
-				wake = timer.C
-			}
-		}
-		select {
-		case recs, ok := <-take:
-			if !ok {
-				readDone, draining = true, true
-				continue
-			}
-			now := time.Now() // the select may have waited
-			for _, r := range recs {
-				f.out.Add(r, now)
-			}
-		case err := <-sent:
-			busy = false
-			f.out.Done()
-			if err != nil {
-				return err
-			}
-		case w := <-f.flushes:
-			draining = true
-			waiting = append(waiting, w)
-		case err := <-f.ackFailed:
-			return err
-		case <-ctxDone:
-			return f.ctx.Err() // records not sent were never acked: the source reads them again after a restart
 		case <-wake:
 		}
 	}

@@ -1,0 +1,87 @@
+package plugin
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Retry is the retry policy: after a retryable failure, the records not
+// written are written again, up to Attempts times without progress, after
+// waits that start at Delay and double up to MaxDelay, each drawn from its
+// upper half. Zero Attempts means no retries.
+type Retry struct {
+	Attempts int
+	Delay    time.Duration
+	MaxDelay time.Duration
+}
+
+// Backoff returns the longest wait before retry number retry (0 for the
+// first): Delay doubled retry times, at most MaxDelay.
+func (r Retry) Backoff(retry int) time.Duration {
+	d := r.Delay
+	if d <= 0 {
+		return 0
+	}
+	for range retry {
+		if d >= r.MaxDelay/2 {
+			return r.MaxDelay
+		}
+		d *= 2
+	}
+	return min(d, r.MaxDelay)
+}
+
+// jitter returns a random duration in [d/2, d]: waits spread out, so that
+// connectors that failed together do not retry together, but never fall
+// so short that a struggling system is hammered.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d-d/2+1)
+}
+
+// retryHalt tells retries in progress that the destination is stopping
+// (wait no more: one last attempt, then nack) or being torn down (no more
+// attempts). A nil *retryHalt never halts.
+type retryHalt struct {
+	stopOnce, abortOnce sync.Once
+	stop, abort         chan struct{}
+}
+
+func newRetryHalt() *retryHalt {
+	return &retryHalt{stop: make(chan struct{}), abort: make(chan struct{})}
+}
+
+// Stop marks the destination as stopping; it is safe to call more than once.
+func (h *retryHalt) Stop() { h.stopOnce.Do(func() { close(h.stop) }) }
+
+// Abort marks the destination as torn down; it is safe to call more than once.
+func (h *retryHalt) Abort() { h.abortOnce.Do(func() { close(h.abort) }) }
+
+func (h *retryHalt) stopping() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.stop
+}
+
+func (h *retryHalt) aborted() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.abort
+}
+
+func (h *retryHalt) isStopping() bool { return closed(h.stopping()) }
+func (h *retryHalt) isAborted() bool  { return closed(h.aborted()) }
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,181 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/sdk/schema"
+)
+
+// SchemaDecoding is the schema settings for destinations, with the
+// incumbent Conduit SDK's parameters: a record whose metadata names a
+// schema for its key or payload is decoded to structured data before Write.
+type SchemaDecoding struct {
+	Payload bool `param:"sdk.schema.extract.payload.enabled" desc:"Whether to decode the record payload with the schema its metadata names (opencdc.payload.schema.subject and .version)."`
+	Key     bool `param:"sdk.schema.extract.key.enabled" desc:"Whether to decode the record key with the schema its metadata names (opencdc.key.schema.subject and .version)."`
+}
+
+// Wrap returns the wrapper these settings describe (see [decodeSchemas]),
+// with the schemas of env; nil when neither Key nor Payload is set.
+func (s SchemaDecoding) Wrap(env Env) (func(Write) Write, error) {
+	if !s.Key && !s.Payload {
+		return nil, nil
+	}
+	return decodeSchemas(env.schemas(), s.Key, s.Payload), nil
+}
+
+// decodeSchemas decodes, before Write, every raw key (with key set) and
+// payload (with payload set, both before and after) whose record names its
+// schema in metadata, with that schema from reg. Data that is already
+// structured, empty raw data the schema cannot decode (nil raw data
+// arrives empty), and records that name no schema, pass unchanged. A
+// record that cannot be decoded is not written: the records before it
+// are, and Write returns an error naming its position, the subject and
+// the version. The input slice is never modified.
+func decodeSchemas(reg schema.Registry, key, payload bool) func(Write) Write {
+	return func(write Write) Write {
+		d := &decoding{write: write, codecs: schema.NewCodecs(reg), key: key, payload: payload}
+		return d.Write
+	}
+}
+
+type decoding struct {
+	write        Write
+	codecs       *schema.Codecs
+	key, payload bool
+}
+
+func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, error) {
+	var decoded []opencdc.Record // a copy, made at the first record that changes
+	var keys, payloads lastCodec
+	for i := range records {
+		rec, changed, err := d.decode(ctx, records[i], &keys, &payloads)
+		if err != nil {
+			err = fmt.Errorf("record %d (position %q): %w", i, records[i].Position, err)
+			if i == 0 {
+				return 0, err
+			}
+			out := records[:i:i]
+			if decoded != nil {
+				out = decoded[:i:i]
+			}
+			n, werr := d.write(ctx, out)
+			if werr != nil || n < i {
+				return n, werr
+			}
+			return i, err
+		}
+		if changed && decoded == nil {
+			decoded = slices.Clone(records)
+		}
+		if decoded != nil {
+			decoded[i] = rec
+		}
+	}
+	if decoded == nil {
+		return d.write(ctx, records)
+	}
+	return d.write(ctx, decoded)
+}
+
+func (d *decoding) decode(ctx context.Context, rec opencdc.Record, keys, payloads *lastCodec) (opencdc.Record, bool, error) {
+	changed := false
+	if d.key {
+		if raw, ok := rec.Key.(opencdc.RawData); ok {
+			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
+			if err != nil {
+				return rec, false, fmt.Errorf("key: %w", err)
+			}
+			if c != nil {
+				v, ok, err := decodeData(c, raw)
+				if err != nil {
+					return rec, false, fmt.Errorf("decode the key: %w", err)
+				}
+				if ok {
+					rec.Key, changed = v, true
+				}
+			}
+		}
+	}
+	if d.payload {
+		before, isBefore := rec.Payload.Before.(opencdc.RawData)
+		after, isAfter := rec.Payload.After.(opencdc.RawData)
+		if isBefore || isAfter {
+			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, payloads)
+			if err != nil {
+				return rec, false, fmt.Errorf("payload: %w", err)
+			}
+			if c != nil {
+				if isBefore {
+					v, ok, err := decodeData(c, before)
+					if err != nil {
+						return rec, false, fmt.Errorf("decode payload.before: %w", err)
+					}
+					if ok {
+						rec.Payload.Before, changed = v, true
+					}
+				}
+				if isAfter {
+					v, ok, err := decodeData(c, after)
+					if err != nil {
+						return rec, false, fmt.Errorf("decode payload.after: %w", err)
+					}
+					if ok {
+						rec.Payload.After, changed = v, true
+					}
+				}
+			}
+		}
+	}
+	return rec, changed, nil
+}
+
+// decodeData decodes raw with c, and reports whether there was a value to
+// decode. Empty raw data that c cannot decode holds none: a source's nil
+// raw data arrives empty (the wire cannot tell them apart) beside a
+// structured side that the metadata's schema is for. It is left as it is.
+// Empty data can still be a value, of a record without fields.
+func decodeData(c *schema.Codec, raw opencdc.RawData) (opencdc.StructuredData, bool, error) {
+	v, err := c.Decode(raw)
+	if err != nil {
+		if len(raw) == 0 {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// codec returns the codec of the schema named by the metadata fields
+// subjectKey and versionKey, or nil when neither is set; last is the one
+// named before.
+func (d *decoding) codec(ctx context.Context, m opencdc.Metadata, subjectKey, versionKey string, last *lastCodec) (*schema.Codec, error) {
+	subject, hasSubject := m[subjectKey]
+	version, hasVersion := m[versionKey]
+	if !hasSubject && !hasVersion {
+		return nil, nil
+	}
+	if last.codec != nil && subject == last.subject && version == last.version {
+		return last.codec, nil
+	}
+	v, err := strconv.Atoi(version)
+	if !hasSubject || subject == "" || err != nil || v < 1 {
+		return nil, fmt.Errorf("metadata %s=%q and %s=%q do not name a schema: expected a subject and a version of 1 or more", subjectKey, subject, versionKey, version)
+	}
+	c, err := d.codecs.Get(ctx, subject, v)
+	if err == nil {
+		*last = lastCodec{subject: subject, version: version, codec: c}
+	}
+	return c, err
+}
+
+// lastCodec is the codec of the schema the previous record of a batch named,
+// with the metadata that named it: the records of a batch mostly name one
+// schema, which is then parsed from metadata and looked up once.
+type lastCodec struct {
+	subject, version string
+	codec            *schema.Codec
+}
