@@ -462,7 +462,7 @@ func TestMessagesLargerThanABatch(t *testing.T) {
 }
 
 // FuzzDestinationAcks drives random message sizes, batching policies and
-// Write outcomes through the batching middleware and the server, and checks
+// Write outcomes through the server's batching and outcomes, and checks
 // the ack invariants: one ack per record, in order, and a positive ack for
 // exactly the records Write reported as written.
 func FuzzDestinationAcks(f *testing.F) {

@@ -23,8 +23,8 @@ func (nopDestination) Teardown(context.Context) error                           
 func BenchmarkDestinationPath(b *testing.B) {
 	for _, p := range []batcher.Policy{{}, {Count: 1000}, {Count: 1000, Bytes: 1 << 20, Delay: 100 * 1e6}} {
 		b.Run(fmtPolicy(p), func(b *testing.B) {
-			d := newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) {
-				return nopDestination{}, DestinationPolicy{Batch: p}, nil
+			d := newDestinationServer(func(map[string]string) (Destination, error) {
+				return destinationOf(nopDestination{}, p, Retry{}), nil
 			}, discard)
 			if _, err := d.Configure(b.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 				b.Fatal(err)

@@ -95,6 +95,16 @@ func (d *destinationServer) Open(ctx context.Context, _ pconnector.DestinationOp
 }
 
 func (d *destinationServer) Run(ctx context.Context, stream pconnector.DestinationRunStream) error {
+	d.mu.Lock()
+	if d.ran {
+		d.mu.Unlock()
+		return status.Error(codes.FailedPrecondition, "destination is already running")
+	}
+	d.ran = true
+	d.mu.Unlock()
+	// From here on a Stop waits for this Run, which ends, failing or not.
+	close(d.started)
+	defer close(d.runDone)
 	dst, err := d.destination()
 	if err != nil {
 		return err
@@ -103,15 +113,6 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.ran {
-		d.mu.Unlock()
-		return status.Error(codes.FailedPrecondition, "destination is already running")
-	}
-	d.ran = true
-	d.mu.Unlock()
-	defer close(d.runDone)
-	close(d.started)
 
 	// Writes outlive the stream's context, keeping what it carries for
 	// connector code, so that what was received is written and acked even

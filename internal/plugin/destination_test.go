@@ -15,16 +15,16 @@ import (
 )
 
 // newTestDestinationServer returns a server configured and opened with dst.
-func newTestDestinationServer(t *testing.T, dst Destination) *destinationServer {
+func newTestDestinationServer(t *testing.T, dst testDestination) *destinationServer {
 	return newBatchedDestinationServer(t, dst, batcher.Policy{})
 }
 
 // newBatchedDestinationServer returns a server configured and opened with
 // dst and batching policy p.
-func newBatchedDestinationServer(t *testing.T, dst Destination, p batcher.Policy) *destinationServer {
+func newBatchedDestinationServer(t *testing.T, dst testDestination, p batcher.Policy) *destinationServer {
 	t.Helper()
-	d := newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) {
-		return dst, DestinationPolicy{Batch: p}, nil
+	d := newDestinationServer(func(map[string]string) (Destination, error) {
+		return destinationOf(dst, p, Retry{}), nil
 	}, discard)
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,9 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 func TestDestinationTeardownWithoutOpen(t *testing.T) {
 	is := is.New(t)
 	dst := &fakeDestination{}
-	d := newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) { return dst, DestinationPolicy{}, nil }, discard)
+	d := newDestinationServer(func(map[string]string) (Destination, error) {
+		return destinationOf(dst, batcher.Policy{}, Retry{}), nil
+	}, discard)
 	_, err := d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
 	is.NoErr(err) // never configured
 	_, err = d.LifecycleOnDeleted(t.Context(), pconnector.DestinationLifecycleOnDeletedRequest{})

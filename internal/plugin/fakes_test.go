@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -230,4 +232,92 @@ func (s *batchSource) ReadBatch(ctx context.Context, max int) ([]opencdc.Record,
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// testDestination is what the tests' fake destinations implement: the
+// methods of package sdk's Destination. A fake may also have the lifecycle
+// hooks (OnCreated, OnUpdated, OnDeleted).
+type testDestination interface {
+	Open(ctx context.Context) error
+	Write(ctx context.Context, records []opencdc.Record) (int, error)
+	Teardown(ctx context.Context) error
+}
+
+// testSource is what the tests' fake sources implement: the methods of
+// package sdk's Source. A fake may also have ReadBatch, Ack and the
+// lifecycle hooks.
+type testSource interface {
+	Open(ctx context.Context, from opencdc.Position) error
+	Read(ctx context.Context) (opencdc.Record, error)
+	Teardown(ctx context.Context) error
+}
+
+// destinationOf returns what the server runs for the fake d, as package
+// sdk resolves a destination: d's calls, the policies, the hooks d has,
+// and testClassify for its Write errors.
+func destinationOf(d testDestination, batch batcher.Policy, retry Retry) Destination {
+	return Destination{
+		Open: d.Open, Write: d.Write, Teardown: d.Teardown,
+		Batch: batch, Retry: retry, Classify: testClassify, Hooks: hooksOf(d),
+	}
+}
+
+// sourceOf returns what the server runs for the fake s, as package sdk
+// resolves a source: its ReadBatch when it has one, else its Read one
+// record at a time; its Ack if it has one; and the hooks it has.
+func sourceOf(s testSource, batch batcher.Policy) Source {
+	out := Source{Open: s.Open, Teardown: s.Teardown, Batch: batch, Hooks: hooksOf(s)}
+	if br, ok := s.(interface {
+		ReadBatch(ctx context.Context, max int) ([]opencdc.Record, error)
+	}); ok {
+		out.Read, out.Batched = br.ReadBatch, true
+	} else {
+		out.Read = func(ctx context.Context, _ int) ([]opencdc.Record, error) {
+			rec, err := s.Read(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return []opencdc.Record{rec}, nil
+		}
+	}
+	if a, ok := s.(interface {
+		Ack(ctx context.Context, position opencdc.Position) error
+	}); ok {
+		out.Ack = a.Ack
+	}
+	return out
+}
+
+// hooksOf returns the lifecycle hooks the fake c has.
+func hooksOf(c any) Hooks {
+	var h Hooks
+	if x, ok := c.(interface{ OnCreated(context.Context) error }); ok {
+		h.OnCreated = x.OnCreated
+	}
+	if x, ok := c.(interface {
+		OnUpdated(context.Context, map[string]string) error
+	}); ok {
+		h.OnUpdated = x.OnUpdated
+	}
+	if x, ok := c.(interface{ OnDeleted(context.Context) error }); ok {
+		h.OnDeleted = x.OnDeleted
+	}
+	return h
+}
+
+// testClassify classifies a Write error by the marks of the tests' error
+// types (faultErr, retryableErr, notReally), found through wrapping, as
+// package sdk's classifier does with its own: a record fault wins, as
+// retrying a record that cannot be written would only delay, then nack,
+// those after it.
+func testClassify(err error) Fault {
+	var f interface{ RecordFault() bool }
+	if errors.As(err, &f) && f.RecordFault() {
+		return RecordFault
+	}
+	var r interface{ Retryable() bool }
+	if errors.As(err, &r) && r.Retryable() {
+		return Retryable
+	}
+	return Unclassified
 }

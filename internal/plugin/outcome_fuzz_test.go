@@ -12,7 +12,6 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/middleware"
 )
 
 // FuzzWriteOutcomes writes records with random outcomes (written, a record
@@ -44,7 +43,7 @@ func FuzzWriteOutcomes(f *testing.F) {
 			return
 		}
 		kinds = kinds[:min(len(kinds), 64)]
-		retry := middleware.Retry{Attempts: int(attempts % 5), Delay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond}
+		retry := Retry{Attempts: int(attempts % 5), Delay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond}
 		synctest.Test(t, func(t *testing.T) {
 			checkOutcomes(t, kinds, batches, retry, int(endAt%16), endHow%3)
 		})
@@ -62,7 +61,7 @@ const (
 	kindPanic
 )
 
-func checkOutcomes(t *testing.T, kinds, batches []byte, retry middleware.Retry, endAt int, endHow byte) {
+func checkOutcomes(t *testing.T, kinds, batches []byte, retry Retry, endAt int, endHow byte) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	halt := newRetryHalt()
@@ -119,7 +118,7 @@ func checkOutcomes(t *testing.T, kinds, batches []byte, retry middleware.Retry, 
 	}
 
 	var acks []pconnector.DestinationRunResponseAck
-	o := outcomes{write: write, retry: retry, halt: halt, log: discard, send: func(a []pconnector.DestinationRunResponseAck) error {
+	o := outcomes{write: write, retry: retry, classify: testClassify, halt: halt, log: discard, send: func(a []pconnector.DestinationRunResponseAck) error {
 		if len(a) == 0 {
 			t.Fatal("an empty ack message")
 		}

@@ -14,13 +14,13 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
-	"github.com/connkit/connkit/middleware"
 	"github.com/matryer/is"
 )
 
-// The marks package sdk's RecordFault and Retryable put on an error, as the
-// server sees them (this package cannot import sdk, which imports it), and
-// one that has the methods but says no.
+// Errors marked as package sdk's RecordFault and Retryable mark them, and
+// one that has the marks' methods but says no; testClassify tells them apart
+// as package sdk's classifier tells its own (this package cannot import sdk,
+// which imports it).
 type (
 	faultErr     struct{ error }
 	retryableErr struct{ error }
@@ -38,21 +38,84 @@ func (notReally) Retryable() bool    { return false }
 func fault(msg string) error     { return faultErr{errors.New(msg)} }
 func retryable(msg string) error { return retryableErr{errors.New(msg)} }
 
-func TestErrorMarks(t *testing.T) {
+// TestWriteOutcomesFollowTheClassifier: what happens to the records from
+// the first one not written on is what the destination's classifier says of
+// the error, whatever the error is; without a classifier every error is
+// unclassified.
+func TestWriteOutcomesFollowTheClassifier(t *testing.T) {
+	failB := func(err error) func(context.Context, []opencdc.Record) (int, error) {
+		failed := false
+		return func(_ context.Context, r []opencdc.Record) (int, error) {
+			if string(r[0].Position) == "a" && !failed {
+				failed = true
+				return 1, err
+			}
+			return len(r), nil
+		}
+	}
+	always := func(f Fault) func(error) Fault { return func(error) Fault { return f } }
+	plain := errors.New("b failed")
+	tests := []struct {
+		name     string
+		err      error
+		classify func(error) Fault
+		acks     []string
+		calls    int
+	}{
+		{"no classifier: a marked error is unclassified", fault("b failed"), nil,
+			[]string{"a", `b!record at position "b": b failed`, `c!not attempted: the record at position "b" failed: b failed`}, 1},
+		{"a record fault by the classifier's word", plain, always(RecordFault),
+			[]string{"a", `b!record at position "b": b failed`, "c"}, 2},
+		{"unclassified by the classifier's word", fault("b failed"), always(Unclassified),
+			[]string{"a", `b!record at position "b": b failed`, `c!not attempted: the record at position "b" failed: b failed`}, 1},
+		{"retryable by the classifier's word", plain, always(Retryable),
+			[]string{"a", "b", "c"}, 2},
+		{"the classifier gets the Write's error", fmt.Errorf("context: %w", plain), func(err error) Fault {
+			if errors.Is(err, plain) {
+				return RecordFault
+			}
+			return Unclassified
+		}, []string{"a", `b!record at position "b": context: b failed`, "c"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				var acks []string
+				calls := 0
+				write := failB(tt.err)
+				err := outcomes{
+					write:    func(ctx context.Context, r []opencdc.Record) (int, error) { calls++; return write(ctx, r) },
+					retry:    Retry{Attempts: 1, Delay: time.Second, MaxDelay: time.Second},
+					classify: tt.classify,
+					log:      discard,
+					send: func(a []pconnector.DestinationRunResponseAck) error {
+						acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
+						return nil
+					},
+				}.writeAll(t.Context(), records("a", "b", "c"))
+				is.NoErr(err)
+				is.Equal(acks, tt.acks)
+				is.Equal(calls, tt.calls)
+			})
+		})
+	}
+}
+
+// TestTestClassify: the tests' classifier recognises their marks through
+// wrapping, lets a record fault win, and takes a mark that says no at its
+// word; the tests that count on it would pass for the wrong reason if it
+// did not.
+func TestTestClassify(t *testing.T) {
 	is := is.New(t)
-	is.True(isRecordFault(fault("bad")))
-	is.True(!isRetryable(fault("bad")))
-	is.True(isRetryable(retryable("down")))
-	is.True(!isRecordFault(retryable("down")))
-	is.True(isRecordFault(fmt.Errorf("context: %w", fault("bad")))) // found through wrapping
-	is.True(isRetryable(fmt.Errorf("context: %w", retryable("down"))))
-	both := retryableErr{fault("both")}
-	is.True(isRecordFault(both)) // a record fault wins: never retry a bad record
-	is.True(!isRetryable(both))
-	no := notReally{errors.New("no")}
-	is.True(!isRecordFault(no) && !isRetryable(no))
-	is.True(!isRecordFault(errors.New("plain")) && !isRetryable(errors.New("plain")))
-	is.True(!isRecordFault(nil) && !isRetryable(nil))
+	is.Equal(testClassify(fault("bad")), RecordFault)
+	is.Equal(testClassify(retryable("down")), Retryable)
+	is.Equal(testClassify(fmt.Errorf("context: %w", fault("bad"))), RecordFault)
+	is.Equal(testClassify(fmt.Errorf("context: %w", retryable("down"))), Retryable)
+	is.Equal(testClassify(retryableErr{fault("both")}), RecordFault)
+	is.Equal(testClassify(notReally{errors.New("no")}), Unclassified)
+	is.Equal(testClassify(errors.New("plain")), Unclassified)
+	is.Equal(testClassify(nil), Unclassified)
 }
 
 // scripted is a destination whose records fail as script says, by
@@ -103,6 +166,9 @@ func (s *scripted) write(_ context.Context, records []opencdc.Record) (int, erro
 // the acks as ackTexts renders them, and how many ack messages were sent.
 func writeAllTexts(ctx context.Context, o outcomes, s *scripted, records []opencdc.Record) (acks []string, messages int) {
 	o.write = s.write
+	if o.classify == nil {
+		o.classify = testClassify
+	}
 	if o.log == nil {
 		o.log = discard
 	}
@@ -118,11 +184,11 @@ func writeAllTexts(ctx context.Context, o outcomes, s *scripted, records []openc
 }
 
 func TestWriteOutcomes(t *testing.T) {
-	noRetry := middleware.Retry{}
-	threeRetries := middleware.Retry{Attempts: 3, Delay: 100 * time.Millisecond, MaxDelay: time.Second}
+	noRetry := Retry{}
+	threeRetries := Retry{Attempts: 3, Delay: 100 * time.Millisecond, MaxDelay: time.Second}
 	tests := []struct {
 		name   string
-		retry  middleware.Retry
+		retry  Retry
 		script map[string]string
 		acks   []string
 		calls  int // Writes
@@ -140,7 +206,7 @@ func TestWriteOutcomes(t *testing.T) {
 		{"retries off", noRetry, map[string]string{"c": "retry"},
 			[]string{"a", "b", "c!not written: the destination failed and retries are off (sdk.retry.attempts is 0): connection lost at c", "d!not written: the destination failed and retries are off (sdk.retry.attempts is 0): connection lost at c"}, 1},
 		// Each retry that writes a record starts the count afresh.
-		{"progress resets the count", middleware.Retry{Attempts: 1}, map[string]string{"a": "retry1", "b": "retry1", "c": "retry1", "d": "retry1"},
+		{"progress resets the count", Retry{Attempts: 1}, map[string]string{"a": "retry1", "b": "retry1", "c": "retry1", "d": "retry1"},
 			[]string{"a", "b", "c", "d"}, 5},
 		{"a fault after a retry", threeRetries, map[string]string{"a": "retry1", "c": "fault"},
 			[]string{"a", "b", `c!record at position "c": record c is bad`, "d"}, 3},
@@ -212,8 +278,9 @@ func TestWriteOutcomesContract(t *testing.T) {
 			var acks []string
 			call := 0
 			err := outcomes{
-				write: func(_ context.Context, r []opencdc.Record) (int, error) { call++; return tt.write(call, r) },
-				log:   discard,
+				write:    func(_ context.Context, r []opencdc.Record) (int, error) { call++; return tt.write(call, r) },
+				classify: testClassify,
+				log:      discard,
 				send: func(a []pconnector.DestinationRunResponseAck) error {
 					acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
 					return nil
@@ -237,7 +304,7 @@ func TestRetryBackoff(t *testing.T) {
 		is := is.New(t)
 		s := &scripted{start: time.Now(), script: map[string]string{"b": "retry4"}}
 		var sentAt []time.Duration
-		o := outcomes{write: s.write, log: discard, retry: middleware.Retry{Attempts: 4, Delay: 100 * time.Millisecond, MaxDelay: 300 * time.Millisecond},
+		o := outcomes{write: s.write, classify: testClassify, log: discard, retry: Retry{Attempts: 4, Delay: 100 * time.Millisecond, MaxDelay: 300 * time.Millisecond},
 			send: func(a []pconnector.DestinationRunResponseAck) error {
 				sentAt = append(sentAt, time.Since(s.start))
 				return nil
@@ -263,13 +330,13 @@ func TestRetryBackoff(t *testing.T) {
 
 func TestBackoffBounds(t *testing.T) {
 	is := is.New(t)
-	r := middleware.Retry{Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second}
+	r := Retry{Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second}
 	is.Equal(r.Backoff(0), 100*time.Millisecond)
 	is.Equal(r.Backoff(3), 800*time.Millisecond)
 	is.Equal(r.Backoff(7), 10*time.Second)
 	is.Equal(r.Backoff(1000), 10*time.Second) // no overflow
-	is.Equal(middleware.Retry{}.Backoff(5), time.Duration(0))
-	is.Equal(middleware.Retry{MaxDelay: time.Second}.Backoff(1<<40), time.Duration(0)) // returns at once
+	is.Equal(Retry{}.Backoff(5), time.Duration(0))
+	is.Equal(Retry{MaxDelay: time.Second}.Backoff(1<<40), time.Duration(0)) // returns at once
 	for range 1000 {
 		d := jitter(time.Second)
 		is.True(d >= 500*time.Millisecond && d <= time.Second)
@@ -279,7 +346,7 @@ func TestBackoffBounds(t *testing.T) {
 }
 
 func TestRetryEndsPromptly(t *testing.T) {
-	hour := middleware.Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}
+	hour := Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}
 	tests := []struct {
 		name  string
 		end   func(halt *retryHalt, cancel context.CancelFunc)
@@ -327,7 +394,7 @@ func TestRetryAfterStopRetriesOnceWithoutWaiting(t *testing.T) {
 		halt := newRetryHalt()
 		halt.Stop()
 		s := &scripted{start: time.Now(), script: map[string]string{"b": "retry1"}}
-		acks, _ := writeAllTexts(t.Context(), outcomes{retry: middleware.Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}, halt: halt}, s, records("a", "b", "c"))
+		acks, _ := writeAllTexts(t.Context(), outcomes{retry: Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}, halt: halt}, s, records("a", "b", "c"))
 		is.Equal(acks, []string{"a", "b", "c"})
 		is.Equal(s.calls, []string{"[a b c]@0s", "[b c]@0s"})
 	})
@@ -343,10 +410,10 @@ func TestRecordFaultAfterTeardownLeavesTheRest(t *testing.T) {
 }
 
 // newRetryingDestinationServer returns a server configured with dst and
-// policy p, opened.
-func newRetryingDestinationServer(t *testing.T, dst Destination, p DestinationPolicy) *destinationServer {
+// the batching and retry policies, opened.
+func newRetryingDestinationServer(t *testing.T, dst testDestination, batch batcher.Policy, retry Retry) *destinationServer {
 	t.Helper()
-	d := newDestinationServer(func(map[string]string) (Destination, DestinationPolicy, error) { return dst, p, nil }, discard)
+	d := newDestinationServer(func(map[string]string) (Destination, error) { return destinationOf(dst, batch, retry), nil }, discard)
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +433,7 @@ func TestDestinationBatchWithFaultyRecordsNacksOnlyThem(t *testing.T) {
 		bad := map[string]string{"3": "fault", "10": "fault", "11": "fault", "24": "fault"}
 		s := &scripted{start: time.Now(), script: bad}
 		d := newRetryingDestinationServer(t, &fakeDestination{write: func(r []opencdc.Record) (int, error) { return s.write(t.Context(), r) }},
-			DestinationPolicy{Batch: batcher.Policy{Count: 10}, Retry: middleware.DefaultRetry()})
+			batcher.Policy{Count: 10}, Retry{Attempts: 8, Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second})
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runDestination(ctx, d)
 		for i := 1; i <= 30; i++ {
@@ -395,7 +462,7 @@ func TestDestinationStopEndsRetries(t *testing.T) {
 		is := is.New(t)
 		s := &scripted{start: time.Now(), script: map[string]string{"2": "retry"}}
 		d := newRetryingDestinationServer(t, &fakeDestination{write: func(r []opencdc.Record) (int, error) { return s.write(t.Context(), r) }},
-			DestinationPolicy{Batch: batcher.Policy{Count: 3}, Retry: middleware.Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}})
+			batcher.Policy{Count: 3}, Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour})
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runDestination(ctx, d)
 		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
@@ -422,7 +489,7 @@ func TestDestinationTeardownEndsRetriesUnbatched(t *testing.T) {
 		is := is.New(t)
 		s := &scripted{start: time.Now(), script: map[string]string{"1": "retry"}}
 		d := newRetryingDestinationServer(t, &fakeDestination{write: func(r []opencdc.Record) (int, error) { return s.write(t.Context(), r) }},
-			DestinationPolicy{Retry: middleware.Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}})
+			batcher.Policy{}, Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		st, runDone := runDestination(ctx, d)

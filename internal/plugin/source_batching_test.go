@@ -13,9 +13,9 @@ import (
 	"github.com/matryer/is"
 )
 
-func batchedSourceServer(t *testing.T, src Source, p batcher.Policy) *sourceServer {
+func batchedSourceServer(t *testing.T, src testSource, p batcher.Policy) *sourceServer {
 	t.Helper()
-	s := newSourceServer(func(map[string]string) (Source, batcher.Policy, error) { return src, p, nil }, discard)
+	s := newSourceServer(func(map[string]string) (Source, error) { return sourceOf(src, p), nil }, discard)
 	if _, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestSourceBatching(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					is := is.New(t)
 					fake := &fakeSource{limit: tt.limit}
-					var src Source = fake
+					var src testSource = fake
 					bs := &batchSource{fakeSource: fake}
 					if batchRead {
 						src = bs

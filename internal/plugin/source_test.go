@@ -17,11 +17,11 @@ import (
 )
 
 func newTestSourceServer(src *fakeSource, configErr error) *sourceServer {
-	return newSourceServer(func(cfg map[string]string) (Source, batcher.Policy, error) {
+	return newSourceServer(func(cfg map[string]string) (Source, error) {
 		if configErr != nil {
-			return nil, batcher.Policy{}, configErr
+			return Source{}, configErr
 		}
-		return src, batcher.Policy{}, nil
+		return sourceOf(src, batcher.Policy{}), nil
 	}, discard)
 }
 
@@ -115,7 +115,7 @@ func TestSourceConfigureError(t *testing.T) {
 
 func TestSourceConfigurePanics(t *testing.T) {
 	is := is.New(t)
-	s := newSourceServer(func(map[string]string) (Source, batcher.Policy, error) { panic("bad config code") }, discard)
+	s := newSourceServer(func(map[string]string) (Source, error) { panic("bad config code") }, discard)
 	_, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "connector panicked in Configure: bad config code"))
@@ -162,12 +162,12 @@ func TestSourceRunFailures(t *testing.T) {
 func TestSourceLifecycleHooks(t *testing.T) {
 	is := is.New(t)
 	built := 0
-	s := newSourceServer(func(cfg map[string]string) (Source, batcher.Policy, error) {
+	s := newSourceServer(func(cfg map[string]string) (Source, error) {
 		built++
 		if cfg["bad"] != "" {
-			return nil, batcher.Policy{}, errors.New("does not parse")
+			return Source{}, errors.New("does not parse")
 		}
-		return &fakeSource{}, batcher.Policy{}, nil
+		return sourceOf(&fakeSource{}, batcher.Policy{}), nil
 	}, discard)
 	// Without Configure, hooks run on a connector built for the occasion.
 	_, err := s.LifecycleOnCreated(t.Context(), pconnector.SourceLifecycleOnCreatedRequest{Config: map[string]string{}})
