@@ -24,27 +24,15 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
-// The protocol's clients, as Conduit uses them.
-type (
-	sourceClient interface {
-		pconnector.SourcePlugin
-		NewStream() pconnector.SourceRunStream
-	}
-	destinationClient interface {
-		pconnector.DestinationPlugin
-		NewStream() pconnector.DestinationRunStream
-	}
-)
-
 // runner starts connector instances for the checks, each in a fresh plugin
 // server (as Conduit starts a plugin process per connector), torn down when
 // the check ends.
 type runner interface {
 	name() string
-	source(t tb) sourceClient
+	source(t tb) host.SourceClient
 	// destination returns the destination and, in process, the log of the
 	// connector's Write calls.
-	destination(t tb) (destinationClient, *writeLog)
+	destination(t tb) (host.DestinationClient, *writeLog)
 	specifier(t tb) pconnector.SpecifierPlugin
 }
 
@@ -88,7 +76,7 @@ func (r inProcess) spec() pconnector.Specification {
 	return pconnector.Specification{Name: r.c.Name, Version: r.c.Version}
 }
 
-func (r inProcess) source(t tb) sourceClient {
+func (r inProcess) source(t tb) host.SourceClient {
 	t.Helper()
 	pc := plugin.Connector{Spec: r.spec(), NewSource: func(raw map[string]string) (plugin.Source, batcher.Policy, error) {
 		s, err := r.c.ConfigureSource(raw)
@@ -97,7 +85,7 @@ func (r inProcess) source(t tb) sourceClient {
 	return clientv2.NewSourcePluginClient(r.serve(t, pc))
 }
 
-func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
+func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
 	log := &writeLog{}
 	pc := plugin.Connector{Spec: r.spec(), NewDestination: func(raw map[string]string) (plugin.Destination, plugin.DestinationPolicy, error) {
@@ -170,7 +158,7 @@ func (r outOfProcess) launch(t tb) *host.Plugin {
 	return p
 }
 
-func (r outOfProcess) source(t tb) sourceClient {
+func (r outOfProcess) source(t tb) host.SourceClient {
 	t.Helper()
 	src, err := r.launch(t).Source()
 	if err != nil {
@@ -179,7 +167,7 @@ func (r outOfProcess) source(t tb) sourceClient {
 	return src
 }
 
-func (r outOfProcess) destination(t tb) (destinationClient, *writeLog) {
+func (r outOfProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
 	dst, err := r.launch(t).Destination()
 	if err != nil {
