@@ -14,6 +14,7 @@ import (
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
@@ -291,76 +292,61 @@ type scannedRecords struct {
 	records [][]byte
 }
 
-// scan reads b, a connector.v2.Source.Run.Response: records are field 1;
-// in a record, the position is field 1 and the payload field 5; in the
-// payload, after is field 2; in data, raw bytes are field 1.
+// scan reads b, a connector.v2.Source.Run.Response, whose records are
+// field 1. With keep, it copies the records' fields out of b, which is only
+// lent.
 func (m *scannedRecords) scan(b []byte) error {
+	var kept []byte
 	if m.keep {
-		b = bytes.Clone(b)
+		kept = make([]byte, 0, len(b))
 	}
-	return eachField(b, func(num protowire.Number, v, field []byte) error {
-		if num != 1 {
+	return wire.Fields(b, func(f wire.Field) error {
+		if f.Num != 1 || f.Type != protowire.BytesType {
 			return nil
 		}
+		record := f.Bytes
 		if m.keep {
-			m.records = append(m.records, field)
+			start := len(kept)
+			kept = protowire.AppendBytes(protowire.AppendTag(kept, 1, protowire.BytesType), record)
+			m.records = append(m.records, kept[start:len(kept):len(kept)])
+			record = kept[len(kept)-len(record):]
 		}
-		var position []byte
-		err := eachField(v, func(num protowire.Number, v, _ []byte) error {
-			switch num {
-			case 1:
-				position = v
-				if !m.keep {
-					position = bytes.Clone(v)
-				}
-			case 5:
-				return eachField(v, func(num protowire.Number, v, _ []byte) error {
-					if num == 2 {
-						return eachField(v, func(num protowire.Number, v, _ []byte) error {
-							if num == 1 {
-								m.rawBytes += len(v)
-							}
-							return nil
-						})
-					}
-					return nil
-				})
-			}
-			return nil
-		})
-		m.positions = append(m.positions, position)
-		return err
+		return m.record(record)
 	})
 }
 
-// eachField calls f with the number, the content and the whole wire form
-// of each length-delimited field in the message b, skipping the others.
-func eachField(b []byte, f func(num protowire.Number, v, field []byte) error) error {
-	for len(b) > 0 {
-		field := b
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+// record reads an opencdc.v1.Record's position, field 1, and the bytes of
+// its raw payload: the payload is field 5; in it, after is field 2; in
+// data, raw bytes are field 1.
+func (m *scannedRecords) record(b []byte) error {
+	var position []byte
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Type != protowire.BytesType {
+			return nil
 		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
+		switch f.Num {
+		case 1:
+			position = f.Bytes
+			if !m.keep {
+				position = bytes.Clone(f.Bytes)
 			}
-			b = b[n:]
-			continue
+		case 5:
+			return wire.Fields(f.Bytes, func(f wire.Field) error {
+				if f.Num != 2 || f.Type != protowire.BytesType {
+					return nil
+				}
+				return wire.Fields(f.Bytes, func(f wire.Field) error {
+					if f.Num == 1 && f.Type == protowire.BytesType {
+						m.rawBytes += len(f.Bytes)
+					}
+					return nil
+				})
+			})
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := f(num, v, field[:len(field)-len(b)]); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
+	m.positions = append(m.positions, position)
+	return err
 }
 
 func (c encodedCodec) Marshal(v any) (mem.BufferSlice, error) {
