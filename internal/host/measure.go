@@ -16,8 +16,6 @@ import (
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
 	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -65,7 +63,7 @@ func Drain(ctx context.Context, src SourcePlugin, n int64) (Stats, error) {
 func DrainSince(ctx context.Context, src SourcePlugin, n int64, since time.Time) (Stats, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := src.runProto(runCtx, grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")}))
+	stream, err := src.runProto(runCtx, grpc.ForceCodecV2(wire.NewCodec()))
 	if err != nil {
 		return Stats{}, fmt.Errorf("source Run: %w", err)
 	}
@@ -186,7 +184,7 @@ func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, r
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := dst.runProto(runCtx, grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")}))
+	stream, err := dst.runProto(runCtx, grpc.ForceCodecV2(wire.NewCodec()))
 	if err != nil {
 		return Stats{}, fmt.Errorf("destination Run: %w", err)
 	}
@@ -205,7 +203,7 @@ func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, r
 					sent = append(sent, now)
 				}
 				mu.Unlock()
-				if err := stream.SendMsg(m); err != nil {
+				if err := stream.SendMsg(m.msg); err != nil {
 					return fmt.Errorf("send: %w", err)
 				}
 			}
@@ -258,25 +256,10 @@ func (e *StopError) Error() string {
 }
 func (e *StopError) Unwrap() error { return e.Err }
 
-// encoded is a message in its wire form.
+// encoded is a message in its wire form and the number of records in it.
 type encoded struct {
-	b       []byte
+	msg     wire.Encoded
 	records int
-}
-
-// encodedCodec sends encoded messages as they are, receives
-// scannedRecords by scanning, and does everything else as gRPC's protobuf
-// codec does.
-type encodedCodec struct{ encoding.CodecV2 }
-
-func (c encodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(*scannedRecords)
-	if !ok {
-		return c.CodecV2.Unmarshal(data, v)
-	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	return m.scan(buf.ReadOnlyData())
 }
 
 // scannedRecords is what a host needs of a source's Run response: the
@@ -292,10 +275,10 @@ type scannedRecords struct {
 	records [][]byte
 }
 
-// scan reads b, a connector.v2.Source.Run.Response, whose records are
-// field 1. With keep, it copies the records' fields out of b, which is only
-// lent.
-func (m *scannedRecords) scan(b []byte) error {
+// UnmarshalWire reads b, a connector.v2.Source.Run.Response, whose records
+// are field 1. With keep, it copies the records' fields out of b, which is
+// only lent.
+func (m *scannedRecords) UnmarshalWire(b []byte) error {
 	var kept []byte
 	if m.keep {
 		kept = make([]byte, 0, len(b))
@@ -347,11 +330,4 @@ func (m *scannedRecords) record(b []byte) error {
 	})
 	m.positions = append(m.positions, position)
 	return err
-}
-
-func (c encodedCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if m, ok := v.(encoded); ok {
-		return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
-	}
-	return c.CodecV2.Marshal(v)
 }

@@ -12,7 +12,7 @@ type runRequest struct {
 	records []opencdc.Record
 }
 
-func (r *runRequest) unmarshalWire(b []byte) error {
+func (r *runRequest) UnmarshalWire(b []byte) error {
 	var err error
 	r.records, err = r.dec.runRequest(b, r.records[:0])
 	return err

@@ -4,6 +4,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 )
 
 // sourceRunResponse is a source's Run response, encoded from its records.
@@ -11,7 +12,7 @@ type sourceRunResponse struct {
 	records []opencdc.Record
 }
 
-func (r sourceRunResponse) marshalWire() ([]byte, error) {
+func (r sourceRunResponse) MarshalWire() ([]byte, error) {
 	return appendSourceRunResponse(make([]byte, 0, 256*len(r.records)), r.records)
 }
 
@@ -46,7 +47,7 @@ func (s *sourceRunStream) Send(resp pconnector.SourceRunResponse) error {
 		return s.stream.SendMsg(sourceRunResponse{resp.Records})
 	}
 	return splitSourceRunResponse(resp.Records, s.maxMessage, func(msg []byte) error {
-		return s.stream.SendMsg(encodedMessage(msg))
+		return s.stream.SendMsg(wire.Encoded(msg))
 	})
 }
 

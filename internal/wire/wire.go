@@ -1,4 +1,5 @@
-// Package wire reads protobuf's wire format field by field, for code that
+// Package wire reads protobuf's wire format field by field, and carries
+// messages that encode and decode themselves through gRPC, for code that
 // handles connector messages without the generated types: the plugin's
 // record decoder, and the host, which reads only what it measures.
 package wire
