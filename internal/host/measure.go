@@ -14,9 +14,8 @@ import (
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -64,7 +63,7 @@ func Drain(ctx context.Context, src SourcePlugin, n int64) (Stats, error) {
 func DrainSince(ctx context.Context, src SourcePlugin, n int64, since time.Time) (Stats, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := src.runProto(runCtx, grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")}))
+	stream, err := src.runProto(runCtx, grpc.ForceCodecV2(wire.NewCodec()))
 	if err != nil {
 		return Stats{}, fmt.Errorf("source Run: %w", err)
 	}
@@ -185,7 +184,7 @@ func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, r
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := dst.runProto(runCtx, grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")}))
+	stream, err := dst.runProto(runCtx, grpc.ForceCodecV2(wire.NewCodec()))
 	if err != nil {
 		return Stats{}, fmt.Errorf("destination Run: %w", err)
 	}
@@ -204,7 +203,7 @@ func Feed(ctx context.Context, dst DestinationPlugin, n int64, perMessage int, r
 					sent = append(sent, now)
 				}
 				mu.Unlock()
-				if err := stream.SendMsg(m); err != nil {
+				if err := stream.SendMsg(m.msg); err != nil {
 					return fmt.Errorf("send: %w", err)
 				}
 			}
@@ -257,25 +256,10 @@ func (e *StopError) Error() string {
 }
 func (e *StopError) Unwrap() error { return e.Err }
 
-// encoded is a message in its wire form.
+// encoded is a message in its wire form and the number of records in it.
 type encoded struct {
-	b       []byte
+	msg     wire.Encoded
 	records int
-}
-
-// encodedCodec sends encoded messages as they are, receives
-// scannedRecords by scanning, and does everything else as gRPC's protobuf
-// codec does.
-type encodedCodec struct{ encoding.CodecV2 }
-
-func (c encodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(*scannedRecords)
-	if !ok {
-		return c.CodecV2.Unmarshal(data, v)
-	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	return m.scan(buf.ReadOnlyData())
 }
 
 // scannedRecords is what a host needs of a source's Run response: the
@@ -291,81 +275,59 @@ type scannedRecords struct {
 	records [][]byte
 }
 
-// scan reads b, a connector.v2.Source.Run.Response: records are field 1;
-// in a record, the position is field 1 and the payload field 5; in the
-// payload, after is field 2; in data, raw bytes are field 1.
-func (m *scannedRecords) scan(b []byte) error {
+// UnmarshalWire reads b, a connector.v2.Source.Run.Response, whose records
+// are field 1. With keep, it copies the records' fields out of b, which is
+// only lent.
+func (m *scannedRecords) UnmarshalWire(b []byte) error {
+	var kept []byte
 	if m.keep {
-		b = bytes.Clone(b)
+		kept = make([]byte, 0, len(b))
 	}
-	return eachField(b, func(num protowire.Number, v, field []byte) error {
-		if num != 1 {
+	return wire.Fields(b, func(f wire.Field) error {
+		if f.Num != 1 || f.Type != protowire.BytesType {
 			return nil
 		}
+		record := f.Bytes
 		if m.keep {
-			m.records = append(m.records, field)
+			start := len(kept)
+			kept = protowire.AppendBytes(protowire.AppendTag(kept, 1, protowire.BytesType), record)
+			m.records = append(m.records, kept[start:len(kept):len(kept)])
+			record = kept[len(kept)-len(record):]
 		}
-		var position []byte
-		err := eachField(v, func(num protowire.Number, v, _ []byte) error {
-			switch num {
-			case 1:
-				position = v
-				if !m.keep {
-					position = bytes.Clone(v)
-				}
-			case 5:
-				return eachField(v, func(num protowire.Number, v, _ []byte) error {
-					if num == 2 {
-						return eachField(v, func(num protowire.Number, v, _ []byte) error {
-							if num == 1 {
-								m.rawBytes += len(v)
-							}
-							return nil
-						})
-					}
-					return nil
-				})
-			}
-			return nil
-		})
-		m.positions = append(m.positions, position)
-		return err
+		return m.record(record)
 	})
 }
 
-// eachField calls f with the number, the content and the whole wire form
-// of each length-delimited field in the message b, skipping the others.
-func eachField(b []byte, f func(num protowire.Number, v, field []byte) error) error {
-	for len(b) > 0 {
-		field := b
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+// record reads an opencdc.v1.Record's position, field 1, and the bytes of
+// its raw payload: the payload is field 5; in it, after is field 2; in
+// data, raw bytes are field 1.
+func (m *scannedRecords) record(b []byte) error {
+	var position []byte
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Type != protowire.BytesType {
+			return nil
 		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
+		switch f.Num {
+		case 1:
+			position = f.Bytes
+			if !m.keep {
+				position = bytes.Clone(f.Bytes)
 			}
-			b = b[n:]
-			continue
+		case 5:
+			return wire.Fields(f.Bytes, func(f wire.Field) error {
+				if f.Num != 2 || f.Type != protowire.BytesType {
+					return nil
+				}
+				return wire.Fields(f.Bytes, func(f wire.Field) error {
+					if f.Num == 1 && f.Type == protowire.BytesType {
+						m.rawBytes += len(f.Bytes)
+					}
+					return nil
+				})
+			})
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := f(num, v, field[:len(field)-len(b)]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c encodedCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if m, ok := v.(encoded); ok {
-		return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
-	}
-	return c.CodecV2.Marshal(v)
+		return nil
+	})
+	m.positions = append(m.positions, position)
+	return err
 }

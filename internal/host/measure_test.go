@@ -29,15 +29,15 @@ func TestScannedRecords(t *testing.T) {
 	b, err := proto.Marshal(resp)
 	is.NoErr(err)
 	var m scannedRecords
-	is.NoErr(m.scan(b))
+	is.NoErr(m.UnmarshalWire(b))
 	is.Equal(m.positions, [][]byte{[]byte("1"), []byte("2"), nil})
 	is.Equal(m.rawBytes, 8)
 	var truncated scannedRecords
-	is.True(truncated.scan(b[:len(b)-1]) != nil)
+	is.True(truncated.UnmarshalWire(b[:len(b)-1]) != nil)
 
 	// Kept, each record's field is a destination's request of that record.
 	kept := scannedRecords{keep: true}
-	is.NoErr(kept.scan(b))
+	is.NoErr(kept.UnmarshalWire(b))
 	is.Equal(kept.positions, m.positions)
 	is.Equal(len(kept.records), len(records))
 	for i, field := range kept.records {

@@ -12,8 +12,8 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/encoding"
 )
 
 // Pipeline moves records from an opened source to an opened destination the
@@ -72,12 +72,12 @@ func (e *NackError) Error() string {
 func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wire := grpc.ForceCodecV2(encodedCodec{encoding.GetCodecV2("proto")})
-	src, err := p.Source.runProto(runCtx, wire)
+	codec := grpc.ForceCodecV2(wire.NewCodec())
+	src, err := p.Source.runProto(runCtx, codec)
 	if err != nil {
 		return Result{}, fmt.Errorf("source Run: %w", err)
 	}
-	dst, err := p.Destination.runProto(runCtx, wire)
+	dst, err := p.Destination.runProto(runCtx, codec)
 	if err != nil {
 		return Result{}, fmt.Errorf("destination Run: %w", err)
 	}
@@ -212,12 +212,12 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 		r.mu.Unlock()
 		if r.PerMessage {
 			for _, rec := range records {
-				if err := dst.SendMsg(encoded{rec, 1}); err != nil {
+				if err := dst.SendMsg(wire.Encoded(rec)); err != nil {
 					r.done <- fmt.Errorf("send to destination: %w", err)
 					return
 				}
 			}
-		} else if err := dst.SendMsg(encoded{slices.Concat(records...), len(records)}); err != nil {
+		} else if err := dst.SendMsg(wire.Encoded(slices.Concat(records...))); err != nil {
 			r.done <- fmt.Errorf("send to destination: %w", err)
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"github.com/matryer/is"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -101,7 +102,7 @@ type fakeSourceStream struct {
 func (s *fakeSourceStream) RecvMsg(m any) error {
 	if b := s.first; b != nil {
 		s.first = nil
-		return m.(*scannedRecords).scan(b)
+		return m.(wire.Unmarshaler).UnmarshalWire(b)
 	}
 	<-s.ctx.Done()
 	return s.ctx.Err()
@@ -141,8 +142,12 @@ type fakeDestinationStream struct {
 }
 
 func (s *fakeDestinationStream) SendMsg(m any) error {
+	b, err := m.(wire.Marshaler).MarshalWire()
+	if err != nil {
+		return err
+	}
 	var req connectorv2.Destination_Run_Request
-	if err := proto.Unmarshal(m.(encoded).b, &req); err != nil {
+	if err := proto.Unmarshal(b, &req); err != nil {
 		return err
 	}
 	for _, r := range req.Records {

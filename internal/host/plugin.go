@@ -45,21 +45,21 @@ type Options struct {
 // DefaultToken is the connector token plugins get when Options name none.
 const DefaultToken = "connkit-host"
 
-// The protocol's clients, as Conduit uses them.
-type (
-	sourceClient interface {
-		pconnector.SourcePlugin
-		NewStream() pconnector.SourceRunStream
-	}
-	destinationClient interface {
-		pconnector.DestinationPlugin
-		NewStream() pconnector.DestinationRunStream
-	}
-)
+// SourceClient is the protocol's source client, as Conduit uses it.
+type SourceClient interface {
+	pconnector.SourcePlugin
+	NewStream() pconnector.SourceRunStream
+}
+
+// DestinationClient is the protocol's destination client, as Conduit uses it.
+type DestinationClient interface {
+	pconnector.DestinationPlugin
+	NewStream() pconnector.DestinationRunStream
+}
 
 // SourcePlugin is a source served by a launched plugin.
 type SourcePlugin interface {
-	sourceClient
+	SourceClient
 	// runProto opens the Run stream in the protocol's own message types,
 	// which Pipeline forwards without converting records.
 	runProto(ctx context.Context, opts ...grpc.CallOption) (connectorv2.SourcePlugin_RunClient, error)
@@ -67,12 +67,12 @@ type SourcePlugin interface {
 
 // DestinationPlugin is a destination served by a launched plugin.
 type DestinationPlugin interface {
-	destinationClient
+	DestinationClient
 	runProto(ctx context.Context, opts ...grpc.CallOption) (connectorv2.DestinationPlugin_RunClient, error)
 }
 
 type sourcePlugin struct {
-	sourceClient
+	SourceClient
 	conn *grpc.ClientConn
 }
 
@@ -81,7 +81,7 @@ func (s sourcePlugin) runProto(ctx context.Context, opts ...grpc.CallOption) (co
 }
 
 type destinationPlugin struct {
-	destinationClient
+	DestinationClient
 	conn *grpc.ClientConn
 }
 
@@ -176,7 +176,7 @@ func (p *Plugin) Source() (SourcePlugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sourcePlugin{sourceClient: raw.(sourceClient), conn: conn}, nil
+	return sourcePlugin{SourceClient: raw.(SourceClient), conn: conn}, nil
 }
 
 // Destination returns the plugin's destination.
@@ -185,7 +185,7 @@ func (p *Plugin) Destination() (DestinationPlugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return destinationPlugin{destinationClient: raw.(destinationClient), conn: conn}, nil
+	return destinationPlugin{DestinationClient: raw.(DestinationClient), conn: conn}, nil
 }
 
 // ProtocolVersion is the protocol version the plugin and host agreed on.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -62,12 +63,12 @@ var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 // runRequest decodes b, a connector.v2.Destination.Run.Request, appending
 // its records to records.
 func (d *recordDecoder) runRequest(b []byte, records []opencdc.Record) ([]opencdc.Record, error) {
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != runRequestRecords || typ != protowire.BytesType {
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Num != runRequestRecords || f.Type != protowire.BytesType {
 			return nil
 		}
 		var r opencdc.Record
-		if err := d.record(v, &r); err != nil {
+		if err := d.record(f.Bytes, &r); err != nil {
 			return fmt.Errorf("record %d: %w", len(records), err)
 		}
 		records = append(records, r)
@@ -77,24 +78,24 @@ func (d *recordDecoder) runRequest(b []byte, records []opencdc.Record) ([]opencd
 }
 
 func (d *recordDecoder) record(b []byte, r *opencdc.Record) error {
-	return fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+	return wire.Fields(b, func(f wire.Field) error {
 		var err error
 		switch {
-		case num == recordPosition && typ == protowire.BytesType:
-			r.Position = bytesOrNil(v)
-		case num == recordOperation && typ == protowire.VarintType:
-			r.Operation = opencdc.Operation(int32(n))
-		case num == recordMetadata:
+		case f.Num == recordPosition && f.Type == protowire.BytesType:
+			r.Position = bytesOrNil(f.Bytes)
+		case f.Num == recordOperation && f.Type == protowire.VarintType:
+			r.Operation = opencdc.Operation(int32(f.Value))
+		case f.Num == recordMetadata:
 			if r.Metadata == nil {
 				r.Metadata = opencdc.Metadata{} // even for a wrong wire type, as the generated code
 			}
-			if typ == protowire.BytesType {
-				err = d.metadataEntry(v, r.Metadata)
+			if f.Type == protowire.BytesType {
+				err = d.metadataEntry(f.Bytes, r.Metadata)
 			}
-		case num == recordKey && typ == protowire.BytesType:
-			r.Key, err = d.data(v)
-		case num == recordPayload && typ == protowire.BytesType:
-			r.Payload, err = d.change(v)
+		case f.Num == recordKey && f.Type == protowire.BytesType:
+			r.Key, err = d.data(f.Bytes)
+		case f.Num == recordPayload && f.Type == protowire.BytesType:
+			r.Payload, err = d.change(f.Bytes)
 		}
 		return err
 	})
@@ -102,17 +103,17 @@ func (d *recordDecoder) record(b []byte, r *opencdc.Record) error {
 
 func (d *recordDecoder) metadataEntry(b []byte, m opencdc.Metadata) error {
 	var key, value string
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType || (num != entryKey && num != entryValue) {
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Type != protowire.BytesType || (f.Num != entryKey && f.Num != entryValue) {
 			return nil
 		}
-		if !utf8.Valid(v) {
+		if !utf8.Valid(f.Bytes) {
 			return fmt.Errorf("metadata: %w", errInvalidUTF8)
 		}
-		if num == entryKey {
-			key = d.name(v)
+		if f.Num == entryKey {
+			key = d.name(f.Bytes)
 		} else {
-			value = string(v)
+			value = string(f.Bytes)
 		}
 		return nil
 	})
@@ -122,13 +123,13 @@ func (d *recordDecoder) metadataEntry(b []byte, m opencdc.Metadata) error {
 
 func (d *recordDecoder) change(b []byte) (opencdc.Change, error) {
 	var c opencdc.Change
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+	err := wire.Fields(b, func(f wire.Field) error {
 		var err error
 		switch {
-		case num == changeBefore && typ == protowire.BytesType:
-			c.Before, err = d.data(v)
-		case num == changeAfter && typ == protowire.BytesType:
-			c.After, err = d.data(v)
+		case f.Num == changeBefore && f.Type == protowire.BytesType:
+			c.Before, err = d.data(f.Bytes)
+		case f.Num == changeAfter && f.Type == protowire.BytesType:
+			c.After, err = d.data(f.Bytes)
 		}
 		return err
 	})
@@ -139,15 +140,15 @@ func (d *recordDecoder) change(b []byte) (opencdc.Change, error) {
 // neither is set. As in a oneof, the last one on the wire wins.
 func (d *recordDecoder) data(b []byte) (opencdc.Data, error) {
 	var out opencdc.Data
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if typ != protowire.BytesType {
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Type != protowire.BytesType {
 			return nil
 		}
-		switch num {
+		switch f.Num {
 		case dataRaw:
-			out = opencdc.RawData(append([]byte{}, v...))
+			out = opencdc.RawData(append([]byte{}, f.Bytes...))
 		case dataStructured:
-			m, err := d.structure(v)
+			m, err := d.structure(f.Bytes)
 			if err != nil {
 				return err
 			}
@@ -161,25 +162,25 @@ func (d *recordDecoder) data(b []byte) (opencdc.Data, error) {
 // structure decodes a google.protobuf.Struct.
 func (d *recordDecoder) structure(b []byte) (map[string]any, error) {
 	m := map[string]any{}
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != structFields || typ != protowire.BytesType {
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Num != structFields || f.Type != protowire.BytesType {
 			return nil
 		}
 		var key string
 		var value any
-		err := fields(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-			if typ != protowire.BytesType {
+		err := wire.Fields(f.Bytes, func(f wire.Field) error {
+			if f.Type != protowire.BytesType {
 				return nil
 			}
-			switch num {
+			switch f.Num {
 			case entryKey:
-				if !utf8.Valid(v) {
+				if !utf8.Valid(f.Bytes) {
 					return fmt.Errorf("structured data: %w", errInvalidUTF8)
 				}
-				key = d.name(v)
+				key = d.name(f.Bytes)
 			case entryValue:
 				var err error
-				value, err = d.value(v)
+				value, err = d.value(f.Bytes)
 				return err
 			}
 			return nil
@@ -195,24 +196,24 @@ func (d *recordDecoder) structure(b []byte) (map[string]any, error) {
 // Numbers JSON cannot hold become strings, as there.
 func (d *recordDecoder) value(b []byte) (any, error) {
 	var out any
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+	err := wire.Fields(b, func(f wire.Field) error {
 		var err error
 		switch {
-		case num == valueNull && typ == protowire.VarintType:
+		case f.Num == valueNull && f.Type == protowire.VarintType:
 			out = nil
-		case num == valueNumber && typ == protowire.Fixed64Type:
-			out = number(math.Float64frombits(n))
-		case num == valueString && typ == protowire.BytesType:
-			if !utf8.Valid(v) {
+		case f.Num == valueNumber && f.Type == protowire.Fixed64Type:
+			out = number(math.Float64frombits(f.Value))
+		case f.Num == valueString && f.Type == protowire.BytesType:
+			if !utf8.Valid(f.Bytes) {
 				return fmt.Errorf("structured data: %w", errInvalidUTF8)
 			}
-			out = string(v)
-		case num == valueBool && typ == protowire.VarintType:
-			out = n != 0
-		case num == valueStruct && typ == protowire.BytesType:
-			out, err = d.structure(v)
-		case num == valueList && typ == protowire.BytesType:
-			out, err = d.list(v)
+			out = string(f.Bytes)
+		case f.Num == valueBool && f.Type == protowire.VarintType:
+			out = f.Value != 0
+		case f.Num == valueStruct && f.Type == protowire.BytesType:
+			out, err = d.structure(f.Bytes)
+		case f.Num == valueList && f.Type == protowire.BytesType:
+			out, err = d.list(f.Bytes)
 		}
 		return err
 	})
@@ -244,11 +245,11 @@ func number(f float64) any {
 
 func (d *recordDecoder) list(b []byte) ([]any, error) {
 	out := []any{}
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != listValues || typ != protowire.BytesType {
+	err := wire.Fields(b, func(f wire.Field) error {
+		if f.Num != listValues || f.Type != protowire.BytesType {
 			return nil
 		}
-		x, err := d.value(v)
+		x, err := d.value(f.Bytes)
 		out = append(out, x)
 		return err
 	})
@@ -266,43 +267,4 @@ func (d *recordDecoder) name(b []byte) string {
 	s := string(b)
 	d.names[s] = s
 	return s
-}
-
-// fields calls f with each field of the message in b, in wire order: for
-// length-delimited fields v is the payload, for varints and fixed-size
-// fields n is the value. Groups are skipped.
-func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error) error {
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return protowire.ParseError(l)
-		}
-		b = b[l:]
-		var (
-			v []byte
-			n uint64
-		)
-		switch typ {
-		case protowire.VarintType:
-			n, l = protowire.ConsumeVarint(b)
-		case protowire.Fixed64Type:
-			n, l = protowire.ConsumeFixed64(b)
-		case protowire.Fixed32Type:
-			var n32 uint32
-			n32, l = protowire.ConsumeFixed32(b)
-			n = uint64(n32)
-		case protowire.BytesType:
-			v, l = protowire.ConsumeBytes(b)
-		default:
-			l = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if l < 0 {
-			return protowire.ParseError(l)
-		}
-		b = b[l:]
-		if err := f(num, typ, v, n); err != nil {
-			return err
-		}
-	}
-	return nil
 }

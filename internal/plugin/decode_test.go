@@ -10,6 +10,7 @@ import (
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/v2/fromproto"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"github.com/matryer/is"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -211,15 +212,15 @@ func hasRepeatedMessageField(b []byte) bool {
 	walk = func(b []byte, k kind) bool {
 		seen := map[protowire.Number]bool{}
 		found := false
-		_ = fields(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-			if typ != protowire.BytesType {
+		_ = wire.Fields(b, func(f wire.Field) error {
+			if f.Type != protowire.BytesType {
 				return nil
 			}
-			if inner, ok := singular[k][num]; ok {
-				found = found || seen[num] || walk(v, inner)
-				seen[num] = true
-			} else if inner, ok := repeated[k][num]; ok {
-				found = found || walk(v, inner)
+			if inner, ok := singular[k][f.Num]; ok {
+				found = found || seen[f.Num] || walk(f.Bytes, inner)
+				seen[f.Num] = true
+			} else if inner, ok := repeated[k][f.Num]; ok {
+				found = found || walk(f.Bytes, inner)
 			}
 			return nil
 		})

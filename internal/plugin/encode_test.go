@@ -192,7 +192,7 @@ func BenchmarkEncodeSourceRunResponse(b *testing.B) {
 	b.Run("encoder", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := (sourceRunResponse{records}).marshalWire(); err != nil {
+			if _, err := (sourceRunResponse{records}).MarshalWire(); err != nil {
 				b.Fatal(err)
 			}
 		}

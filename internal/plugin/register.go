@@ -1,10 +1,14 @@
 package plugin
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	serverv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/server"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
 
@@ -18,4 +22,51 @@ func Register(s *grpc.Server, c Connector, log *slog.Logger) {
 	// As Serve does for version 2: the Run streams encode and decode records.
 	registerSourceV2(s, newSourceServer(sourceOrNot(c.NewSource), log), DefaultMaxReceiveSize)
 	registerDestinationV2(s, newDestinationServer(destinationOrNot(c.NewDestination), log), DefaultMaxReceiveSize)
+}
+
+// destinationV2 serves protocol version 2's destination service with the
+// protocol's own adapter, except for Run, whose records it decodes with a
+// recordDecoder.
+type destinationV2 struct {
+	goplugin.NetRPCUnsupportedPlugin
+	newDestination func() pconnector.DestinationPlugin
+	maxMessage     int
+}
+
+func (p destinationV2) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	registerDestinationV2(s, p.newDestination(), p.maxMessage)
+	return nil
+}
+
+// registerDestinationV2 registers impl on s; no message it sends is larger
+// than maxMessage bytes.
+func registerDestinationV2(s grpc.ServiceRegistrar, impl pconnector.DestinationPlugin, maxMessage int) {
+	connectorv2.RegisterDestinationPluginServer(s, destinationServiceV2{serverv2.NewDestinationPluginServer(impl), impl, maxMessage})
+}
+
+func (destinationV2) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("plugin: a plugin serves, it has no client")
+}
+
+// sourceV2 serves protocol version 2's source service with the protocol's
+// own adapter, except for Run, whose records it encodes itself.
+type sourceV2 struct {
+	goplugin.NetRPCUnsupportedPlugin
+	newSource  func() pconnector.SourcePlugin
+	maxMessage int
+}
+
+func (p sourceV2) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	registerSourceV2(s, p.newSource(), p.maxMessage)
+	return nil
+}
+
+// registerSourceV2 registers impl on s; no message it sends is larger than
+// maxMessage bytes, except one carrying a single record larger than that.
+func registerSourceV2(s grpc.ServiceRegistrar, impl pconnector.SourcePlugin, maxMessage int) {
+	connectorv2.RegisterSourcePluginServer(s, sourceServiceV2{serverv2.NewSourcePluginServer(impl), impl, maxMessage})
+}
+
+func (sourceV2) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("plugin: a plugin serves, it has no client")
 }

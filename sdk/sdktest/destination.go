@@ -11,6 +11,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/connkit/connkit/sdk"
 )
@@ -47,7 +48,7 @@ func runDestination(t tb, s DestinationSuite) {
 
 // dstInstance is a configured and opened destination.
 type dstInstance struct {
-	c      destinationClient
+	c      host.DestinationClient
 	writes *writeLog // nil out of process
 	run    *destinationRun
 	torn   bool

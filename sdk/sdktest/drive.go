@@ -10,12 +10,13 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/host"
 )
 
 // sourceRun is a source's Run stream, read by a goroutine of its own as
 // Conduit does.
 type sourceRun struct {
-	client sourceClient
+	client host.SourceClient
 	stream pconnector.SourceRunStreamClient
 	cancel context.CancelFunc
 	msgs   chan []opencdc.Record
@@ -29,7 +30,7 @@ type sourceRun struct {
 	messages []int // records per message
 }
 
-func startSource(ctx context.Context, c sourceClient) (*sourceRun, error) {
+func startSource(ctx context.Context, c host.SourceClient) (*sourceRun, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stream := c.NewStream()
 	if err := c.Run(runCtx, stream); err != nil {
@@ -144,7 +145,7 @@ type destinationRun struct {
 	done   chan struct{}
 }
 
-func startDestination(ctx context.Context, c destinationClient) (*destinationRun, error) {
+func startDestination(ctx context.Context, c host.DestinationClient) (*destinationRun, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stream := c.NewStream()
 	if err := c.Run(runCtx, stream); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/host"
 )
 
 // lifecycleClient is a source or destination client for the lifecycle
@@ -17,7 +18,7 @@ type lifecycleClient interface {
 	teardown(ctx context.Context) error
 }
 
-type sourceLifecycle struct{ c sourceClient }
+type sourceLifecycle struct{ c host.SourceClient }
 
 func (s sourceLifecycle) configure(ctx context.Context, cfg map[string]string) error {
 	_, err := s.c.Configure(ctx, pconnector.SourceConfigureRequest{Config: cfg})
@@ -49,7 +50,7 @@ func (s sourceLifecycle) teardown(ctx context.Context) error {
 	return err
 }
 
-type destinationLifecycle struct{ c destinationClient }
+type destinationLifecycle struct{ c host.DestinationClient }
 
 func (d destinationLifecycle) configure(ctx context.Context, cfg map[string]string) error {
 	_, err := d.c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg})

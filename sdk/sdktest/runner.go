@@ -23,27 +23,15 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
-// The protocol's clients, as Conduit uses them.
-type (
-	sourceClient interface {
-		pconnector.SourcePlugin
-		NewStream() pconnector.SourceRunStream
-	}
-	destinationClient interface {
-		pconnector.DestinationPlugin
-		NewStream() pconnector.DestinationRunStream
-	}
-)
-
 // runner starts connector instances for the checks, each in a fresh plugin
 // server (as Conduit starts a plugin process per connector), torn down when
 // the check ends.
 type runner interface {
 	name() string
-	source(t tb) sourceClient
+	source(t tb) host.SourceClient
 	// destination returns the destination and, in process, the log of the
 	// connector's Write calls.
-	destination(t tb) (destinationClient, *writeLog)
+	destination(t tb) (host.DestinationClient, *writeLog)
 	specifier(t tb) pconnector.SpecifierPlugin
 }
 
@@ -94,12 +82,12 @@ func server(t tb, c sdk.Connector) plugin.Connector {
 	return pc
 }
 
-func (r inProcess) source(t tb) sourceClient {
+func (r inProcess) source(t tb) host.SourceClient {
 	t.Helper()
 	return clientv2.NewSourcePluginClient(r.serve(t, server(t, r.c)))
 }
 
-func (r inProcess) destination(t tb) (destinationClient, *writeLog) {
+func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
 	c := r.c
 	if r.wrap != nil {
@@ -166,7 +154,7 @@ func (r outOfProcess) launch(t tb) *host.Plugin {
 	return p
 }
 
-func (r outOfProcess) source(t tb) sourceClient {
+func (r outOfProcess) source(t tb) host.SourceClient {
 	t.Helper()
 	src, err := r.launch(t).Source()
 	if err != nil {
@@ -175,7 +163,7 @@ func (r outOfProcess) source(t tb) sourceClient {
 	return src
 }
 
-func (r outOfProcess) destination(t tb) (destinationClient, *writeLog) {
+func (r outOfProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
 	dst, err := r.launch(t).Destination()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/leakcheck"
 )
 
@@ -43,7 +44,7 @@ func runSource(t tb, s SourceSuite) {
 
 // srcInstance is a configured and opened source.
 type srcInstance struct {
-	c    sourceClient
+	c    host.SourceClient
 	run  *sourceRun
 	torn bool
 }

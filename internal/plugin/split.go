@@ -1,0 +1,58 @@
+package plugin
+
+import (
+	"fmt"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// splitAcks splits acks into runs whose Run response is at most max bytes
+// on the wire (an ack larger than that alone goes alone); max <= 0 means
+// no limit.
+func splitAcks(acks []*connectorv2.Destination_Run_Response_Ack, max int) [][]*connectorv2.Destination_Run_Response_Ack {
+	if max <= 0 {
+		return [][]*connectorv2.Destination_Run_Response_Ack{acks}
+	}
+	var parts [][]*connectorv2.Destination_Run_Response_Ack
+	start, size := 0, 0
+	for i, a := range acks {
+		n := proto.Size(a)
+		n += protowire.SizeTag(1) + protowire.SizeBytes(n) - n // the field's tag and length
+		if i > start && size+n > max {
+			parts = append(parts, acks[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	return append(parts, acks[start:])
+}
+
+// splitSourceRunResponse encodes records as Run responses of at most limit
+// bytes each, in order, and passes each to send, which owns it.
+func splitSourceRunResponse(records []opencdc.Record, limit int, send func([]byte) error) error {
+	b := make([]byte, 0, min(limit, 256*len(records)))
+	for i := range records {
+		start := len(b) // where record i's field begins
+		var content int
+		var err error
+		b, content = openMessage(b, sourceRunResponseRecords)
+		if b, err = appendRecord(b, records[i]); err != nil {
+			return fmt.Errorf("record %d at position %q: %w", i, records[i].Position, err)
+		}
+		b = closeMessage(b, content)
+		if len(b) > limit && start > 0 {
+			rest := b[start:]
+			if err := send(b[:start:start]); err != nil {
+				return err
+			}
+			b = append(make([]byte, 0, max(len(rest), min(limit, 256*(len(records)-i)))), rest...)
+		}
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return send(b)
+}

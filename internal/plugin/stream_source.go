@@ -1,0 +1,64 @@
+package plugin
+
+import (
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
+)
+
+// sourceRunResponse is a source's Run response, encoded from its records.
+type sourceRunResponse struct {
+	records []opencdc.Record
+}
+
+func (r sourceRunResponse) MarshalWire() ([]byte, error) {
+	return appendSourceRunResponse(make([]byte, 0, 256*len(r.records)), r.records)
+}
+
+// sourceServiceV2 is the protocol's source service with its own Run, whose
+// stream encodes records itself and splits them to fit the limit.
+type sourceServiceV2 struct {
+	connectorv2.SourcePluginServer
+	impl       pconnector.SourcePlugin
+	maxMessage int
+}
+
+func (s sourceServiceV2) Run(stream connectorv2.SourcePlugin_RunServer) error {
+	return s.impl.Run(stream.Context(), &sourceRunStream{stream: stream, maxMessage: s.maxMessage})
+}
+
+// sourceRunStream is the server side of a source's Run stream.
+type sourceRunStream struct {
+	stream     connectorv2.SourcePlugin_RunServer
+	maxMessage int
+}
+
+func (s *sourceRunStream) Client() pconnector.SourceRunStreamClient {
+	panic("plugin: a source's Run stream is served, it has no client side")
+}
+
+func (s *sourceRunStream) Server() pconnector.SourceRunStreamServer { return s }
+
+// Send sends the records in as many messages as it takes for none to be
+// larger than Conduit accepts; a record larger than that travels alone.
+func (s *sourceRunStream) Send(resp pconnector.SourceRunResponse) error {
+	if s.maxMessage <= 0 {
+		return s.stream.SendMsg(sourceRunResponse{resp.Records})
+	}
+	return splitSourceRunResponse(resp.Records, s.maxMessage, func(msg []byte) error {
+		return s.stream.SendMsg(wire.Encoded(msg))
+	})
+}
+
+func (s *sourceRunStream) Recv() (pconnector.SourceRunRequest, error) {
+	req, err := s.stream.Recv()
+	if err != nil {
+		return pconnector.SourceRunRequest{}, err
+	}
+	acks := make([]opencdc.Position, len(req.AckPositions))
+	for i, p := range req.AckPositions {
+		acks[i] = p
+	}
+	return pconnector.SourceRunRequest{AckPositions: acks}, nil
+}
