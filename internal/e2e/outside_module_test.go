@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"go/format"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,12 +39,12 @@ func readmeFiles(section string) map[string]string {
 	return files
 }
 
-// readmeCommands returns the lines of section's sh blocks, in order,
-// without comments.
+// readmeCommands returns the commands of section's sh blocks, in order,
+// without comments, a command continued with a backslash on one line.
 func readmeCommands(section string) []string {
 	var cmds []string
 	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
-		for line := range strings.SplitSeq(m[1], "\n") {
+		for line := range strings.SplitSeq(strings.ReplaceAll(m[1], "\\\n", " "), "\n") {
 			line, _, _ = strings.Cut(line, "#")
 			if line = strings.TrimSpace(line); line != "" {
 				cmds = append(cmds, line)
@@ -59,9 +60,11 @@ func readmeCommands(section string) []string {
 // checkout, the README's commands in order (go mod tidy, go vet, the
 // sdktest test, go build into connectors/), and then Conduit started there
 // with the README's pipeline from the builtin generator into the plugin.
-// It checks that every generated record is a row of the CSV file, decoded
-// from Avro into typed fields, and acknowledged once. The checkout is only
-// read.
+// The README's Conduit command must name the binary make builds and flags
+// that Conduit has, keeping its APIs on loopback; the test runs that
+// Conduit with the same layout, on free loopback ports. It checks that
+// every generated record is a row of the CSV file, decoded from Avro into
+// typed fields, and acknowledged once. The checkout is only read.
 func TestOutsideModule(t *testing.T) {
 	conduitPath := conduitBin(t)
 	is := is.New(t)
@@ -98,14 +101,17 @@ func TestOutsideModule(t *testing.T) {
 	is.NoErr(os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644))
 
 	goEnv := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GONOSUMDB=github.com/conduitio,buf.build")
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	is.NoErr(err)
+	version := regexp.MustCompile(`(?m)^CONDUIT_VERSION\s*:?=\s*(\S+)$`).FindSubmatch(makefile)
+	is.True(version != nil)                                        // the Makefile names Conduit's version
+	conduitCmd := "~/.cache/connkit/conduit-" + string(version[1]) // where make conduit builds it
 	var conduitArgs []string
 	for _, line := range readmeCommands(section) {
 		args := strings.Fields(line)
 		switch {
 		case args[0] == "mkdir" || args[0] == "cd":
 			// The test made the directory.
-		case strings.HasPrefix(line, "go get github.com/connkit/connkit@"):
-			// Not published yet: the replace directive stands for it.
 		case strings.HasPrefix(line, "go mod edit -replace github.com/connkit/connkit="):
 			args[len(args)-1] = "github.com/connkit/connkit=" + root
 			fallthrough
@@ -115,13 +121,13 @@ func TestOutsideModule(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s (in %s): %v\n%s", strings.Join(cmd.Args, " "), dir, err, out)
 			}
-		case args[0] == "conduit":
+		case args[0] == conduitCmd:
 			conduitArgs = args[1:]
 		default:
 			t.Fatalf("the README shows a command this test does not know how to follow: %s", line)
 		}
 	}
-	is.Equal(conduitArgs, []string{"run", "--connectors.path", "./connectors", "--pipelines.path", "./pipelines"}) // runConduit's layout
+	checkConduitArgs(t, conduitPath, conduitArgs)
 	_, err = os.Stat(filepath.Join(dir, "connectors", "csvsink"))
 	is.NoErr(err) // the plugin is in Conduit's connectors directory
 
@@ -151,12 +157,11 @@ func TestOutsideModule(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	is.NoErr(err)
-	is.Equal(len(rows), 1+records) // a header and a row per record
-	is.Equal(rows[0], append([]string{"operation"}, columns...))
-	for i, row := range rows[1:] {
+	is.Equal(len(rows), records) // a row per record
+	for i, row := range rows {
 		// The generator's int field arrives as a number, not Avro bytes:
 		// connkit decoded the payload with its schema before Write.
-		if _, err := strconv.ParseInt(row[1], 10, 64); row[0] != "create" || err != nil || row[2] == "" {
+		if _, err := strconv.ParseInt(row[1], 10, 64); len(row) != 1+len(columns) || row[0] != "create" || err != nil || row[2] == "" {
 			t.Fatalf("row %d of %s is %q, want a create with an integer id and a name", i+1, csvPath, row)
 		}
 	}
@@ -175,5 +180,38 @@ func TestOutsideModule(t *testing.T) {
 	}
 	if len(problems) > 0 {
 		t.Errorf("Conduit logged problems:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// checkConduitArgs checks the README's arguments for the Conduit binary:
+// `run` with the layout runConduit gives Conduit (connectors/ and
+// pipelines/ in its working directory), and its HTTP and gRPC APIs on
+// loopback addresses, with flags Conduit's own help lists.
+func checkConduitArgs(t *testing.T, conduitPath string, args []string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "run" || len(args)%2 != 1 {
+		t.Fatalf("the README runs Conduit with %q, want run and flags with values", args)
+	}
+	help, err := exec.CommandContext(t.Context(), conduitPath, "run", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s run --help: %v\n%s", conduitPath, err, help)
+	}
+	flags := map[string]string{}
+	for i := 1; i < len(args); i += 2 {
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(args[i]) + `\s`).Match(help) {
+			t.Errorf("the README passes Conduit %s, which `conduit run --help` does not list", args[i])
+		}
+		flags[args[i]] = args[i+1]
+	}
+	want := map[string]string{"--connectors.path": "./connectors", "--pipelines.path": "./pipelines"}
+	for _, api := range []string{"--api.http.address", "--api.grpc.address"} {
+		host, _, err := net.SplitHostPort(flags[api])
+		if err != nil || !net.ParseIP(host).IsLoopback() {
+			t.Errorf("the README's Conduit has %s %q, want a loopback address", api, flags[api])
+		}
+		want[api] = flags[api]
+	}
+	if !maps.Equal(flags, want) {
+		t.Errorf("the README runs Conduit with flags %v, want %v", flags, want)
 	}
 }
