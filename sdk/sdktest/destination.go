@@ -436,7 +436,7 @@ func checkWriteFailure(t tb, ctx context.Context, s DestinationSuite) {
 	}
 	inst.stop(t, ctx, recs[len(recs)-1].Position)
 	acked, err := inst.run.wait(ctx, recs)
-	var nack *ackError
+	var nack *host.NackError
 	switch {
 	case acked != k:
 		t.Errorf("with a failure injected at record %d, %d records were acknowledged (%v): Write must count the records it wrote before the failure", k, acked, err)

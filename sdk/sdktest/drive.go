@@ -191,16 +191,6 @@ func (r *destinationRun) send(records []opencdc.Record, perMessage int) error {
 	return nil
 }
 
-// ackError is a record the destination nacked.
-type ackError struct {
-	Position opencdc.Position
-	Message  string
-}
-
-func (e *ackError) Error() string {
-	return fmt.Sprintf("the destination nacked position %q: %s", e.Position, e.Message)
-}
-
 // wait receives the acks of records, checks they come in order, and
 // returns how many were positive before the first nack, and that nack.
 func (r *destinationRun) wait(ctx context.Context, records []opencdc.Record) (acked int, err error) {
@@ -219,7 +209,7 @@ func (r *destinationRun) wait(ctx context.Context, records []opencdc.Record) (ac
 			return acked, errors.Join(nack, fmt.Errorf("ack for position %q where %q was expected: acks must come in the order records were sent", a.Position, rec.Position))
 		}
 		if a.Error != "" && nack == nil {
-			nack = &ackError{Position: a.Position, Message: a.Error}
+			nack = &host.NackError{Position: a.Position, Message: a.Error}
 		}
 		if nack == nil {
 			acked++
