@@ -48,10 +48,10 @@ func runDestination(t tb, s DestinationSuite) {
 
 // dstInstance is a configured and opened destination.
 type dstInstance struct {
+	instance
 	c      host.DestinationClient
 	writes *writeLog // nil out of process
 	run    *destinationRun
-	torn   bool
 }
 
 func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string) *dstInstance {
@@ -63,38 +63,14 @@ func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string)
 	if _, err := c.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
 		t.Fatalf("Open fails: %v", err)
 	}
-	inst := &dstInstance{c: c, writes: writes}
-	t.Cleanup(func() {
-		if !inst.torn {
-			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			_ = inst.teardown(ctx)
-		}
-	})
+	inst := &dstInstance{instance: instance{lifecycle: destinationLifecycle{c}}, c: c, writes: writes}
+	inst.tearDownAtEnd(t)
 	run, err := startDestination(ctx, c)
 	if err != nil {
 		t.Fatalf("Run fails: %v", err)
 	}
-	inst.run = run
+	inst.run, inst.stream = run, &run.streamReader
 	return inst
-}
-
-func (i *dstInstance) teardown(ctx context.Context) error {
-	i.torn = true
-	if i.run != nil {
-		i.run.close()
-	}
-	_, err := i.c.Teardown(ctx, pconnector.DestinationTeardownRequest{})
-	return err
-}
-
-func (i *dstInstance) mustTeardown(t tb) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if err := i.teardown(ctx); err != nil {
-		t.Errorf("Teardown fails: %v\nTeardown must release what Open acquired and return, also after Stop.", err)
-	}
 }
 
 // write sends records one per message, as Conduit's default engine does,

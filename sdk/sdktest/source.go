@@ -44,9 +44,9 @@ func runSource(t tb, s SourceSuite) {
 
 // srcInstance is a configured and opened source.
 type srcInstance struct {
-	c    host.SourceClient
-	run  *sourceRun
-	torn bool
+	instance
+	c   host.SourceClient
+	run *sourceRun
 }
 
 func openSource(t tb, ctx context.Context, r runner, cfg map[string]string, from opencdc.Position) *srcInstance {
@@ -58,14 +58,8 @@ func openSource(t tb, ctx context.Context, r runner, cfg map[string]string, from
 	if _, err := c.Open(ctx, pconnector.SourceOpenRequest{Position: from}); err != nil {
 		t.Fatalf("Open(%q) fails: %v", from, err)
 	}
-	inst := &srcInstance{c: c}
-	t.Cleanup(func() {
-		if !inst.torn {
-			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			_ = inst.teardown(ctx)
-		}
-	})
+	inst := &srcInstance{instance: instance{lifecycle: sourceLifecycle{c}}, c: c}
+	inst.tearDownAtEnd(t)
 	return inst
 }
 
@@ -75,27 +69,8 @@ func (i *srcInstance) start(t tb, ctx context.Context) *sourceRun {
 	if err != nil {
 		t.Fatalf("Run fails: %v", err)
 	}
-	i.run = run
+	i.run, i.stream = run, &run.streamReader
 	return run
-}
-
-// teardown closes the Run stream, as Conduit does, and tears down.
-func (i *srcInstance) teardown(ctx context.Context) error {
-	i.torn = true
-	if i.run != nil {
-		i.run.close()
-	}
-	_, err := i.c.Teardown(ctx, pconnector.SourceTeardownRequest{})
-	return err
-}
-
-func (i *srcInstance) mustTeardown(t tb) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if err := i.teardown(ctx); err != nil {
-		t.Errorf("Teardown fails: %v\nTeardown must release what Open acquired and return, also after Stop.", err)
-	}
 }
 
 // stop stops the source as Conduit does, acking what arrives until the
@@ -278,9 +253,7 @@ func checkResume(t tb, ctx context.Context, s SourceSuite, r runner) {
 	if err != nil {
 		t.Fatalf("reading %d records: %v%s", n, err, tooFew(err))
 	}
-	inst.torn = true // a crash: no Stop
-	run.close()
-	if _, err := inst.c.Teardown(ctx, pconnector.SourceTeardownRequest{}); err != nil {
+	if err := inst.teardown(ctx); err != nil { // a crash: no Stop
 		t.Errorf("Teardown fails: %v", err)
 	}
 	from := first[k-1].Position
