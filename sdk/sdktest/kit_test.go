@@ -15,22 +15,21 @@ import (
 // what it found.
 func runSourceSuite(t *testing.T, s SourceSuite) *results {
 	t.Helper()
-	rec, res := newRecorder(t)
-	if s.Timeout == 0 {
-		s.Timeout = 30 * time.Second
-	}
-	rec.Run("Suite", func(t tb) { runSource(t, s) })
-	rec.finish()
-	return res
+	s.Timeout = withDefault(s.Timeout, 30*time.Second)
+	return recordSuite(t, func(t tb) { runSource(t, s) })
 }
 
 func runDestinationSuite(t *testing.T, s DestinationSuite) *results {
 	t.Helper()
+	s.Timeout = withDefault(s.Timeout, 30*time.Second)
+	return recordSuite(t, func(t tb) { runDestination(t, s) })
+}
+
+// recordSuite runs suite under a recorder and returns what it found.
+func recordSuite(t *testing.T, suite func(tb)) *results {
+	t.Helper()
 	rec, res := newRecorder(t)
-	if s.Timeout == 0 {
-		s.Timeout = 30 * time.Second
-	}
-	rec.Run("Suite", func(t tb) { runDestination(t, s) })
+	rec.Run("Suite", suite)
 	rec.finish()
 	return res
 }
