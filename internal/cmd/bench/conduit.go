@@ -145,14 +145,11 @@ func conduitMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	conn, closeDB, err := database(ctx, url)
+	conn, closeDB, err := database(ctx, url, conduitTable)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	if _, err := conn.Exec(ctx, conduitTable); err != nil {
-		return err
-	}
 
 	// The plugins alternate cell by cell, so that whatever the machine
 	// does meanwhile falls on both alike.

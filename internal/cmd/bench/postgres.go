@@ -59,14 +59,11 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		schemaModes = append(schemaModes, m)
 	}
-	conn, closeDB, err := database(ctx, url)
+	conn, closeDB, err := database(ctx, url, benchTable)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	if _, err := conn.Exec(ctx, benchTable); err != nil {
-		return err
-	}
 	pairs := []pair{a}
 	if b.destination != "" {
 		pairs = append(pairs, b)
@@ -197,8 +194,9 @@ func postgresMode(ctx context.Context, args []string) error {
 }
 
 // database connects to *url or, if it is empty, to a throwaway server it
-// starts from the machine's binaries, setting *url; done closes both.
-func database(ctx context.Context, url *string) (conn *pgx.Conn, done func(), err error) {
+// starts from the machine's binaries, setting *url, and runs ddl, which
+// creates the run's tables; done closes both.
+func database(ctx context.Context, url *string, ddl string) (conn *pgx.Conn, done func(), err error) {
 	stop := func() {}
 	if *url == "" {
 		srv, err := pgtest.Start()
@@ -213,7 +211,12 @@ func database(ctx context.Context, url *string) (conn *pgx.Conn, done func(), er
 		stop()
 		return nil, nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	return conn, func() { conn.Close(context.Background()); stop() }, nil
+	done = func() { conn.Close(context.Background()); stop() }
+	if _, err := conn.Exec(ctx, ddl); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return conn, done, nil
 }
 
 // benchCheck counts the rows in the bench table, and those holding the
