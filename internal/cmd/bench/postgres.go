@@ -135,18 +135,7 @@ func postgresMode(ctx context.Context, args []string) error {
 	fmt.Fprintf(&t, "%d rows per run into (id bigint PRIMARY KEY, a text, b text, n int), %s, sdk.batch.size on the destination.\n\n", *records, msgs)
 	t.WriteString("Schemas off: keys and payloads are structured data. Schemas on: they are Avro, named by their schemas' subject and version in metadata, the schemas in the host's schema service, as Conduit's sources send them; the destinations decode them with their sdk.schema.extract.* parameters at the defaults.\n\n")
 	t.WriteString("The plugin's processor time per row counts the plugin process alone, not the database or the host; it varies less than rows/s on a busy machine.\n\n")
-	t.WriteString("| batch | schemas |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %s rows/s | %s ack p50 / p99 | %s CPU µs/row |", p.name, p.name, p.name)
-	}
-	if len(pairs) == 2 {
-		t.WriteString(" ratio |")
-	}
-	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
-	if len(pairs) == 2 {
-		t.WriteString("---|")
-	}
-	t.WriteString("\n")
+	writeTableHead(&t, "| batch | schemas |", pairs, " %[1]s rows/s | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", "ratio")
 	var series []chart.Series
 	for _, mode := range schemaModes {
 		for i, p := range pairs {
