@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/internal/host"
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
@@ -50,20 +48,8 @@ func incumbentPlugin(t *testing.T, name string) string {
 // "(devel)").
 func pluginRef(t *testing.T, path string) string {
 	t.Helper()
-	p, err := host.Launch(path, host.Options{ConnectorID: "specify", LogLevel: "info", Schemas: schemas})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Kill()
-	spec, err := p.Specifier()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := spec.Specify(t.Context(), pconnector.SpecifierSpecifyRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "standalone:" + resp.Specification.Name + "@" + resp.Specification.Version
+	spec := specify(t, path)
+	return "standalone:" + spec.Name + "@" + spec.Version
 }
 
 // settings renders a connector's settings for a pipeline file, sorted.
