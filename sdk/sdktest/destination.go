@@ -12,38 +12,25 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/connkit/connkit/sdk"
 )
 
 func runDestination(t tb, s DestinationSuite) {
 	t.Helper()
-	before := leakcheck.Snapshot()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
 	if s.Record == nil {
 		s.Record = TestRecord
 	}
-	r := destinationRole(s)
-	runChecks(t, specChecks(r), s.Skip, s.Timeout)
-	runners := []runner{inProcess{c: s.Connector}}
-	if s.Plugin != "" {
-		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
-	}
-	for _, run := range runners {
-		t.Run(run.name(), func(t tb) {
-			checks := destinationChecks(s, run)
-			if _, ok := run.(outOfProcess); ok {
-				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
-			} else {
-				checks = append(checks,
-					check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }},
-					check{"Write/Failure", func(t tb, ctx context.Context) { checkWriteFailure(t, ctx, s) }})
-			}
-			runChecks(t, checks, s.Skip, s.Timeout)
-		})
-	}
-	noLeaks(t, before)
+	runSuite(t, destinationRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check {
+		checks := destinationChecks(s, run)
+		if _, ok := run.(inProcess); ok {
+			checks = append(checks,
+				check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }},
+				check{"Write/Failure", func(t tb, ctx context.Context) { checkWriteFailure(t, ctx, s) }})
+		}
+		return checks
+	})
 }
 
 // dstInstance is a configured and opened destination.

@@ -12,7 +12,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
-	"github.com/connkit/connkit/internal/leakcheck"
 )
 
 // stopTimeout bounds Stop and Teardown: they must return promptly, and this
@@ -21,25 +20,9 @@ const stopTimeout = 15 * time.Second
 
 func runSource(t tb, s SourceSuite) {
 	t.Helper()
-	before := leakcheck.Snapshot()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
-	r := sourceRole(s)
-	runChecks(t, specChecks(r), s.Skip, s.Timeout)
-	runners := []runner{inProcess{c: s.Connector}}
-	if s.Plugin != "" {
-		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
-	}
-	for _, run := range runners {
-		t.Run(run.name(), func(t tb) {
-			checks := sourceChecks(s, run)
-			if _, ok := run.(outOfProcess); ok {
-				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
-			}
-			runChecks(t, checks, s.Skip, s.Timeout)
-		})
-	}
-	noLeaks(t, before)
+	runSuite(t, sourceRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check { return sourceChecks(s, run) })
 }
 
 // srcInstance is a configured and opened source.
