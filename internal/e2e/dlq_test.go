@@ -236,9 +236,7 @@ pipelines:
 `, src, noSchemas, batch.settings, url, batch.settings, dlq)
 					c := startConduitWith(t, pipeline, []string{jsonl}, engine.flags...)
 					c.waitForPipelineAcked("e2e", dlqRecords)
-					status, errText := c.PipelineState("e2e")
-					is.Equal(status, "STATUS_RUNNING")
-					is.Equal(errText, "")
+					c.checkRunning("e2e")
 					c.stop()
 
 					is.Equal(tableRows(t, url), wantRows) // exactly the good rows, as they were sent

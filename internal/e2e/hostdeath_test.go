@@ -25,26 +25,9 @@ func TestConduitKilled(t *testing.T) {
 	const ddl = `CREATE TABLE items (id int PRIMARY KEY, n bigint)`
 	from, src := sourceDatabase(t, ddl+`; INSERT INTO items SELECT i, i FROM generate_series(1, 1000) i`)
 	to, dst := sourceDatabase(t, ddl)
-	pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: standalone:postgres
-        settings:
-          url: %q
-          tables: items
-          slot.name: %s
-          sdk.batch.size: "100"
-          sdk.batch.delay: "10ms"
-      - id: destination
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %q
-`, from, dbName(from), to)
+	pipeline := pipelineYAML("standalone:postgres", map[string]string{
+		"url": from, "tables": "items", "slot.name": dbName(from), "sdk.batch.size": "100", "sdk.batch.delay": "10ms",
+	}, "standalone:postgres", map[string]string{"url": to})
 	insert := func(first, last int) {
 		t.Helper()
 		if _, err := src.Exec(t.Context(), `INSERT INTO items SELECT i, i FROM generate_series($1::int, $2::int) i`, first, last); err != nil {
@@ -136,9 +119,7 @@ pipelines:
 	if log := c.Log(); strings.Contains(log, "is in use") {
 		t.Errorf("the restarted source found its slot in use:\n%s", log)
 	}
-	if p := c.Problems(); len(p) > 0 {
-		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
-	}
+	c.checkProblems()
 }
 
 // adoptOrphans makes the test process the subreaper of its descendants

@@ -2,15 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/internal/host"
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
@@ -50,29 +46,8 @@ func incumbentPlugin(t *testing.T, name string) string {
 // "(devel)").
 func pluginRef(t *testing.T, path string) string {
 	t.Helper()
-	p, err := host.Launch(path, host.Options{ConnectorID: "specify", LogLevel: "info", Schemas: schemas})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Kill()
-	spec, err := p.Specifier()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := spec.Specify(t.Context(), pconnector.SpecifierSpecifyRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "standalone:" + resp.Specification.Name + "@" + resp.Specification.Version
-}
-
-// settings renders a connector's settings for a pipeline file, sorted.
-func settings(m map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(&b, "          %s: %q\n", k, m[k])
-	}
-	return b.String()
+	spec := specify(t, path)
+	return "standalone:" + spec.Name + "@" + spec.Version
 }
 
 // TestInteropBuiltinGenerator runs Conduit's builtin generator, with its
@@ -141,16 +116,9 @@ pipelines:
 			// The generator's keys are raw words, which the incumbent SDK
 			// warns of when it extracts and encodes schemas, even with key
 			// extraction off.
-			if p := without(c.Problems(), "not structured"); len(p) > 0 {
-				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
-			}
+			c.checkProblems("not structured")
 		})
 	}
-}
-
-// without returns the lines that do not contain s.
-func without(lines []string, s string) []string {
-	return slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, s) })
 }
 
 // kindsTable is the table the Postgres interop tests copy, with the types
@@ -242,31 +210,7 @@ func copyKinds(t *testing.T, flags []string, nulls bool, expected []string, pipe
 	}
 	is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // no record twice
 	c.stop()
-	p := c.Problems()
-	for _, s := range expected {
-		p = without(p, s)
-	}
-	if len(p) > 0 {
-		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
-	}
-}
-
-// kindsPipeline is a pipeline e2e from source to destination.
-func kindsPipeline(source string, sourceSettings map[string]string, destination string, destSettings map[string]string) string {
-	return fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: %s
-        settings:
-%s      - id: destination
-        type: destination
-        plugin: %s
-        settings:
-%s`, source, settings(sourceSettings), destination, settings(destSettings))
+	c.checkProblems(expected...)
 }
 
 // TestInteropIncumbentPostgresSource copies a table with the incumbent's
@@ -284,7 +228,7 @@ func TestInteropIncumbentPostgresSource(t *testing.T) {
 			// At Stop, its replication reader logs its own cancellation as an error.
 			expected := []string{`"replication exited with an error"`}
 			copyKinds(t, engine.flags, false, expected, func(url string) string {
-				return kindsPipeline(incumbent, map[string]string{
+				return pipelineYAML(incumbent, map[string]string{
 					"url": url, "tables": "kinds", "cdcMode": "logrepl",
 					"logrepl.slotName": dbName(url), "logrepl.publicationName": dbName(url),
 				}, connkit, map[string]string{"url": url, "table": "kinds_copy"})
@@ -305,7 +249,7 @@ func TestInteropIncumbentPostgresDestination(t *testing.T) {
 			// delete's, which has no payload to decode.
 			expected := []string{"does not have an attached schema for the payload"}
 			copyKinds(t, engine.flags, true, expected, func(url string) string {
-				return kindsPipeline(connkit, map[string]string{
+				return pipelineYAML(connkit, map[string]string{
 					"url": url, "tables": "kinds", "slot.name": dbName(url), "publication.name": dbName(url),
 				}, incumbent, map[string]string{"url": url, "table": "kinds_copy"})
 			})

@@ -165,9 +165,7 @@ func TestOutsideModule(t *testing.T) {
 			t.Fatalf("row %d of %s is %q, want a create with an integer id and a name", i+1, csvPath, row)
 		}
 	}
-	status, errText := c.PipelineState(id)
-	is.Equal(status, "STATUS_RUNNING")
-	is.Equal(errText, "")
+	c.checkRunning(id)
 	c.stop()
 
 	// The README says Conduit warns that the generator's keys are not

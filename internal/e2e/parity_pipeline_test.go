@@ -53,16 +53,6 @@ func TestIncumbentSettingsAreComplete(t *testing.T) {
 	is.Equal(slices.Sorted(maps.Keys(destination)), slices.Sorted(maps.Keys(incumbentSettings.destination)))
 }
 
-// yamlSettings writes settings as a pipeline file's settings block.
-func yamlSettings(settings ...map[string]string) string {
-	var b strings.Builder
-	all := merge(settings...)
-	for _, k := range slices.Sorted(maps.Keys(all)) {
-		fmt.Fprintf(&b, "          %s: %q\n", k, all[k])
-	}
-	return b.String()
-}
-
 // TestIncumbentPipelineFile runs, in real Conduit with both engines, a
 // pipeline file that sets every sdk.* parameter of the incumbent SDK on
 // connkit's generator, log and postgres plugins, and checks that Conduit
@@ -124,10 +114,10 @@ pipelines:
         plugin: standalone:postgres
         settings:
 %s`,
-				yamlSettings(incumbentSettings.source, generator),
-				yamlSettings(incumbentSettings.destination, map[string]string{"level": "info"}),
-				yamlSettings(incumbentSettings.source, generator, map[string]string{"sdk.schema.context.name": "parity-pg"}),
-				yamlSettings(incumbentSettings.destination, map[string]string{"url": url, "table": "generated", "key": "seq"}),
+				settings(incumbentSettings.source, generator),
+				settings(incumbentSettings.destination, map[string]string{"level": "info"}),
+				settings(incumbentSettings.source, generator, map[string]string{"sdk.schema.context.name": "parity-pg"}),
+				settings(incumbentSettings.destination, map[string]string{"url": url, "table": "generated", "key": "seq"}),
 			)
 			c := startConduit(t, pipeline, tt.flags...)
 			c.waitForPipelineAcked("e2e", records)
@@ -135,15 +125,11 @@ pipelines:
 			for _, p := range []struct{ pipeline, plugin string }{{"e2e", "log"}, {"e2e-pg", "postgres"}} {
 				is.Equal(c.Metric(fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, p.pipeline)), float64(records)) // exactly: no record twice
 				is.Equal(c.Metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin="standalone:%s",type="destination"}`, p.pipeline, p.plugin)), float64(records))
-				status, errText := c.PipelineState(p.pipeline)
-				is.Equal(status, "STATUS_RUNNING")
-				is.Equal(errText, "")
+				c.checkRunning(p.pipeline)
 			}
 			is.Equal(count(t, url, `SELECT count(*) FROM generated WHERE name IS NOT NULL AND n IS NOT NULL AND at IS NOT NULL`), int64(records))
 			c.stop()
-			if p := c.Problems(); len(p) > 0 {
-				t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
-			}
+			c.checkProblems()
 
 			events := c.loggedRecords("e2e:log")
 			is.Equal(len(events), records) // the log destination logged each record once

@@ -30,7 +30,7 @@ func specify(t *testing.T, path string) pconnector.Specification {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Kill)
+	defer p.Kill()
 	spec, err := p.Specifier()
 	if err != nil {
 		t.Fatal(err)

@@ -404,6 +404,27 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 	}
 }
 
+// runFaulty launches the faulty plugin, configures and opens its
+// destination and opens its Run stream, which stopRun ends.
+func runFaulty(t *testing.T, ctx context.Context) (dst host.DestinationPlugin, stream pconnector.DestinationRunStream, stopRun context.CancelFunc) {
+	t.Helper()
+	is := is.New(t)
+	p, err := host.Launch(faultyBin, host.Options{})
+	is.NoErr(err)
+	t.Cleanup(p.Kill)
+	dst, err = p.Destination()
+	is.NoErr(err)
+	_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{})
+	is.NoErr(err)
+	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
+	is.NoErr(err)
+	runCtx, stopRun := context.WithCancel(ctx)
+	t.Cleanup(stopRun)
+	stream = dst.NewStream()
+	is.NoErr(dst.Run(runCtx, stream))
+	return dst, stream, stopRun
+}
+
 // TestFaultyWritesAreNackedAndThePluginSurvives sends records that make the
 // destination panic, fail and break the Write contract, each in a message of
 // its own, and checks the acks and that the process keeps serving.
@@ -412,19 +433,7 @@ func TestFaultyWritesAreNackedAndThePluginSurvives(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	p, err := host.Launch(faultyBin, host.Options{})
-	is.NoErr(err)
-	defer p.Kill()
-	dst, err := p.Destination()
-	is.NoErr(err)
-	_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{})
-	is.NoErr(err)
-	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
-	is.NoErr(err)
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	stream := dst.NewStream()
-	is.NoErr(dst.Run(runCtx, stream))
+	dst, stream, stopRun := runFaulty(t, ctx)
 
 	messages := []struct {
 		payloads []string
@@ -465,7 +474,7 @@ func TestFaultyWritesAreNackedAndThePluginSurvives(t *testing.T) {
 			}
 		}
 	}
-	_, err = dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(strconv.Itoa(pos))})
+	_, err := dst.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: opencdc.Position(strconv.Itoa(pos))})
 	is.NoErr(err)
 	stopRun()
 	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
@@ -482,19 +491,7 @@ func TestReadingStopsAtTheBound(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	p, err := host.Launch(faultyBin, host.Options{})
-	is.NoErr(err)
-	defer p.Kill()
-	dst, err := p.Destination()
-	is.NoErr(err)
-	_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{})
-	is.NoErr(err)
-	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
-	is.NoErr(err)
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	stream := dst.NewStream()
-	is.NoErr(dst.Run(runCtx, stream))
+	dst, stream, stopRun := runFaulty(t, ctx)
 
 	const total = 10000
 	payload := opencdc.RawData(strings.Repeat("x", 8<<10))
@@ -526,6 +523,6 @@ func TestReadingStopsAtTheBound(t *testing.T) {
 		t.Errorf("the plugin took %d records of 8 KiB while its connector wrote none: reading does not stop at the bound", last)
 	}
 	stopRun()
-	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
+	_, err := dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
 	is.NoErr(err)
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -194,28 +193,9 @@ func conduitPostgresSource(t *testing.T, flags ...string) {
 		INSERT INTO items SELECT i, 'item ' || i, i * 10, i / 7.0, '2026-01-01'::timestamptz + i * interval '1 minute', ARRAY['a', 'b' || i], jsonb_build_object('i', i)
 		FROM generate_series(1, 5000) i`)
 	to, dst := sourceDatabase(t, ddl)
-	pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: standalone:postgres
-        settings:
-          url: %q
-          tables: items
-          slot.name: %s
-          sdk.batch.size: "1000"
-          sdk.batch.delay: "20ms"
-      - id: destination
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %q
-          sdk.batch.size: "1000"
-          sdk.batch.delay: "20ms"
-`, from, dbName(from), to)
+	batch := map[string]string{"sdk.batch.size": "1000", "sdk.batch.delay": "20ms"}
+	pipeline := pipelineYAML("standalone:postgres", merge(batch, map[string]string{"url": from, "tables": "items", "slot.name": dbName(from)}),
+		"standalone:postgres", merge(batch, map[string]string{"url": to}))
 	is := is.New(t)
 	c := startConduit(t, pipeline, flags...)
 	c.waitForAcked(5000)
@@ -239,7 +219,5 @@ pipelines:
 	is.Equal(count(t, to, `SELECT count(*) FROM items`), int64(5080))
 	is.Equal(dump(dst), dump(src))
 	c.stop()
-	if p := c.Problems(); len(p) > 0 {
-		t.Errorf("Conduit logged problems:\n%s", strings.Join(p, "\n"))
-	}
+	c.checkProblems()
 }

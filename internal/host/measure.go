@@ -38,11 +38,14 @@ func (s Stats) RecordsPerSecond() float64 { return float64(s.Records) / s.Elapse
 func (s Stats) MBPerSecond() float64 { return float64(s.Bytes) / 1e6 / s.Elapsed.Seconds() }
 
 // Latency returns the q-quantile (0..1) of the ack latencies.
-func (s Stats) Latency(q float64) time.Duration {
-	if len(s.Latencies) == 0 {
+func (s Stats) Latency(q float64) time.Duration { return quantile(s.Latencies, q) }
+
+// quantile returns the q-quantile (0..1) of sorted, zero if it is empty.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	return s.Latencies[min(len(s.Latencies)-1, int(q*float64(len(s.Latencies))))]
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
 // Drain reads n records from an opened source the way Conduit does: it

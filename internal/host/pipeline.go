@@ -50,12 +50,7 @@ type Result struct {
 }
 
 // Latency returns the q-quantile (0..1) of the ack latencies.
-func (r Result) Latency(q float64) time.Duration {
-	if len(r.Latencies) == 0 {
-		return 0
-	}
-	return r.Latencies[min(len(r.Latencies)-1, int(q*float64(len(r.Latencies))))]
-}
+func (r Result) Latency(q float64) time.Duration { return quantile(r.Latencies, q) }
 
 // NackError is a record the destination did not write.
 type NackError struct {

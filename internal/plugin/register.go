@@ -24,11 +24,21 @@ func Register(s *grpc.Server, c Connector, log *slog.Logger) {
 	registerDestinationV2(s, newDestinationServer(destinationOrNot(c.NewDestination), log), DefaultMaxReceiveSize)
 }
 
+// serverOnly is the side of a go-plugin plugin that a plugin process has:
+// it serves, and is nobody's client.
+type serverOnly struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
+
+func (serverOnly) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("plugin: a plugin serves, it has no client")
+}
+
 // destinationV2 serves protocol version 2's destination service with the
 // protocol's own adapter, except for Run, whose records it decodes with a
 // recordDecoder.
 type destinationV2 struct {
-	goplugin.NetRPCUnsupportedPlugin
+	serverOnly
 	newDestination func() pconnector.DestinationPlugin
 	maxMessage     int
 }
@@ -44,14 +54,10 @@ func registerDestinationV2(s grpc.ServiceRegistrar, impl pconnector.DestinationP
 	connectorv2.RegisterDestinationPluginServer(s, destinationServiceV2{serverv2.NewDestinationPluginServer(impl), impl, maxMessage})
 }
 
-func (destinationV2) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
-	return nil, errors.New("plugin: a plugin serves, it has no client")
-}
-
 // sourceV2 serves protocol version 2's source service with the protocol's
 // own adapter, except for Run, whose records it encodes itself.
 type sourceV2 struct {
-	goplugin.NetRPCUnsupportedPlugin
+	serverOnly
 	newSource  func() pconnector.SourcePlugin
 	maxMessage int
 }
@@ -65,8 +71,4 @@ func (p sourceV2) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 // maxMessage bytes, except one carrying a single record larger than that.
 func registerSourceV2(s grpc.ServiceRegistrar, impl pconnector.SourcePlugin, maxMessage int) {
 	connectorv2.RegisterSourcePluginServer(s, sourceServiceV2{serverv2.NewSourcePluginServer(impl), impl, maxMessage})
-}
-
-func (sourceV2) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
-	return nil, errors.New("plugin: a plugin serves, it has no client")
 }

@@ -12,46 +12,33 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/connkit/connkit/sdk"
 )
 
 func runDestination(t tb, s DestinationSuite) {
 	t.Helper()
-	before := leakcheck.Snapshot()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
 	if s.Record == nil {
 		s.Record = TestRecord
 	}
-	r := destinationRole(s)
-	runChecks(t, specChecks(r), s.Skip, s.Timeout)
-	runners := []runner{inProcess{c: s.Connector}}
-	if s.Plugin != "" {
-		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
-	}
-	for _, run := range runners {
-		t.Run(run.name(), func(t tb) {
-			checks := destinationChecks(s, run)
-			if _, ok := run.(outOfProcess); ok {
-				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
-			} else {
-				checks = append(checks,
-					check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }},
-					check{"Write/Failure", func(t tb, ctx context.Context) { checkWriteFailure(t, ctx, s) }})
-			}
-			runChecks(t, checks, s.Skip, s.Timeout)
-		})
-	}
-	noLeaks(t, before)
+	runSuite(t, destinationRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check {
+		checks := destinationChecks(s, run)
+		if _, ok := run.(inProcess); ok {
+			checks = append(checks,
+				check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }},
+				check{"Write/Failure", func(t tb, ctx context.Context) { checkWriteFailure(t, ctx, s) }})
+		}
+		return checks
+	})
 }
 
 // dstInstance is a configured and opened destination.
 type dstInstance struct {
+	instance
 	c      host.DestinationClient
 	writes *writeLog // nil out of process
 	run    *destinationRun
-	torn   bool
 }
 
 func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string) *dstInstance {
@@ -63,38 +50,14 @@ func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string)
 	if _, err := c.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
 		t.Fatalf("Open fails: %v", err)
 	}
-	inst := &dstInstance{c: c, writes: writes}
-	t.Cleanup(func() {
-		if !inst.torn {
-			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			_ = inst.teardown(ctx)
-		}
-	})
+	inst := &dstInstance{instance: instance{lifecycle: destinationLifecycle{c}}, c: c, writes: writes}
+	inst.tearDownAtEnd(t)
 	run, err := startDestination(ctx, c)
 	if err != nil {
 		t.Fatalf("Run fails: %v", err)
 	}
-	inst.run = run
+	inst.run, inst.stream = run, &run.streamReader
 	return inst
-}
-
-func (i *dstInstance) teardown(ctx context.Context) error {
-	i.torn = true
-	if i.run != nil {
-		i.run.close()
-	}
-	_, err := i.c.Teardown(ctx, pconnector.DestinationTeardownRequest{})
-	return err
-}
-
-func (i *dstInstance) mustTeardown(t tb) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if err := i.teardown(ctx); err != nil {
-		t.Errorf("Teardown fails: %v\nTeardown must release what Open acquired and return, also after Stop.", err)
-	}
 }
 
 // write sends records one per message, as Conduit's default engine does,
@@ -435,7 +398,7 @@ func checkWriteFailure(t tb, ctx context.Context, s DestinationSuite) {
 	}
 	inst.stop(t, ctx, recs[len(recs)-1].Position)
 	acked, err := inst.run.wait(ctx, recs)
-	var nack *ackError
+	var nack *host.NackError
 	switch {
 	case acked != k:
 		t.Errorf("with a failure injected at record %d, %d records were acknowledged (%v): Write must count the records it wrote before the failure", k, acked, err)

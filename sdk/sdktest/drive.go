@@ -13,15 +13,57 @@ import (
 	"github.com/connkit/connkit/internal/host"
 )
 
-// sourceRun is a source's Run stream, read by a goroutine of its own as
-// Conduit does.
-type sourceRun struct {
-	client host.SourceClient
-	stream pconnector.SourceRunStreamClient
+// streamReader is what the readers of both Run streams share: a goroutine
+// of its own receives from the stream, as Conduit reads it, until the
+// stream ends or close closes it.
+type streamReader struct {
 	cancel context.CancelFunc
-	msgs   chan []opencdc.Record
 	failed chan error // the stream's end, once
 	done   chan struct{}
+}
+
+// open opens a Run stream with run, which ends when the reader is closed.
+func (s *streamReader) open(ctx context.Context, run func(context.Context) error) (context.Context, error) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	if err := run(runCtx); err != nil {
+		cancel()
+		return nil, err
+	}
+	s.failed, s.done = make(chan error, 1), make(chan struct{})
+	return runCtx, nil
+}
+
+// receive calls recv in the reader's goroutine until it fails, passing on
+// its error as the stream's end, or returns done.
+func (s *streamReader) receive(recv func() (done bool, err error)) {
+	go func() {
+		defer close(s.done)
+		for {
+			done, err := recv()
+			if err != nil {
+				s.failed <- err
+				return
+			}
+			if done {
+				return
+			}
+		}
+	}()
+}
+
+// close ends the stream, as Conduit does before Teardown.
+func (s *streamReader) close() {
+	s.cancel()
+	<-s.done
+}
+
+// sourceRun is a source's Run stream.
+type sourceRun struct {
+	streamReader
+	client host.SourceClient
+	stream pconnector.SourceRunStreamClient
+	msgs   chan []opencdc.Record
 
 	consumed []opencdc.Record // what next returned, by the check's goroutine only
 
@@ -31,42 +73,30 @@ type sourceRun struct {
 }
 
 func startSource(ctx context.Context, c host.SourceClient) (*sourceRun, error) {
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &sourceRun{client: c, msgs: make(chan []opencdc.Record, 1024)}
 	stream := c.NewStream()
-	if err := c.Run(runCtx, stream); err != nil {
-		cancel()
+	runCtx, err := r.open(ctx, func(ctx context.Context) error { return c.Run(ctx, stream) })
+	if err != nil {
 		return nil, err
 	}
-	r := &sourceRun{client: c, stream: stream.Client(), cancel: cancel, msgs: make(chan []opencdc.Record, 1024), failed: make(chan error, 1), done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		for {
-			resp, err := r.stream.Recv()
-			if err != nil {
-				r.failed <- err
-				return
-			}
-			if len(resp.Records) == 0 {
-				continue
-			}
-			r.mu.Lock()
-			r.received = append(r.received, resp.Records...)
-			r.messages = append(r.messages, len(resp.Records))
-			r.mu.Unlock()
-			select {
-			case r.msgs <- resp.Records:
-			case <-runCtx.Done():
-				return
-			}
+	r.stream = stream.Client()
+	r.receive(func() (bool, error) {
+		resp, err := r.stream.Recv()
+		if err != nil || len(resp.Records) == 0 {
+			return false, err
 		}
-	}()
+		r.mu.Lock()
+		r.received = append(r.received, resp.Records...)
+		r.messages = append(r.messages, len(resp.Records))
+		r.mu.Unlock()
+		select {
+		case r.msgs <- resp.Records:
+			return false, nil
+		case <-runCtx.Done():
+			return true, nil
+		}
+	})
 	return r, nil
-}
-
-// close ends the stream, as Conduit does before Teardown.
-func (r *sourceRun) close() {
-	r.cancel()
-	<-r.done
 }
 
 // next returns the next message's records.
@@ -138,44 +168,34 @@ func (r *sourceRun) all() ([]opencdc.Record, []int) {
 
 // destinationRun is a destination's Run stream.
 type destinationRun struct {
+	streamReader
 	stream pconnector.DestinationRunStreamClient
-	cancel context.CancelFunc
 	acks   chan pconnector.DestinationRunResponseAck
-	failed chan error
-	done   chan struct{}
 }
 
 func startDestination(ctx context.Context, c host.DestinationClient) (*destinationRun, error) {
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &destinationRun{acks: make(chan pconnector.DestinationRunResponseAck, 1<<14)}
 	stream := c.NewStream()
-	if err := c.Run(runCtx, stream); err != nil {
-		cancel()
+	runCtx, err := r.open(ctx, func(ctx context.Context) error { return c.Run(ctx, stream) })
+	if err != nil {
 		return nil, err
 	}
-	r := &destinationRun{stream: stream.Client(), cancel: cancel, acks: make(chan pconnector.DestinationRunResponseAck, 1<<14), failed: make(chan error, 1), done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		for {
-			resp, err := r.stream.Recv()
-			if err != nil {
-				r.failed <- err
-				return
-			}
-			for _, a := range resp.Acks {
-				select {
-				case r.acks <- a:
-				case <-runCtx.Done():
-					return
-				}
+	r.stream = stream.Client()
+	r.receive(func() (bool, error) {
+		resp, err := r.stream.Recv()
+		if err != nil {
+			return false, err
+		}
+		for _, a := range resp.Acks {
+			select {
+			case r.acks <- a:
+			case <-runCtx.Done():
+				return true, nil
 			}
 		}
-	}()
+		return false, nil
+	})
 	return r, nil
-}
-
-func (r *destinationRun) close() {
-	r.cancel()
-	<-r.done
 }
 
 // send sends records in messages of perMessage records, without waiting
@@ -189,16 +209,6 @@ func (r *destinationRun) send(records []opencdc.Record, perMessage int) error {
 		records = records[n:]
 	}
 	return nil
-}
-
-// ackError is a record the destination nacked.
-type ackError struct {
-	Position opencdc.Position
-	Message  string
-}
-
-func (e *ackError) Error() string {
-	return fmt.Sprintf("the destination nacked position %q: %s", e.Position, e.Message)
 }
 
 // wait receives the acks of records, checks they come in order, and
@@ -219,7 +229,7 @@ func (r *destinationRun) wait(ctx context.Context, records []opencdc.Record) (ac
 			return acked, errors.Join(nack, fmt.Errorf("ack for position %q where %q was expected: acks must come in the order records were sent", a.Position, rec.Position))
 		}
 		if a.Error != "" && nack == nil {
-			nack = &ackError{Position: a.Position, Message: a.Error}
+			nack = &host.NackError{Position: a.Position, Message: a.Error}
 		}
 		if nack == nil {
 			acked++

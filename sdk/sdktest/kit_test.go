@@ -15,22 +15,21 @@ import (
 // what it found.
 func runSourceSuite(t *testing.T, s SourceSuite) *results {
 	t.Helper()
-	rec, res := newRecorder(t)
-	if s.Timeout == 0 {
-		s.Timeout = 30 * time.Second
-	}
-	rec.Run("Suite", func(t tb) { runSource(t, s) })
-	rec.finish()
-	return res
+	s.Timeout = withDefault(s.Timeout, 30*time.Second)
+	return recordSuite(t, func(t tb) { runSource(t, s) })
 }
 
 func runDestinationSuite(t *testing.T, s DestinationSuite) *results {
 	t.Helper()
+	s.Timeout = withDefault(s.Timeout, 30*time.Second)
+	return recordSuite(t, func(t tb) { runDestination(t, s) })
+}
+
+// recordSuite runs suite under a recorder and returns what it found.
+func recordSuite(t *testing.T, suite func(tb)) *results {
+	t.Helper()
 	rec, res := newRecorder(t)
-	if s.Timeout == 0 {
-		s.Timeout = 30 * time.Second
-	}
-	rec.Run("Suite", func(t tb) { runDestination(t, s) })
+	rec.Run("Suite", suite)
 	rec.finish()
 	return res
 }
@@ -64,18 +63,13 @@ func TestSourceSuiteFindsBrokenSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
 			s := SourceSuite{Connector: sourceConnector(tt.bug, nil), Records: 10}
 			if tt.bug == sourceIgnoresContext {
 				s.Timeout = 2 * time.Second
 				s.Skip = map[string]string{"Read": "slow", "Resume": "slow", "Batching": "slow"}
 			}
 			res := runSourceSuite(t, s)
-			checks, messages := res.failures(tt.check)
-			is.True(len(checks) > 0) // the check fails
-			if !strings.Contains(messages, tt.message) {
-				t.Errorf("%s failed, saying\n%s\nwhich does not say %q", tt.check, messages, tt.message)
-			}
+			res.mustFail(t, tt.check, tt.message)
 		})
 	}
 }
@@ -129,16 +123,9 @@ func TestSpecificationChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			rec, res := newRecorder(t)
 			r := sourceRole(SourceSuite{Connector: tt.c, Invalid: tt.invalid})
-			rec.Run("Suite", func(t tb) { runChecks(t, specChecks(r), nil, time.Minute) })
-			rec.finish()
-			checks, messages := res.failures(tt.check)
-			is.True(len(checks) > 0) // the check fails
-			if !strings.Contains(messages, tt.message) {
-				t.Errorf("%s failed, saying\n%s\nwhich does not say %q", tt.check, messages, tt.message)
-			}
+			res := recordSuite(t, func(t tb) { runChecks(t, specChecks(r), nil, time.Minute) })
+			res.mustFail(t, tt.check, tt.message)
 		})
 	}
 }
@@ -180,17 +167,12 @@ func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
 			keyed := tt.bug == destinationIgnoresDelete
 			st := &store{keyed: keyed}
 			// Stop waits for acks that never come when the positions are
 			// changed: do not wait long.
 			res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(tt.bug, st), ReadBack: st.readBack, Keyed: keyed, Records: 10, Timeout: 5 * time.Second})
-			checks, messages := res.failures(tt.check)
-			is.True(len(checks) > 0) // the check fails
-			if !strings.Contains(messages, tt.message) {
-				t.Errorf("%s failed, saying\n%s\nwhich does not say %q", tt.check, messages, tt.message)
-			}
+			res.mustFail(t, tt.check, tt.message)
 		})
 	}
 }

@@ -137,6 +137,18 @@ func (res *results) failures(suffix string) (checks []string, messages string) {
 	return checks, strings.Join(msgs, "\n")
 }
 
+// mustFail fails t unless check failed, saying message.
+func (res *results) mustFail(t *testing.T, check, message string) {
+	t.Helper()
+	checks, messages := res.failures(check)
+	if len(checks) == 0 {
+		t.Fatalf("%s did not fail", check)
+	}
+	if !strings.Contains(messages, message) {
+		t.Errorf("%s failed, saying\n%s\nwhich does not say %q", check, messages, message)
+	}
+}
+
 func (res *results) failedChecks() []string {
 	res.mu.Lock()
 	defer res.mu.Unlock()

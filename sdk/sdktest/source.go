@@ -12,7 +12,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
-	"github.com/connkit/connkit/internal/leakcheck"
 )
 
 // stopTimeout bounds Stop and Teardown: they must return promptly, and this
@@ -21,32 +20,16 @@ const stopTimeout = 15 * time.Second
 
 func runSource(t tb, s SourceSuite) {
 	t.Helper()
-	before := leakcheck.Snapshot()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
-	r := sourceRole(s)
-	runChecks(t, specChecks(r), s.Skip, s.Timeout)
-	runners := []runner{inProcess{c: s.Connector}}
-	if s.Plugin != "" {
-		runners = append(runners, outOfProcess{buildPlugin(t, s.Plugin)})
-	}
-	for _, run := range runners {
-		t.Run(run.name(), func(t tb) {
-			checks := sourceChecks(s, run)
-			if _, ok := run.(outOfProcess); ok {
-				checks = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, checks...)
-			}
-			runChecks(t, checks, s.Skip, s.Timeout)
-		})
-	}
-	noLeaks(t, before)
+	runSuite(t, sourceRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check { return sourceChecks(s, run) })
 }
 
 // srcInstance is a configured and opened source.
 type srcInstance struct {
-	c    host.SourceClient
-	run  *sourceRun
-	torn bool
+	instance
+	c   host.SourceClient
+	run *sourceRun
 }
 
 func openSource(t tb, ctx context.Context, r runner, cfg map[string]string, from opencdc.Position) *srcInstance {
@@ -58,14 +41,8 @@ func openSource(t tb, ctx context.Context, r runner, cfg map[string]string, from
 	if _, err := c.Open(ctx, pconnector.SourceOpenRequest{Position: from}); err != nil {
 		t.Fatalf("Open(%q) fails: %v", from, err)
 	}
-	inst := &srcInstance{c: c}
-	t.Cleanup(func() {
-		if !inst.torn {
-			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			_ = inst.teardown(ctx)
-		}
-	})
+	inst := &srcInstance{instance: instance{lifecycle: sourceLifecycle{c}}, c: c}
+	inst.tearDownAtEnd(t)
 	return inst
 }
 
@@ -75,27 +52,8 @@ func (i *srcInstance) start(t tb, ctx context.Context) *sourceRun {
 	if err != nil {
 		t.Fatalf("Run fails: %v", err)
 	}
-	i.run = run
+	i.run, i.stream = run, &run.streamReader
 	return run
-}
-
-// teardown closes the Run stream, as Conduit does, and tears down.
-func (i *srcInstance) teardown(ctx context.Context) error {
-	i.torn = true
-	if i.run != nil {
-		i.run.close()
-	}
-	_, err := i.c.Teardown(ctx, pconnector.SourceTeardownRequest{})
-	return err
-}
-
-func (i *srcInstance) mustTeardown(t tb) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if err := i.teardown(ctx); err != nil {
-		t.Errorf("Teardown fails: %v\nTeardown must release what Open acquired and return, also after Stop.", err)
-	}
 }
 
 // stop stops the source as Conduit does, acking what arrives until the
@@ -278,9 +236,7 @@ func checkResume(t tb, ctx context.Context, s SourceSuite, r runner) {
 	if err != nil {
 		t.Fatalf("reading %d records: %v%s", n, err, tooFew(err))
 	}
-	inst.torn = true // a crash: no Stop
-	run.close()
-	if _, err := inst.c.Teardown(ctx, pconnector.SourceTeardownRequest{}); err != nil {
+	if err := inst.teardown(ctx); err != nil { // a crash: no Stop
 		t.Errorf("Teardown fails: %v", err)
 	}
 	from := first[k-1].Position

@@ -81,6 +81,29 @@ type check struct {
 	run  func(t tb, ctx context.Context)
 }
 
+// runSuite runs a suite: the specification checks, then the runtime checks
+// that checks gives for each runner, in process and, if plugin is set, on
+// the plugin binary, where Specify leads them, and last the leak check.
+func runSuite(t tb, r role, plugin string, skip map[string]string, timeout time.Duration, checks func(runner) []check) {
+	t.Helper()
+	before := leakcheck.Snapshot()
+	runChecks(t, specChecks(r), skip, timeout)
+	runners := []runner{inProcess{c: r.c}}
+	if plugin != "" {
+		runners = append(runners, outOfProcess{buildPlugin(t, plugin)})
+	}
+	for _, run := range runners {
+		t.Run(run.name(), func(t tb) {
+			cs := checks(run)
+			if _, ok := run.(outOfProcess); ok {
+				cs = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, cs...)
+			}
+			runChecks(t, cs, skip, timeout)
+		})
+	}
+	noLeaks(t, before)
+}
+
 func runChecks(t tb, checks []check, skip map[string]string, timeout time.Duration) {
 	t.Helper()
 	for _, c := range checks {

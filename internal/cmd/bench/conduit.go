@@ -145,14 +145,11 @@ func conduitMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	conn, closeDB, err := database(ctx, url)
+	conn, closeDB, err := database(ctx, url, conduitTable)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	if _, err := conn.Exec(ctx, conduitTable); err != nil {
-		return err
-	}
 
 	// The plugins alternate cell by cell, so that whatever the machine
 	// does meanwhile falls on both alike.
@@ -494,18 +491,7 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads [
 	t.WriteString("rows/s is its count over the window; mean is its sum over its count; p99 is estimated from its buckets (1 ms … 5 s) as Prometheus's histogram_quantile does, interpolating linearly inside the bucket that holds the 99th percentile; \"> 5,000 ms\" means beyond the last bucket. ")
 	t.WriteString("On a busy machine (two shared cores run Conduit, the plugin, PostgreSQL and whatever else runs there), the ratio of a row, its cells measured one after the other, says more than its absolute figures.\n\n")
 
-	t.WriteString("| engine | batch |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", p.name)
-	}
-	if len(pairs) == 2 {
-		t.WriteString(" rows/s ratio |")
-	}
-	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
-	if len(pairs) == 2 {
-		t.WriteString("---|")
-	}
-	t.WriteString("\n")
+	writeTableHead(&t, "| engine | batch |", pairs, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", "rows/s ratio")
 	var notes []string
 	for _, e := range engines {
 		for _, l := range loads {

@@ -109,14 +109,11 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	if b.source != "" {
 		pairs = append(pairs, b)
 	}
-	conn, closeDB, err := database(ctx, url)
+	conn, closeDB, err := database(ctx, url, pgsourceTables)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	if _, err := conn.Exec(ctx, pgsourceTables); err != nil {
-		return err
-	}
 	var have int64
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pgsource_snapshot`).Scan(&have); err != nil {
 		return err

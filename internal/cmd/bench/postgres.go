@@ -59,14 +59,11 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		schemaModes = append(schemaModes, m)
 	}
-	conn, closeDB, err := database(ctx, url)
+	conn, closeDB, err := database(ctx, url, benchTable)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	if _, err := conn.Exec(ctx, benchTable); err != nil {
-		return err
-	}
 	pairs := []pair{a}
 	if b.destination != "" {
 		pairs = append(pairs, b)
@@ -138,18 +135,7 @@ func postgresMode(ctx context.Context, args []string) error {
 	fmt.Fprintf(&t, "%d rows per run into (id bigint PRIMARY KEY, a text, b text, n int), %s, sdk.batch.size on the destination.\n\n", *records, msgs)
 	t.WriteString("Schemas off: keys and payloads are structured data. Schemas on: they are Avro, named by their schemas' subject and version in metadata, the schemas in the host's schema service, as Conduit's sources send them; the destinations decode them with their sdk.schema.extract.* parameters at the defaults.\n\n")
 	t.WriteString("The plugin's processor time per row counts the plugin process alone, not the database or the host; it varies less than rows/s on a busy machine.\n\n")
-	t.WriteString("| batch | schemas |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %s rows/s | %s ack p50 / p99 | %s CPU µs/row |", p.name, p.name, p.name)
-	}
-	if len(pairs) == 2 {
-		t.WriteString(" ratio |")
-	}
-	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
-	if len(pairs) == 2 {
-		t.WriteString("---|")
-	}
-	t.WriteString("\n")
+	writeTableHead(&t, "| batch | schemas |", pairs, " %[1]s rows/s | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", "ratio")
 	var series []chart.Series
 	for _, mode := range schemaModes {
 		for i, p := range pairs {
@@ -197,8 +183,9 @@ func postgresMode(ctx context.Context, args []string) error {
 }
 
 // database connects to *url or, if it is empty, to a throwaway server it
-// starts from the machine's binaries, setting *url; done closes both.
-func database(ctx context.Context, url *string) (conn *pgx.Conn, done func(), err error) {
+// starts from the machine's binaries, setting *url, and runs ddl, which
+// creates the run's tables; done closes both.
+func database(ctx context.Context, url *string, ddl string) (conn *pgx.Conn, done func(), err error) {
 	stop := func() {}
 	if *url == "" {
 		srv, err := pgtest.Start()
@@ -213,7 +200,12 @@ func database(ctx context.Context, url *string) (conn *pgx.Conn, done func(), er
 		stop()
 		return nil, nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	return conn, func() { conn.Close(context.Background()); stop() }, nil
+	done = func() { conn.Close(context.Background()); stop() }
+	if _, err := conn.Exec(ctx, ddl); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return conn, done, nil
 }
 
 // benchCheck counts the rows in the bench table, and those holding the

@@ -149,18 +149,7 @@ func runPair(ctx context.Context, p pair, payloadFile string, batch int, n int64
 func markdownTable(cells []cell, pairs []pair, engine string, records int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d records per run, engine %s (batch size on the %s).\n\n", records, engine, map[string]string{"default": "destination", "v2": "source"}[engine])
-	b.WriteString("| payload | batch |")
-	for _, p := range pairs {
-		fmt.Fprintf(&b, " %s rec/s | %s MB/s | %s ack p50 / p99 |", p.name, p.name, p.name)
-	}
-	if len(pairs) == 2 {
-		b.WriteString(" ratio |")
-	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
-	if len(pairs) == 2 {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	writeTableHead(&b, "| payload | batch |", pairs, " %[1]s rec/s | %[1]s MB/s | %[1]s ack p50 / p99 |", "ratio")
 	for i := 0; i < len(cells); i += len(pairs) {
 		row := cells[i : i+len(pairs)]
 		fmt.Fprintf(&b, "| %s | %d |", bytesLabel(row[0].payload), row[0].batch)
@@ -203,6 +192,24 @@ func oneLine(err error) string {
 		s = s[:80] + "…"
 	}
 	return strings.ReplaceAll(s, "|", "/")
+}
+
+// writeTableHead writes the head of a results table: the two leading
+// columns, three columns a pair, named by cols with %[1]s standing for the
+// pair's name, and for two pairs a last column named ratio.
+func writeTableHead(b *strings.Builder, leading string, pairs []pair, cols, ratio string) {
+	b.WriteString(leading)
+	for _, p := range pairs {
+		fmt.Fprintf(b, cols, p.name)
+	}
+	if len(pairs) == 2 {
+		b.WriteString(" " + ratio + " |")
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
+	if len(pairs) == 2 {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
 }
 
 // charts draws throughput and p50 ack latency per batch size: a colour per
