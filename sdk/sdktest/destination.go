@@ -228,7 +228,6 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst.mustTeardown(t)
 		}},
 		{"Batching/Size", func(t tb, ctx context.Context) {
-			needParam(t, destinationRole(s), "sdk.batch.size")
 			const size = 6 // the records do not fill the last batch
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.size": fmt.Sprint(size)}))
 			recs := creates()
@@ -238,7 +237,6 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			checkReadBack(t, ctx, s, recs)
 		}},
 		{"Batching/Delay", func(t tb, ctx context.Context) {
-			needParam(t, destinationRole(s), "sdk.batch.delay")
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.delay": "20ms"}))
 			recs := creates()
 			inst.write(t, ctx, recs, false) // the delay alone must flush
@@ -248,7 +246,6 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			checkReadBack(t, ctx, s, recs)
 		}},
 		{"Batching/Bytes", func(t tb, ctx context.Context) {
-			needParam(t, destinationRole(s), "sdk.batch.bytes")
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.bytes": "1"}))
 			recs := creates()
 			inst.write(t, ctx, recs, true)

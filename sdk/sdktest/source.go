@@ -139,7 +139,6 @@ func sourceChecks(s SourceSuite, r runner) []check {
 			inst.mustTeardown(t)
 		}},
 		{"Batching/Size", func(t tb, ctx context.Context) {
-			needParam(t, sourceRole(s), "sdk.batch.size")
 			const size = 7
 			inst := openSource(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.size": fmt.Sprint(size), "sdk.batch.delay": "1h"}), nil)
 			run := inst.start(t, ctx)
@@ -156,7 +155,6 @@ func sourceChecks(s SourceSuite, r runner) []check {
 			inst.mustTeardown(t)
 		}},
 		{"Batching/Bytes", func(t tb, ctx context.Context) {
-			needParam(t, sourceRole(s), "sdk.batch.bytes")
 			inst := openSource(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.bytes": "1"}), nil)
 			run := inst.start(t, ctx)
 			if _, err := run.read(ctx, n, ackAll); err != nil {
@@ -169,7 +167,6 @@ func sourceChecks(s SourceSuite, r runner) []check {
 			inst.mustTeardown(t)
 		}},
 		{"Batching/Delay", func(t tb, ctx context.Context) {
-			needParam(t, sourceRole(s), "sdk.batch.delay")
 			inst := openSource(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.delay": "10ms"}), nil)
 			if _, err := inst.start(t, ctx).read(ctx, n, ackAll); err != nil {
 				t.Fatalf("reading %d records with only sdk.batch.delay set: %v", n, err)

@@ -203,19 +203,3 @@ func checkSpecify(t tb, ctx context.Context, r role, run runner) {
 		t.Errorf("the plugin declares %d %s parameters, the Connector %d: rebuild the plugin", len(gotParams), r.name, len(r.params(spec)))
 	}
 }
-
-// needParam skips a check that configures name when the connector's
-// specification lacks it: a connector may opt out of the SDK's middleware.
-func needParam(t tb, r role, name string) {
-	t.Helper()
-	spec, err := r.c.Specification()
-	if err != nil {
-		t.Fatalf("Connector.Specification fails: %v", err)
-	}
-	for _, p := range r.params(spec) {
-		if p.Name == name {
-			return
-		}
-	}
-	t.Skipf("the connector has no parameter %q (its Middleware leaves out batching)", name)
-}
