@@ -80,6 +80,46 @@ func end(t *testing.T, d *destinationServer, st destinationStream, cancel contex
 	}
 }
 
+// stopCase is one Stop test: a destination server with stopPolicy (or
+// its own) whose Writes w logs, and its Run once run starts it.
+type stopCase struct {
+	t       *testing.T
+	is      *is.I
+	start   time.Time
+	w       *writeLog
+	d       *destinationServer
+	st      destinationStream
+	cancel  context.CancelFunc
+	runDone <-chan error
+}
+
+// stopTest runs body in a synctest bubble, with a goroutine-leak check,
+// and ends the Run body started.
+func stopTest(t *testing.T, body func(c *stopCase)) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		c := &stopCase{t: t, is: is.New(t), start: time.Now()}
+		c.w = &writeLog{t: t, start: c.start}
+		c.d = batchedServer(t, stopPolicy, c.w)
+		body(c)
+		end(t, c.d, c.st, c.cancel, c.runDone)
+	})
+}
+
+// run starts Run.
+func (c *stopCase) run() {
+	var ctx context.Context
+	ctx, c.cancel = context.WithCancel(c.t.Context())
+	c.st, c.runDone = runDestination(ctx, c.d)
+}
+
+// send sends records from to to, one message each.
+func (c *stopCase) send(from, to int) {
+	for i := from; i <= to; i++ {
+		c.st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
+	}
+}
+
 // TestDestinationStopBeforeRun: Conduit sends Stop right behind the
 // records it sent, and the Stop can reach the plugin before Run has
 // started. Stop waits for Run, which writes what was queued without
@@ -168,85 +208,63 @@ func TestDestinationStopDuringAWrite(t *testing.T) {
 // TestDestinationStopAfterTheLastAck: with every record acked already,
 // Stop returns at once.
 func TestDestinationStopAfterTheLastAck(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		start := time.Now()
-		w := &writeLog{t: t, start: start}
-		d := batchedServer(t, stopPolicy, w)
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runDestination(ctx, d)
-		for i := 1; i <= 3; i++ {
-			st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
-		}
+	stopTest(t, func(c *stopCase) {
+		is := c.is
+		c.run()
+		c.send(1, 3)
 		time.Sleep(stopPolicy.Delay)
 		synctest.Wait()
-		is.Equal(drain(st), upTo(3)) // written after the delay, and acked
-		is.Equal(w.got(), []string{"[1 2 3]@10s"})
+		is.Equal(drain(c.st), upTo(3)) // written after the delay, and acked
+		is.Equal(c.w.got(), []string{"[1 2 3]@10s"})
 
 		at := time.Now()
-		is.NoErr(stop(t, d, "3"))
+		is.NoErr(stop(c.t, c.d, "3"))
 		is.Equal(time.Since(at), time.Duration(0))
-		is.Equal(w.got(), []string{"[1 2 3]@10s"}) // nothing written again
-		end(t, d, st, cancel, runDone)
+		is.Equal(c.w.got(), []string{"[1 2 3]@10s"}) // nothing written again
 	})
 }
 
 // TestDestinationStopTwice: a second Stop for the same position returns at
 // once, and no record is written or acked twice.
 func TestDestinationStopTwice(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		start := time.Now()
-		w := &writeLog{t: t, start: start}
-		d := batchedServer(t, stopPolicy, w)
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runDestination(ctx, d)
-		for i := 1; i <= 3; i++ {
-			st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
-		}
+	stopTest(t, func(c *stopCase) {
+		is := c.is
+		c.run()
+		c.send(1, 3)
 		synctest.Wait()
-		is.Equal(len(w.got()), 0) // waiting for the delay
+		is.Equal(len(c.w.got()), 0) // waiting for the delay
 
-		is.NoErr(stop(t, d, "3"))
-		is.Equal(time.Since(start), time.Duration(0))
-		is.Equal(drain(st), upTo(3))
+		is.NoErr(stop(c.t, c.d, "3"))
+		is.Equal(time.Since(c.start), time.Duration(0))
+		is.Equal(drain(c.st), upTo(3))
 
-		is.NoErr(stop(t, d, "3"))
-		is.Equal(time.Since(start), time.Duration(0))
+		is.NoErr(stop(c.t, c.d, "3"))
+		is.Equal(time.Since(c.start), time.Duration(0))
 		synctest.Wait()
-		is.Equal(len(drain(st)), 0) // no ack twice
-		is.Equal(w.got(), []string{"[1 2 3]@0s"})
-		end(t, d, st, cancel, runDone)
+		is.Equal(len(drain(c.st)), 0) // no ack twice
+		is.Equal(c.w.got(), []string{"[1 2 3]@0s"})
 	})
 }
 
 // TestDestinationStopTwiceBeforeRun: two Stops for the same position, both
 // before Run, both return once it is acked, and no record is acked twice.
 func TestDestinationStopTwiceBeforeRun(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		start := time.Now()
-		w := &writeLog{t: t, start: start}
-		d := batchedServer(t, stopPolicy, w)
-		first := stopAsync(t, d, start, "3")
-		second := stopAsync(t, d, start, "3")
+	stopTest(t, func(c *stopCase) {
+		is := c.is
+		first := stopAsync(c.t, c.d, c.start, "3")
+		second := stopAsync(c.t, c.d, c.start, "3")
 		synctest.Wait()
 		is.Equal(len(first)+len(second), 0)
 
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runDestination(ctx, d)
-		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
+		c.run()
+		c.st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
 		for _, stopped := range []<-chan stopResult{first, second} {
 			r := <-stopped
 			is.NoErr(r.err)
 			is.Equal(r.at, time.Duration(0))
 		}
-		is.Equal(drain(st), upTo(3))
-		is.Equal(w.got(), []string{"[1 2 3]@0s"})
-		end(t, d, st, cancel, runDone)
+		is.Equal(drain(c.st), upTo(3))
+		is.Equal(c.w.got(), []string{"[1 2 3]@0s"})
 	})
 }
 
@@ -254,26 +272,20 @@ func TestDestinationStopTwiceBeforeRun(t *testing.T) {
 // has nothing to wait for and returns at once, also before Run; the Run
 // that follows writes what it receives without waiting for the delay.
 func TestDestinationStopWithoutPositionBeforeRun(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		start := time.Now()
-		w := &writeLog{t: t, start: start}
-		d := batchedServer(t, stopPolicy, w)
-		is.NoErr(stop(t, d, ""))
-		is.Equal(time.Since(start), time.Duration(0))
+	stopTest(t, func(c *stopCase) {
+		is := c.is
+		is.NoErr(stop(c.t, c.d, ""))
+		is.Equal(time.Since(c.start), time.Duration(0))
 
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runDestination(ctx, d)
-		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
+		c.run()
+		c.st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
 		synctest.Wait()
-		is.Equal(w.got(), []string{"[1 2 3]@0s"})
-		is.Equal(drain(st), upTo(3))
-		st.in <- pconnector.DestinationRunRequest{Records: numbered(4, 4)}
+		is.Equal(c.w.got(), []string{"[1 2 3]@0s"})
+		is.Equal(drain(c.st), upTo(3))
+		c.send(4, 4)
 		synctest.Wait()
-		is.Equal(w.got(), []string{"[1 2 3]@0s", "[4]@0s"})
-		is.Equal(drain(st), []string{"4"})
-		end(t, d, st, cancel, runDone)
+		is.Equal(c.w.got(), []string{"[1 2 3]@0s", "[4]@0s"})
+		is.Equal(drain(c.st), []string{"4"})
 	})
 }
 
