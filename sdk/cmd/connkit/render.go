@@ -21,7 +21,7 @@ var templates embed.FS
 // formatted. The source's and the destination's files are left out when
 // the module has no such role.
 func render(opts options) (map[string][]byte, error) {
-	set := template.New("")
+	set := template.New("").Funcs(template.FuncMap{"base": path.Base})
 	var names []string
 	err := fs.WalkDir(templates, "template", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

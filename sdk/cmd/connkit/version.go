@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
-	"strings"
 )
 
 const (
@@ -22,8 +21,8 @@ const (
 // builtVersion returns the version of connkit this command was built
 // from: its own module's (go run connkit@version) or the requirement's (go
 // run inside a module that requires connkit). It is empty for a build from
-// a local checkout: a development build, a module with uncommitted
-// changes, a replaced requirement.
+// a local checkout, which the go command does not sum: a development build,
+// a version stamped from the checkout's VCS, a replaced requirement.
 func builtVersion(bi *debug.BuildInfo) string {
 	if bi == nil {
 		return ""
@@ -37,7 +36,7 @@ func builtVersion(bi *debug.BuildInfo) string {
 			}
 		}
 	}
-	if m == nil || m.Replace != nil || m.Version == "" || m.Version == "(devel)" || strings.HasSuffix(m.Version, "+dirty") {
+	if m == nil || m.Replace != nil || m.Sum == "" {
 		return ""
 	}
 	return m.Version
