@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	conduitpkg "github.com/connkit/connkit/internal/conduit"
+	"github.com/connkit/connkit/sdk"
+	"github.com/matryer/is"
+)
+
+// TestScaffold follows the path of an author who starts a connector with
+// `connkit new`: the command writes a module against this checkout (a
+// replace directive), its CI script (make test: go vet and the
+// conformance suite under -race) passes as generated, make build builds
+// the plugin, and real Conduit runs the module's own pipeline file with
+// it: the new source reads input.txt, the new destination appends every
+// line, in order, to output.jsonl as an OpenCDC JSON record. It logs how
+// long each step took. The checkout is only read.
+func TestScaffold(t *testing.T) {
+	conduitPath := conduitBin(t)
+	is := is.New(t)
+	root, err := filepath.Abs("../..")
+	is.NoErr(err)
+	dir := filepath.Join(t.TempDir(), "lines")
+	// GOWORK=off: the module is not part of a workspace; no GOFLAGS=-mod=mod:
+	// go.mod and go.sum must be complete as generated.
+	env := append(os.Environ(), "GOWORK=off", "GONOSUMDB=github.com/conduitio,buf.build")
+	step := func(what string, dir, name string, args ...string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %s (in %s): %v\n%s", what, strings.Join(cmd.Args, " "), dir, err, out)
+		}
+		return time.Since(start)
+	}
+	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir, "-connkit", root)
+	testTime := step("the generated CI script", dir, "./.ci/run")
+	buildTime := step("make build", dir, "make", "build")
+
+	const lines = 1000
+	var input strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&input, "line %d\n", i+1)
+	}
+	is.NoErr(os.WriteFile(filepath.Join(dir, "input.txt"), []byte(input.String()), 0o644))
+	start := time.Now()
+	c := startServer(t, conduitpkg.Options{Bin: conduitPath, Dir: dir, Plugins: []string{filepath.Join(dir, "bin", "lines")}})
+	c.waitForPipelineAcked("lines", lines)
+	pipelineTime := time.Since(start)
+	t.Logf("connkit new %v, CI script (make test) %v, make build %v, Conduit start to %d records acknowledged %v: %v in all",
+		newTime.Round(time.Millisecond), testTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), lines,
+		pipelineTime.Round(time.Millisecond), (newTime + testTime + buildTime + pipelineTime).Round(time.Millisecond))
+
+	f, err := os.Open(filepath.Join(dir, "output.jsonl"))
+	is.NoErr(err)
+	defer f.Close()
+	got := bufio.NewScanner(f)
+	n := 0
+	for ; got.Scan(); n++ {
+		var r sdk.Record
+		if err := json.Unmarshal(got.Bytes(), &r); err != nil {
+			t.Fatalf("line %d of output.jsonl is not an OpenCDC record: %v\n%s", n+1, err, got.Bytes())
+		}
+		if want := fmt.Sprintf("line %d", n+1); r.Payload.After == nil || string(r.Payload.After.Bytes()) != want || r.Operation != sdk.OperationCreate {
+			t.Fatalf("line %d of output.jsonl is %s, want a create of %q", n+1, got.Bytes(), want)
+		}
+	}
+	is.NoErr(got.Err())
+	is.Equal(n, lines) // every line once, no more
+	c.checkRunning("lines")
+	c.stop()
+	c.checkProblems()
+}
