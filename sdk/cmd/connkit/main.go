@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +14,11 @@ Writes a new connector module; go doc github.com/connkit/connkit/sdk/cmd/connkit
 `
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return // the usage is printed
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "connkit:", err)
 		os.Exit(1)
 	}

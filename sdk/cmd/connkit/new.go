@@ -105,7 +105,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	bi, _ := debug.ReadBuildInfo()
 	if opts.ConnkitVersion = builtVersion(bi); opts.ConnkitVersion == "" {
-		return options{}, errors.New("this connkit command was built from a local checkout, not a released version, so it does not know which version to require: pass -connkit with the checkout's directory")
+		return options{}, errors.New("this connkit command was not built from a released connkit (but from a checkout, or a replaced requirement), so it does not know which version to require: pass -connkit with the directory of a connkit checkout")
 	}
 	return opts, nil
 }
