@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ import (
 // `connkit new`: the command writes a module against this checkout (a
 // replace directive), its CI script (make test: go vet and the
 // conformance suite under -race) passes as generated, make build builds
-// the plugin, and real Conduit runs the module's own pipeline file with
+// the plugin, whose specification is the README's table of parameters,
+// and real Conduit runs the module's own pipeline file with
 // it: the new source reads input.txt, the new destination appends every
 // line, in order, to output.jsonl as an OpenCDC JSON record. It logs how
 // long each step took. The checkout is only read.
@@ -46,6 +48,8 @@ func TestScaffold(t *testing.T) {
 	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir, "-connkit", root)
 	testTime := step("the generated CI script", dir, "./.ci/run")
 	buildTime := step("make build", dir, "make", "build")
+
+	checkParametersTable(t, dir, filepath.Join(dir, "bin", "lines"))
 
 	const lines = 1000
 	var input strings.Builder
@@ -80,4 +84,47 @@ func TestScaffold(t *testing.T) {
 	c.checkRunning("lines")
 	c.stop()
 	c.checkProblems()
+}
+
+// checkParametersTable checks that the README in dir has a row for each of
+// the plugin's own parameters, as its specification gives them, and no
+// other: name, role, default (or required) and description.
+func checkParametersTable(t *testing.T, dir, plugin string) {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), plugin, "spec").Output()
+	if err != nil {
+		t.Fatalf("%s spec: %v", plugin, err)
+	}
+	var spec sdk.Specification
+	if err := json.Unmarshal(out, &spec); err != nil {
+		t.Fatalf("%s spec: %v\n%s", plugin, err, out)
+	}
+	var want []string
+	for role, params := range map[string][]sdk.Parameter{"source": spec.SourceParameters, "destination": spec.DestinationParameters} {
+		for _, p := range params {
+			if strings.HasPrefix(p.Name, "sdk.") {
+				continue
+			}
+			def := "`" + p.Default + "`"
+			if p.Required {
+				def = "required"
+			}
+			want = append(want, fmt.Sprintf("| `%s` | %s | %s | %s |", p.Name, role, def, p.Description))
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for line := range strings.Lines(readmeSection(t, readme, "## Parameters")) {
+		if strings.HasPrefix(line, "| `") {
+			rows = append(rows, strings.TrimSpace(line))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(rows)
+	if !slices.Equal(rows, want) {
+		t.Errorf("the README's parameters are\n%s\nthe plugin's specification says\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
 }
