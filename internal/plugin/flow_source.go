@@ -10,15 +10,27 @@ import (
 	"github.com/connkit/connkit/batcher"
 )
 
+// unackedBatches is how many sent batches may wait for their acks before
+// the next is sent: one that Conduit is working on and one ready for when
+// it is done. Conduit's v2 engine takes a source's next message only once
+// every record of the previous one is acked, so what is read meanwhile
+// travels as one batch: the source batches itself, with no setting, and a
+// record read while Conduit is idle goes out at once. In the default
+// engine, Conduit acks as its destination writes, and batches grow the
+// same way when it falls behind.
+const unackedBatches = 2
+
 // sourceFlow is one source Run's owner loop: it takes what the reader read
 // while the hold bound has room, and hands the sender a batch whenever the
-// sender is free and a batch is due.
+// sender is free, Conduit has acked all but the last batch sent, and a
+// batch is due.
 type sourceFlow struct {
 	stream    pconnector.SourceRunStreamServer
 	out       *batcher.Batcher[opencdc.Record]
 	ctx       context.Context
 	reads     <-chan []opencdc.Record // closed when the reader has returned
 	readErr   *error                  // why the reader returned, once reads is closed
+	acks      *ackCount
 	ackFailed <-chan error
 	flushes   <-chan chan struct{}
 }
@@ -50,14 +62,20 @@ func (f *sourceFlow) run() error {
 		waiting  []chan struct{} // Stop's requests, answered once everything read is sent
 		reads    = f.reads
 		ctxDone  = f.ctx.Done()
+		nSent    int   // records sent
+		unacked  []int // for each sent batch not yet acked, nSent once it was sent
 	)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		if !busy && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
+		free := !busy && (draining || len(unacked) < unackedBatches)
+		if free && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
 			busy = true
-			batches <- f.out.Take()
+			batch := f.out.Take()
+			nSent += len(batch)
+			unacked = append(unacked, nSent)
+			batches <- batch
 			continue
 		}
 		if !busy && readDone && f.out.Len() == 0 {
@@ -74,7 +92,7 @@ func (f *sourceFlow) run() error {
 			take = reads
 		}
 		var wake <-chan time.Time
-		if !busy && !draining {
+		if free && !draining {
 			if d, ok := f.out.Wait(now); ok {
 				timer.Reset(d)
 				wake = timer.C
@@ -95,6 +113,11 @@ func (f *sourceFlow) run() error {
 			f.out.Done()
 			if err != nil {
 				return err
+			}
+		case <-f.acks.changed:
+			acked := f.acks.total()
+			for len(unacked) > 0 && unacked[0] <= acked {
+				unacked = unacked[1:]
 			}
 		case w := <-f.flushes:
 			draining = true

@@ -122,14 +122,15 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 			}
 		})
 	}()
+	acks := newAckCount()
 	ackFailed := make(chan error, 1)
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		ackFailed <- s.ack(ctx, src, stream.Server())
+		ackFailed <- s.ack(ctx, src, stream.Server(), acks)
 	}()
 
-	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, flushes: flushes}
+	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, acks: acks, ackFailed: ackFailed, flushes: flushes}
 	err = f.run()
 	close(quit)
 	stopRead()
@@ -224,8 +225,9 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
-// the records were sent. It returns when the stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) error {
+// the records were sent, and counts them in acked. It returns when the
+// stream ends.
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, acked *ackCount) error {
 	ack := src.Ack
 	for {
 		req, err := stream.Recv()
@@ -243,6 +245,7 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 			if want == nil || !bytes.Equal(want, pos) {
 				return fmt.Errorf("ack for position %q, expected %q: acks must come in the order records were sent", pos, want)
 			}
+			acked.add(1)
 			if ack == nil {
 				continue
 			}
@@ -267,23 +270,28 @@ func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest)
 		return pconnector.SourceStopResponse{}, nil
 	}
 	stopRead()
+	// The owner sends from now on without waiting for acks, so that a
+	// reader waiting for room can hand over its last records and return.
+	sent := make(chan struct{})
+	select {
+	case flushes <- sent:
+	case <-runDone:
+		sent = nil
+	case <-ctx.Done():
+		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
+	}
 	select {
 	case <-readDone:
 	case <-ctx.Done():
 		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: the connector's Read did not return: %w", ctx.Err())
 	}
-	sent := make(chan struct{})
-	select {
-	case flushes <- sent:
+	if sent != nil {
 		select {
 		case <-sent:
 		case <-runDone:
 		case <-ctx.Done():
 			return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
 		}
-	case <-runDone:
-	case <-ctx.Done():
-		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

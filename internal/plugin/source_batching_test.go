@@ -2,11 +2,14 @@ package plugin
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
@@ -22,6 +25,47 @@ func batchedSourceServer(t *testing.T, src testSource, p batcher.Policy) *source
 	return s
 }
 
+// ackMessage acks every record of m, as Conduit does once it has
+// written them.
+func ackMessage(st sourceStream, m pconnector.SourceRunResponse) {
+	req := pconnector.SourceRunRequest{}
+	for _, r := range m.Records {
+		req.AckPositions = append(req.AckPositions, r.Position)
+	}
+	select {
+	case st.in <- req:
+	case <-st.ctx.Done():
+	}
+}
+
+// acking plays Conduit until ctx ends: it takes every message the source
+// sends and acks it at once. It returns the position lists of the messages
+// taken so far.
+func acking(ctx context.Context, st sourceStream) (taken func() [][]string) {
+	var (
+		mu  sync.Mutex
+		out [][]string
+	)
+	go func() {
+		for {
+			select {
+			case m := <-st.out:
+				mu.Lock()
+				out = append(out, positions(m))
+				mu.Unlock()
+				ackMessage(st, m)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() [][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(out)
+	}
+}
+
 // messages returns the position lists of the messages sent so far.
 func messages(st sourceStream) [][]string {
 	var out [][]string
@@ -35,11 +79,11 @@ func messages(st sourceStream) [][]string {
 	}
 }
 
-// TestSourceBatching reads a source under each policy. Sending takes no
-// time here, so the sender is free whenever a record is read: without a
-// delay, every record read goes out at once, alone or with the others read
-// meanwhile, never waiting for a batch to fill; with a delay, a batch waits
-// for it.
+// TestSourceBatching reads a source under each policy. Sending and acking
+// take no time here, so the sender is free whenever a record is read:
+// without a delay, every record read goes out at once, alone or with the
+// others read meanwhile, never waiting for a batch to fill; with a delay, a
+// batch waits for it.
 func TestSourceBatching(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -71,9 +115,10 @@ func TestSourceBatching(t *testing.T) {
 					s := batchedSourceServer(t, src, tt.policy)
 					ctx, cancel := context.WithCancel(t.Context())
 					st, runDone := runSource(ctx, s)
+					taken := acking(ctx, st)
 					time.Sleep(2 * time.Second)
 					synctest.Wait()
-					sent := messages(st)
+					sent := taken()
 					if tt.wantRun != nil {
 						is.Equal(sent, tt.wantRun)
 					}
@@ -95,7 +140,8 @@ func TestSourceBatching(t *testing.T) {
 					is.Equal(all, want) // everything read is sent, in order, before Stop
 					resp, err := s.Stop(t.Context(), pconnector.SourceStopRequest{})
 					is.NoErr(err)
-					is.Equal(len(messages(st)), 0)
+					synctest.Wait()
+					is.Equal(len(taken()), len(sent))
 					is.Equal(string(resp.LastPosition), strconv.Itoa(tt.limit))
 					cancel()
 					is.NoErr(<-runDone)
@@ -115,7 +161,7 @@ func TestSourceBatching(t *testing.T) {
 
 // TestSourceBoundStopsReading: while Conduit does not take messages, the
 // source is read up to the hold bound (two batches) and no further; once
-// Conduit takes them, reading goes on.
+// Conduit takes them (and acks them), reading goes on.
 func TestSourceBoundStopsReading(t *testing.T) {
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -138,7 +184,9 @@ func TestSourceBoundStopsReading(t *testing.T) {
 		is.Equal(read(), 5)
 		var got []string
 		for len(got) < 100 {
-			got = append(got, positions(<-st.out)...)
+			m := <-st.out
+			got = append(got, positions(m)...)
+			ackMessage(st, m)
 			synctest.Wait()
 			is.True(read()-len(got) <= 5) // never more than the bound ahead
 		}
@@ -169,4 +217,80 @@ func TestSourceStopNeverDiscardsRecords(t *testing.T) {
 		_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
 		is.NoErr(err)
 	})
+}
+
+// TestSourceBatchesItselfWhileConduitWorks plays Conduit's v2 engine, which
+// takes a source's next message only once the previous one is acked: with
+// no batch settings, a source that reads one record per Read sends the
+// first record alone, at most one more message while Conduit works on it,
+// and everything read meanwhile as one message once Conduit acks.
+func TestSourceBatchesItselfWhileConduitWorks(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const n = 100
+		s := batchedSourceServer(t, &fakeSource{limit: n}, batcher.Policy{})
+		ctx, cancel := context.WithCancel(t.Context())
+		st, runDone := runSource(ctx, s)
+		synctest.Wait()
+		first, second := <-st.out, <-st.out
+		is.Equal(positions(first), []string{"1"})
+		is.Equal(len(messages(st)), 0) // the rest waits for Conduit
+		ackMessage(st, first)
+		synctest.Wait()
+		rest := messages(st)
+		is.Equal(len(rest), 1) // everything read meanwhile, at once
+		var want []string
+		for i := 1; i <= n; i++ {
+			want = append(want, strconv.Itoa(i))
+		}
+		is.Equal(slices.Concat(positions(first), positions(second), rest[0]), want)
+		cancel()
+		is.NoErr(<-runDone)
+		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+	})
+}
+
+// slowSource returns a record every second, forever.
+type slowSource struct{ fakeSource }
+
+func (s *slowSource) Read(ctx context.Context) (opencdc.Record, error) {
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+		return opencdc.Record{}, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next++
+	return opencdc.Record{Position: opencdc.Position(strconv.Itoa(s.next))}, nil
+}
+
+// TestSourceSlowRecordGoesAtOnce: a record read while Conduit is idle is
+// sent the moment it is read, never waiting for others to fill a batch,
+// whether or not a batch size is set.
+func TestSourceSlowRecordGoesAtOnce(t *testing.T) {
+	for _, p := range []batcher.Policy{{}, {Count: 1000}} {
+		t.Run(fmtPolicy(p), func(t *testing.T) {
+			leakcheck.Check(t)
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				s := batchedSourceServer(t, &slowSource{}, p)
+				ctx, cancel := context.WithCancel(t.Context())
+				st, runDone := runSource(ctx, s)
+				start := time.Now()
+				for i := 1; i <= 3; i++ {
+					m := <-st.out
+					is.Equal(positions(m), []string{strconv.Itoa(i)})
+					is.Equal(time.Since(start), time.Duration(i)*time.Second) // sent when read
+					ackMessage(st, m)
+				}
+				cancel()
+				is.NoErr(<-runDone)
+				_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+				is.NoErr(err)
+			})
+		})
+	}
 }
