@@ -19,6 +19,7 @@ import (
 
 	"github.com/connkit/connkit/internal/chart"
 	"github.com/connkit/connkit/internal/conduit"
+	"github.com/jackc/pgx/v5"
 )
 
 // conduitTable is the table of the published batching experiment: the
@@ -66,6 +67,53 @@ pipelines:
           value: "{{ .Payload.After.id }}"
 `
 
+// generatorPipeline measures a source: a standalone generator making the
+// same structured records as fast as it can, into Conduit's builtin log
+// destination, which logs them at trace, below Conduit's level, so that it
+// costs little. %[2]s and %[3]s are the source's and the destination's
+// extra settings.
+const generatorPipeline = `version: "2.2"
+pipelines:
+  - id: batch
+    status: running
+    connectors:
+      - id: generator
+        type: source
+        plugin: standalone:generator
+        settings:
+          format.type: structured
+          format.options.id: int
+          format.options.first_name: string
+          format.options.last_name: string
+%[2]s      - id: log
+        type: destination
+        plugin: builtin:log
+        settings:
+          level: trace
+%[3]s`
+
+// experiment is a pipeline `bench conduit` measures, with the plugins in
+// one of its roles.
+type experiment struct {
+	pipeline    string // the pipeline file, for fmt: %[1]s the database URL, %[2]s and %[3]s the source's and destination's extra settings
+	source      bool   // the plugins measured are the source, not the destination
+	plugin      string // connkit's plugin
+	description string // the pipeline, for the report
+	title       string // the pipeline, for the chart
+}
+
+// experiments are the pipelines of -pipeline.
+var experiments = map[string]experiment{
+	"postgres": {
+		pipeline: conduitPipeline, plugin: "bin/connkit-postgres", title: "Conduit → Postgres",
+		description: "builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text)",
+	},
+	"generator": {
+		pipeline: generatorPipeline, source: true, plugin: "bin/connkit-generator", title: "generator → Conduit",
+		description: "standalone generator (structured id, first_name, last_name; schema extraction on, as by default) → builtin log destination at level trace",
+	},
+}
+
 // load is a row of the experiment: a batch size (0: no batch settings)
 // under the generator's rate (0: as fast as it can).
 type load struct {
@@ -102,9 +150,10 @@ func conduitMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("conduit", flag.ExitOnError)
 	a, b := pair{name: "connkit"}, pair{}
 	bin := fs.String("conduit", defaultConduit(), "Conduit binary (default $CONDUIT_BIN, else the one `make conduit` builds)")
-	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "Postgres destination plugin named postgres")
+	pipelineName := fs.String("pipeline", "postgres", "postgres: builtin generator → the plugin, a Postgres destination named postgres; generator: the plugin, a generator source named generator → builtin log")
+	fs.StringVar(&a.destination, "plugin", "", "the plugin measured (default bin/connkit-postgres, or bin/connkit-generator with -pipeline generator)")
 	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
-	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin named postgres, measured side by side")
+	fs.StringVar(&b.destination, "vs-plugin", "", "second plugin, in the same role, measured side by side")
 	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
 	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
 	batches := fs.String("batch-sizes", "0,1,10,100,1000,10000", "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
@@ -118,6 +167,13 @@ func conduitMode(ctx context.Context, args []string) error {
 	out := fs.String("out", "bench/results", "directory for conduit.md and conduit.svg")
 	_ = fs.Parse(args)
 
+	exp, ok := experiments[*pipelineName]
+	if !ok {
+		return fmt.Errorf("-pipeline: got %q, expected postgres or generator", *pipelineName)
+	}
+	if a.destination == "" {
+		a.destination = exp.plugin
+	}
 	sizes, err := batchSizes(*batches)
 	if err != nil {
 		return err
@@ -145,11 +201,15 @@ func conduitMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	conn, closeDB, err := database(ctx, url, conduitTable)
-	if err != nil {
-		return err
+	var conn *pgx.Conn
+	if !exp.source {
+		var closeDB func()
+		conn, closeDB, err = database(ctx, url, conduitTable)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
 	}
-	defer closeDB()
 
 	// The plugins alternate cell by cell, so that whatever the machine
 	// does meanwhile falls on both alike.
@@ -165,19 +225,21 @@ func conduitMode(ctx context.Context, args []string) error {
 	for i, c := range cells {
 		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s engine, batch %s, %s ...", i+1, len(cells), time.Since(start).Round(time.Second),
 			c.engine, c.label(), c.plugin.name)
-		if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
-			return err
+		if conn != nil {
+			if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
+				return err
+			}
 		}
-		source, destination := batchSettings(c.engine, *v2Batching, c.batch, *delay)
+		source, destination := batchSettings(c.engine, *v2Batching, exp.source, c.batch, *delay)
 		if c.sourceRate > 0 {
 			source = fmt.Sprintf("          rate: \"%g\"\n", c.sourceRate) + source
 		}
-		pipeline := fmt.Sprintf(conduitPipeline, *url, source, destination)
+		pipeline := fmt.Sprintf(exp.pipeline, *url, source, destination)
 		c.runIn(ctx, *bin, pipeline, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if c.err == nil {
+		if c.err == nil && conn != nil {
 			if err := conn.QueryRow(ctx, "SELECT count(*) FROM batch_test").Scan(&c.rows); err != nil {
 				return err
 			}
@@ -188,8 +250,8 @@ func conduitMode(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
 
-	table := conduitReport(cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
-	svg := conduitChart(cells, pairs, engineList, sizes, *delay)
+	table := conduitReport(exp, cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
+	svg := conduitChart(exp, cells, pairs, engineList, sizes, *delay)
 	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.svg": svg})
 }
 
@@ -205,7 +267,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 	}
 	defer os.RemoveAll(dir)
 	// The file's name does not matter: Conduit knows a plugin by the name
-	// in its specification, postgres for both.
+	// in its specification, the same for both plugins of a cell.
 	abs, err := filepath.Abs(c.plugin.destination)
 	if err != nil {
 		c.err = err
@@ -298,15 +360,18 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 }
 
 // batchSettings returns the pipeline file's extra source and destination
-// settings for a batch size: none for 0; else sdk.batch.size and
-// sdk.batch.delay on the destination in the default engine, and where
-// v2Batching says in the v2 engine, whose batches are made by the source.
-func batchSettings(engine, v2Batching string, batch int, delay time.Duration) (source, destination string) {
+// settings for a batch size: none for 0; on the source if onSource (the
+// plugin measured is the source); else sdk.batch.size and sdk.batch.delay
+// on the destination in the default engine, and where v2Batching says in
+// the v2 engine, whose batches are made by the source.
+func batchSettings(engine, v2Batching string, onSource bool, batch int, delay time.Duration) (source, destination string) {
 	if batch == 0 {
 		return "", ""
 	}
 	s := fmt.Sprintf("          sdk.batch.size: \"%d\"\n          sdk.batch.delay: %q\n", batch, delay.String())
 	switch {
+	case onSource:
+		return s, ""
 	case engine == "default" || v2Batching == "destination":
 		return "", s
 	case v2Batching == "source":
@@ -475,15 +540,19 @@ func thousands(v float64) string {
 	return s
 }
 
-func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
+func conduitReport(exp experiment, cells []*conduitCell, pairs []pair, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
 	var t strings.Builder
 	window := duration.String()
 	if records > 0 {
 		window = fmt.Sprintf("%v or %d records, whichever came first", duration, records)
 	}
-	fmt.Fprintf(&t, "Real Conduit v0.14.0: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ")
-	fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
-		map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
+	fmt.Fprintf(&t, "Real Conduit v0.14.0: %s. ", exp.description)
+	if exp.source {
+		fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v, on the source in both engines; \"not set\" means no batch parameters at all.\n\n", delay)
+	} else {
+		fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
+			map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
+	}
 	if l := loads[len(loads)-1]; l.sourceRate > 0 {
 		fmt.Fprintf(&t, "The idle row has the generator make %g records per second, no batch settings: how long a lone record takes through the pipeline.\n\n", l.sourceRate)
 	}
@@ -545,7 +614,7 @@ func findCell(cells []*conduitCell, engine string, l load, plugin string) *condu
 // conduitChart draws rows per second and mean latency by batch size side
 // by side, as the published experiment does: a colour per plugin, solid for
 // the default engine and dashed for v2.
-func conduitChart(cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration) string {
+func conduitChart(exp experiment, cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration) string {
 	var tp, lat []chart.Series
 	for pi, p := range pairs {
 		for ei, e := range engines {
@@ -569,7 +638,7 @@ func conduitChart(cells []*conduitCell, pairs []pair, engines []string, sizes []
 	}
 	x := fmt.Sprintf("sdk.batch.size (sdk.batch.delay %v)", delay)
 	return chart.Panels(
-		chart.Line("Conduit → Postgres: rows per second", x, "rows/s", labels, tp, false),
-		chart.Line("Conduit → Postgres: mean latency", x, "ms (log scale)", labels, lat, true),
+		chart.Line(exp.title+": rows per second", x, "rows/s", labels, tp, false),
+		chart.Line(exp.title+": mean latency", x, "ms (log scale)", labels, lat, true),
 	)
 }
