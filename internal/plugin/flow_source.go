@@ -10,20 +10,20 @@ import (
 	"github.com/connkit/connkit/batcher"
 )
 
-// unackedBatches is how many sent batches may wait for their acks before
-// the next is sent: one that Conduit is working on and one ready for when
-// it is done. Conduit's v2 engine takes a source's next message only once
-// every record of the previous one is acked, so what is read meanwhile
-// travels as one batch: the source batches itself, with no setting, and a
-// record read while Conduit is idle goes out at once. In the default
-// engine, Conduit acks as its destination writes, and batches grow the
-// same way when it falls behind.
-const unackedBatches = 2
-
 // sourceFlow is one source Run's owner loop: it takes what the reader read
 // while the hold bound has room, and hands the sender a batch whenever the
-// sender is free, Conduit has acked all but the last batch sent, and a
-// batch is due.
+// sender is free, a batch is due, and Conduit is ready for it.
+//
+// Conduit is ready for the next batch when it holds no more unacked
+// records than the batch has, or when the hold bound is full. Conduit's v2
+// engine takes a source's next message only once every record of the
+// previous one is acked, so a batch sent while it works would wait there
+// as it is: held back instead, it grows with what is read meanwhile, and
+// the source batches itself with no setting. A record read while Conduit
+// holds nothing goes out at once; batches double while Conduit falls
+// behind, up to the bound. Conduit's default engine reads on without
+// waiting for acks and acks record by record: there, batches grow to what
+// it holds in flight.
 type sourceFlow struct {
 	stream    pconnector.SourceRunStreamServer
 	out       *batcher.Batcher[opencdc.Record]
@@ -62,19 +62,18 @@ func (f *sourceFlow) run() error {
 		waiting  []chan struct{} // Stop's requests, answered once everything read is sent
 		reads    = f.reads
 		ctxDone  = f.ctx.Done()
-		nSent    int   // records sent
-		unacked  []int // for each sent batch not yet acked, nSent once it was sent
+		nSent    int // records sent
+		nAcked   int // records Conduit acked
 	)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		free := !busy && (draining || len(unacked) < unackedBatches)
-		if free && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
+		ready := draining || nSent-nAcked <= f.out.Len() || !f.out.Room()
+		if !busy && ready && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
 			busy = true
 			batch := f.out.Take()
 			nSent += len(batch)
-			unacked = append(unacked, nSent)
 			batches <- batch
 			continue
 		}
@@ -92,7 +91,7 @@ func (f *sourceFlow) run() error {
 			take = reads
 		}
 		var wake <-chan time.Time
-		if free && !draining {
+		if !busy && ready && !draining {
 			if d, ok := f.out.Wait(now); ok {
 				timer.Reset(d)
 				wake = timer.C
@@ -115,10 +114,7 @@ func (f *sourceFlow) run() error {
 				return err
 			}
 		case <-f.acks.changed:
-			acked := f.acks.total()
-			for len(unacked) > 0 && unacked[0] <= acked {
-				unacked = unacked[1:]
-			}
+			nAcked = f.acks.total()
 		case w := <-f.flushes:
 			draining = true
 			waiting = append(waiting, w)

@@ -221,30 +221,43 @@ func TestSourceStopNeverDiscardsRecords(t *testing.T) {
 
 // TestSourceBatchesItselfWhileConduitWorks plays Conduit's v2 engine, which
 // takes a source's next message only once the previous one is acked: with
-// no batch settings, a source that reads one record per Read sends the
-// first record alone, at most one more message while Conduit works on it,
-// and everything read meanwhile as one message once Conduit acks.
+// no batch settings, a source that reads one record per Read, a
+// millisecond apart, sends the first record alone, then batches as large as
+// what Conduit holds unacked, so that they double while Conduit works;
+// once Conduit has acked them, everything read meanwhile goes as one
+// message. (A sender that sent whatever it had whenever it was free would
+// send a hundred messages of one record.)
 func TestSourceBatchesItselfWhileConduitWorks(t *testing.T) {
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		const n = 100
-		s := batchedSourceServer(t, &fakeSource{limit: n}, batcher.Policy{})
+		s := batchedSourceServer(t, &slowSource{every: time.Millisecond, limit: n}, batcher.Policy{})
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runSource(ctx, s)
+		time.Sleep(time.Second) // everything is read
 		synctest.Wait()
-		first, second := <-st.out, <-st.out
-		is.Equal(positions(first), []string{"1"})
-		is.Equal(len(messages(st)), 0) // the rest waits for Conduit
-		ackMessage(st, first)
+		sent := messages(st)
+		var sizes []int
+		for _, m := range sent {
+			sizes = append(sizes, len(m))
+		}
+		is.Equal(sizes, []int{1, 1, 2, 4, 8, 16, 32}) // the last 36 wait for Conduit
+		var acks []opencdc.Position
+		for _, m := range sent {
+			for _, p := range m {
+				acks = append(acks, opencdc.Position(p))
+			}
+		}
+		st.in <- pconnector.SourceRunRequest{AckPositions: acks}
 		synctest.Wait()
 		rest := messages(st)
-		is.Equal(len(rest), 1) // everything read meanwhile, at once
+		is.True(len(rest) <= 1) // the rest at once
 		var want []string
 		for i := 1; i <= n; i++ {
 			want = append(want, strconv.Itoa(i))
 		}
-		is.Equal(slices.Concat(positions(first), positions(second), rest[0]), want)
+		is.Equal(slices.Concat(append(sent, rest...)...), want)
 		cancel()
 		is.NoErr(<-runDone)
 		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
@@ -252,12 +265,24 @@ func TestSourceBatchesItselfWhileConduitWorks(t *testing.T) {
 	})
 }
 
-// slowSource returns a record every second, forever.
-type slowSource struct{ fakeSource }
+// slowSource returns a record every so often, with positions "1", "2",
+// ..., up to limit (0: forever), then blocks.
+type slowSource struct {
+	fakeSource
+	every time.Duration
+	limit int
+}
 
 func (s *slowSource) Read(ctx context.Context) (opencdc.Record, error) {
+	s.mu.Lock()
+	more := s.limit == 0 || s.next < s.limit
+	s.mu.Unlock()
+	wait := time.After(s.every)
+	if !more {
+		wait = nil
+	}
 	select {
-	case <-time.After(time.Second):
+	case <-wait:
 	case <-ctx.Done():
 		return opencdc.Record{}, ctx.Err()
 	}
@@ -276,7 +301,7 @@ func TestSourceSlowRecordGoesAtOnce(t *testing.T) {
 			leakcheck.Check(t)
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				s := batchedSourceServer(t, &slowSource{}, p)
+				s := batchedSourceServer(t, &slowSource{every: time.Second}, p)
 				ctx, cancel := context.WithCancel(t.Context())
 				st, runDone := runSource(ctx, s)
 				start := time.Now()

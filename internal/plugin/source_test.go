@@ -66,8 +66,8 @@ func TestSourceLifecycle(t *testing.T) {
 		for _, m := range messages(st) {
 			sent = append(sent, m...)
 		}
-		// The first two messages go as soon as they are read; what is read
-		// after waits for the first to be acked.
+		// The first record goes as soon as it is read; the next batch once
+		// it has as many records as Conduit holds unacked.
 		is.True(len(sent) >= 2)
 		is.Equal(sent, []string{"3", "4", "5"}[:len(sent)])
 
