@@ -18,15 +18,15 @@ import (
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run is one owner loop (see flow.go) with three goroutines: the reader
-// calls Read or ReadBatch and hands what it read to the owner, which takes
-// it only while what is read and not yet sent is within bounds; the sender
-// sends one message at a time; the acker receives Conduit's acks, checks
-// they come in the order records were sent, and passes them to the
-// connector. Whenever the sender is free, the owner hands it everything
-// read so far, up to the batching limits. Stop ends the reader and has the
-// owner send what it holds; the acker keeps running until Conduit closes
-// the stream.
+// Run is one owner loop (see flow_source.go) with three goroutines: the
+// reader calls Read or ReadBatch and hands what it read to the owner, which
+// takes it only while what is read and not yet sent is within bounds; the
+// sender sends one message at a time; the acker receives Conduit's acks,
+// checks they come in the order records were sent, counts them for the
+// owner and passes them to the connector. Whenever the sender is free and
+// Conduit is ready for more, the owner hands it everything read so far, up
+// to the batching limits. Stop ends the reader and has the owner send what
+// it holds; the acker keeps running until Conduit closes the stream.
 type sourceServer struct {
 	newSource func(map[string]string) (Source, error)
 	log       *slog.Logger
