@@ -48,11 +48,15 @@ func sweepMode(ctx context.Context, args []string) error {
 	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes")
 	payloads := fs.String("payload-sizes", "25,1024,10240", "comma-separated raw payload sizes in bytes")
 	records := fs.Int64("records", 100000, "records per run")
+	runs := fs.Int("runs", 1, "times each cell is run, the pairs alternating every time; each run is a row of the table, the charts show the last")
 	engine := fs.String("engine", "default", "default: one record per message to the destination, batching there (sdk.batch.size on the destination); v2: batching on the source, its messages forwarded whole")
 	out := fs.String("out", "bench/results", "directory for results.md, throughput.svg and latency.svg")
 	timeout := fs.Duration("timeout", 3*time.Minute, "longest a run may take; a run that stalls is reported as failed")
 	_ = fs.Parse(args)
 
+	if *runs < 1 {
+		return fmt.Errorf("-runs: got %d, expected 1 or more", *runs)
+	}
 	if *engine != "default" && *engine != "v2" {
 		return fmt.Errorf("-engine: got %q, expected default or v2", *engine)
 	}
@@ -78,24 +82,26 @@ func sweepMode(ctx context.Context, args []string) error {
 	defer os.RemoveAll(dir)
 
 	var cells []cell
-	total, done := len(payloadSizes)*len(batchSizes)*len(pairs), 0
+	total, done := len(payloadSizes)*len(batchSizes)*len(pairs)**runs, 0
 	for _, payload := range payloadSizes {
 		file := filepath.Join(dir, strconv.Itoa(payload))
 		if err := os.WriteFile(file, []byte(strings.Repeat("x", payload)), 0o644); err != nil {
 			return err
 		}
 		for _, batch := range batchSizes {
-			for _, p := range pairs { // pairs alternate, so both see the same conditions
-				done++
-				fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] payload %d B, batch %d, %s ...", done, total, payload, batch, p.name)
-				c := cell{payload: payload, batch: batch, pair: p.name}
-				runCtx, cancel := context.WithTimeout(ctx, *timeout)
-				c.res, c.err = runPair(runCtx, p, file, batch, *records, *engine)
-				cancel()
-				if ctx.Err() != nil {
-					return ctx.Err()
+			for range *runs {
+				for _, p := range pairs { // pairs alternate, so both see the same conditions
+					done++
+					fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] payload %d B, batch %d, %s ...", done, total, payload, batch, p.name)
+					c := cell{payload: payload, batch: batch, pair: p.name}
+					runCtx, cancel := context.WithTimeout(ctx, *timeout)
+					c.res, c.err = runPair(runCtx, p, file, batch, *records, *engine)
+					cancel()
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					cells = append(cells, c)
 				}
-				cells = append(cells, c)
 			}
 		}
 	}
