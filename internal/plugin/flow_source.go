@@ -23,7 +23,12 @@ import (
 // holds nothing goes out at once; batches double while Conduit falls
 // behind, up to the bound. Conduit's default engine reads on without
 // waiting for acks and acks record by record: there, batches grow to what
-// it holds in flight.
+// it holds in flight. A due batch waits for Conduit at most maxHoldBack:
+// acks may themselves wait for records (a destination that fills batches
+// of a size and has no delay), and records must not wait for them.
+// maxHoldBack is the longest a due batch waits for Conduit to be ready.
+const maxHoldBack = 10 * time.Millisecond
+
 type sourceFlow struct {
 	stream    pconnector.SourceRunStreamServer
 	out       *batcher.Batcher[opencdc.Record]
@@ -62,16 +67,24 @@ func (f *sourceFlow) run() error {
 		waiting  []chan struct{} // Stop's requests, answered once everything read is sent
 		reads    = f.reads
 		ctxDone  = f.ctx.Done()
-		nSent    int // records sent
-		nAcked   int // records Conduit acked
+		nSent    int       // records sent
+		nAcked   int       // records Conduit acked
+		heldBack time.Time // when a due batch began to wait for Conduit; zero if none waits
 	)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		now := time.Now()
+		due := f.out.Due(now) || (draining && f.out.Len() > 0)
 		ready := draining || nSent-nAcked <= f.out.Len() || !f.out.Room()
-		if !busy && ready && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
-			busy = true
+		if due && !ready {
+			if heldBack.IsZero() {
+				heldBack = now
+			}
+			ready = now.Sub(heldBack) >= maxHoldBack
+		}
+		if !busy && ready && due {
+			busy, heldBack = true, time.Time{}
 			batch := f.out.Take()
 			nSent += len(batch)
 			batches <- batch
@@ -91,7 +104,14 @@ func (f *sourceFlow) run() error {
 			take = reads
 		}
 		var wake <-chan time.Time
-		if !busy && ready && !draining {
+		switch {
+		case busy || draining:
+		case !ready:
+			if !heldBack.IsZero() {
+				timer.Reset(maxHoldBack - now.Sub(heldBack))
+				wake = timer.C
+			}
+		default:
 			if d, ok := f.out.Wait(now); ok {
 				timer.Reset(d)
 				wake = timer.C
