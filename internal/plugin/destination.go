@@ -17,9 +17,8 @@ import (
 
 // destinationServer serves one destination connector instance to Conduit.
 //
-// Run is one owner loop (see flow_destination.go) with a reader that
-// receives Conduit's messages and a writer that calls Write and sends the
-// acks: whenever the
+// Run is one owner loop (see flow.go) with a reader that receives Conduit's
+// messages and a writer that calls Write and sends the acks: whenever the
 // writer is free, everything received so far, up to the batching limits,
 // is written in one call (group commit). What has been received and not
 // yet acked is bounded; while the bound is reached, the reader's messages

@@ -12,30 +12,13 @@ import (
 
 // sourceFlow is one source Run's owner loop: it takes what the reader read
 // while the hold bound has room, and hands the sender a batch whenever the
-// sender is free, a batch is due, and Conduit is ready for it.
-//
-// Conduit is ready for the next batch when it holds no more unacked
-// records than the batch has, or when the hold bound is full. Conduit's v2
-// engine takes a source's next message only once every record of the
-// previous one is acked, so a batch sent while it works would wait there
-// as it is: held back instead, it grows with what is read meanwhile, and
-// the source batches itself with no setting. A record read while Conduit
-// holds nothing goes out at once; batches double while Conduit falls
-// behind, up to the bound. Conduit's default engine reads on without
-// waiting for acks and acks record by record: there, batches grow to what
-// it holds in flight. A due batch waits for Conduit at most maxHoldBack:
-// acks may themselves wait for records (a destination that fills batches
-// of a size and has no delay), and records must not wait for them.
-// maxHoldBack is the longest a due batch waits for Conduit to be ready.
-const maxHoldBack = 10 * time.Millisecond
-
+// sender is free and a batch is due.
 type sourceFlow struct {
 	stream    pconnector.SourceRunStreamServer
 	out       *batcher.Batcher[opencdc.Record]
 	ctx       context.Context
 	reads     <-chan []opencdc.Record // closed when the reader has returned
 	readErr   *error                  // why the reader returned, once reads is closed
-	acks      *ackCount
 	ackFailed <-chan error
 	flushes   <-chan chan struct{}
 }
@@ -67,27 +50,14 @@ func (f *sourceFlow) run() error {
 		waiting  []chan struct{} // Stop's requests, answered once everything read is sent
 		reads    = f.reads
 		ctxDone  = f.ctx.Done()
-		nSent    int       // records sent
-		nAcked   int       // records Conduit acked
-		heldBack time.Time // when a due batch began to wait for Conduit; zero if none waits
 	)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		due := f.out.Due(now) || (draining && f.out.Len() > 0)
-		ready := draining || nSent-nAcked <= f.out.Len() || !f.out.Room()
-		if due && !ready {
-			if heldBack.IsZero() {
-				heldBack = now
-			}
-			ready = now.Sub(heldBack) >= maxHoldBack
-		}
-		if !busy && ready && due {
-			busy, heldBack = true, time.Time{}
-			batch := f.out.Take()
-			nSent += len(batch)
-			batches <- batch
+		if !busy && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
+			busy = true
+			batches <- f.out.Take()
 			continue
 		}
 		if !busy && readDone && f.out.Len() == 0 {
@@ -104,14 +74,7 @@ func (f *sourceFlow) run() error {
 			take = reads
 		}
 		var wake <-chan time.Time
-		switch {
-		case busy || draining:
-		case !ready:
-			if !heldBack.IsZero() {
-				timer.Reset(maxHoldBack - now.Sub(heldBack))
-				wake = timer.C
-			}
-		default:
+		if !busy && !draining {
 			if d, ok := f.out.Wait(now); ok {
 				timer.Reset(d)
 				wake = timer.C
@@ -133,8 +96,6 @@ func (f *sourceFlow) run() error {
 			if err != nil {
 				return err
 			}
-		case <-f.acks.changed:
-			nAcked = f.acks.total()
 		case w := <-f.flushes:
 			draining = true
 			waiting = append(waiting, w)

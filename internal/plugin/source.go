@@ -18,15 +18,15 @@ import (
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run is one owner loop (see flow_source.go) with three goroutines: the
-// reader calls Read or ReadBatch and hands what it read to the owner, which
-// takes it only while what is read and not yet sent is within bounds; the
-// sender sends one message at a time; the acker receives Conduit's acks,
-// checks they come in the order records were sent, counts them for the
-// owner and passes them to the connector. Whenever the sender is free and
-// Conduit is ready for more, the owner hands it everything read so far, up
-// to the batching limits. Stop ends the reader and has the owner send what
-// it holds; the acker keeps running until Conduit closes the stream.
+// Run is one owner loop (see flow.go) with three goroutines: the reader
+// calls Read or ReadBatch and hands what it read to the owner, which takes
+// it only while what is read and not yet sent is within bounds; the sender
+// sends one message at a time; the acker receives Conduit's acks, checks
+// they come in the order records were sent, and passes them to the
+// connector. Whenever the sender is free, the owner hands it everything
+// read so far, up to the batching limits. Stop ends the reader and has the
+// owner send what it holds; the acker keeps running until Conduit closes
+// the stream.
 type sourceServer struct {
 	newSource func(map[string]string) (Source, error)
 	log       *slog.Logger
@@ -122,15 +122,14 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 			}
 		})
 	}()
-	acks := newAckCount()
 	ackFailed := make(chan error, 1)
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		ackFailed <- s.ack(ctx, src, stream.Server(), acks)
+		ackFailed <- s.ack(ctx, src, stream.Server())
 	}()
 
-	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, acks: acks, ackFailed: ackFailed, flushes: flushes}
+	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, flushes: flushes}
 	err = f.run()
 	close(quit)
 	stopRead()
@@ -225,9 +224,8 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
-// the records were sent, and counts them in acked. It returns when the
-// stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, acked *ackCount) error {
+// the records were sent. It returns when the stream ends.
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) error {
 	ack := src.Ack
 	for {
 		req, err := stream.Recv()
@@ -245,7 +243,6 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 			if want == nil || !bytes.Equal(want, pos) {
 				return fmt.Errorf("ack for position %q, expected %q: acks must come in the order records were sent", pos, want)
 			}
-			acked.add(1)
 			if ack == nil {
 				continue
 			}
@@ -270,28 +267,23 @@ func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest)
 		return pconnector.SourceStopResponse{}, nil
 	}
 	stopRead()
-	// The owner sends from now on without waiting for acks, so that a
-	// reader waiting for room can hand over its last records and return.
-	sent := make(chan struct{})
-	select {
-	case flushes <- sent:
-	case <-runDone:
-		sent = nil
-	case <-ctx.Done():
-		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
-	}
 	select {
 	case <-readDone:
 	case <-ctx.Done():
 		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: the connector's Read did not return: %w", ctx.Err())
 	}
-	if sent != nil {
+	sent := make(chan struct{})
+	select {
+	case flushes <- sent:
 		select {
 		case <-sent:
 		case <-runDone:
 		case <-ctx.Done():
 			return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
 		}
+	case <-runDone:
+	case <-ctx.Done():
+		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

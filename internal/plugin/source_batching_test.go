@@ -2,14 +2,11 @@ package plugin
 
 import (
 	"context"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
@@ -25,47 +22,6 @@ func batchedSourceServer(t *testing.T, src testSource, p batcher.Policy) *source
 	return s
 }
 
-// ackMessage acks every record of m, as Conduit does once it has
-// written them.
-func ackMessage(st sourceStream, m pconnector.SourceRunResponse) {
-	req := pconnector.SourceRunRequest{}
-	for _, r := range m.Records {
-		req.AckPositions = append(req.AckPositions, r.Position)
-	}
-	select {
-	case st.in <- req:
-	case <-st.ctx.Done():
-	}
-}
-
-// acking plays Conduit until ctx ends: it takes every message the source
-// sends and acks it at once. It returns the position lists of the messages
-// taken so far.
-func acking(ctx context.Context, st sourceStream) (taken func() [][]string) {
-	var (
-		mu  sync.Mutex
-		out [][]string
-	)
-	go func() {
-		for {
-			select {
-			case m := <-st.out:
-				mu.Lock()
-				out = append(out, positions(m))
-				mu.Unlock()
-				ackMessage(st, m)
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return func() [][]string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(out)
-	}
-}
-
 // messages returns the position lists of the messages sent so far.
 func messages(st sourceStream) [][]string {
 	var out [][]string
@@ -79,11 +35,11 @@ func messages(st sourceStream) [][]string {
 	}
 }
 
-// TestSourceBatching reads a source under each policy. Sending and acking
-// take no time here, so the sender is free whenever a record is read:
-// without a delay, every record read goes out at once, alone or with the
-// others read meanwhile, never waiting for a batch to fill; with a delay, a
-// batch waits for it.
+// TestSourceBatching reads a source under each policy. Sending takes no
+// time here, so the sender is free whenever a record is read: without a
+// delay, every record read goes out at once, alone or with the others read
+// meanwhile, never waiting for a batch to fill; with a delay, a batch waits
+// for it.
 func TestSourceBatching(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -115,10 +71,9 @@ func TestSourceBatching(t *testing.T) {
 					s := batchedSourceServer(t, src, tt.policy)
 					ctx, cancel := context.WithCancel(t.Context())
 					st, runDone := runSource(ctx, s)
-					taken := acking(ctx, st)
 					time.Sleep(2 * time.Second)
 					synctest.Wait()
-					sent := taken()
+					sent := messages(st)
 					if tt.wantRun != nil {
 						is.Equal(sent, tt.wantRun)
 					}
@@ -140,8 +95,7 @@ func TestSourceBatching(t *testing.T) {
 					is.Equal(all, want) // everything read is sent, in order, before Stop
 					resp, err := s.Stop(t.Context(), pconnector.SourceStopRequest{})
 					is.NoErr(err)
-					synctest.Wait()
-					is.Equal(len(taken()), len(sent))
+					is.Equal(len(messages(st)), 0)
 					is.Equal(string(resp.LastPosition), strconv.Itoa(tt.limit))
 					cancel()
 					is.NoErr(<-runDone)
@@ -161,7 +115,7 @@ func TestSourceBatching(t *testing.T) {
 
 // TestSourceBoundStopsReading: while Conduit does not take messages, the
 // source is read up to the hold bound (two batches) and no further; once
-// Conduit takes them (and acks them), reading goes on.
+// Conduit takes them, reading goes on.
 func TestSourceBoundStopsReading(t *testing.T) {
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -184,9 +138,7 @@ func TestSourceBoundStopsReading(t *testing.T) {
 		is.Equal(read(), 5)
 		var got []string
 		for len(got) < 100 {
-			m := <-st.out
-			got = append(got, positions(m)...)
-			ackMessage(st, m)
+			got = append(got, positions(<-st.out)...)
 			synctest.Wait()
 			is.True(read()-len(got) <= 5) // never more than the bound ahead
 		}
@@ -217,99 +169,4 @@ func TestSourceStopNeverDiscardsRecords(t *testing.T) {
 		_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
 		is.NoErr(err)
 	})
-}
-
-// TestSourceBatchesItselfWhileConduitWorks plays Conduit's v2 engine, which
-// takes a source's next message only once the previous one is acked: with
-// no batch settings, a source that reads one record per Read, 100 µs apart,
-// sends the first record alone, then batches as large as what Conduit holds
-// unacked, so that they double while Conduit works. (A sender that sent
-// whatever it had whenever it was free would send a hundred messages of one
-// record.) Records never wait for acks longer than maxHoldBack: acks may
-// themselves wait for records.
-func TestSourceBatchesItselfWhileConduitWorks(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		const n = 100
-		s := batchedSourceServer(t, &slowSource{every: 100 * time.Microsecond, limit: n}, batcher.Policy{})
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runSource(ctx, s)
-		time.Sleep(12 * time.Millisecond) // everything is read by 10 ms
-		synctest.Wait()
-		sent := messages(st)
-		var sizes []int
-		for _, m := range sent {
-			sizes = append(sizes, len(m))
-		}
-		is.Equal(sizes, []int{1, 1, 2, 4, 8, 16, 32}) // the last 36 wait for Conduit, since 6.5 ms
-		time.Sleep(5 * time.Millisecond)
-		synctest.Wait()
-		rest := messages(st)
-		is.Equal(len(rest), 1) // not longer than maxHoldBack, and together
-		var want []string
-		for i := 1; i <= n; i++ {
-			want = append(want, strconv.Itoa(i))
-		}
-		is.Equal(slices.Concat(append(sent, rest...)...), want)
-		cancel()
-		is.NoErr(<-runDone)
-		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
-	})
-}
-
-// slowSource returns a record every so often, with positions "1", "2",
-// ..., up to limit (0: forever), then blocks.
-type slowSource struct {
-	fakeSource
-	every time.Duration
-	limit int
-}
-
-func (s *slowSource) Read(ctx context.Context) (opencdc.Record, error) {
-	s.mu.Lock()
-	more := s.limit == 0 || s.next < s.limit
-	s.mu.Unlock()
-	wait := time.After(s.every)
-	if !more {
-		wait = nil
-	}
-	select {
-	case <-wait:
-	case <-ctx.Done():
-		return opencdc.Record{}, ctx.Err()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.next++
-	return opencdc.Record{Position: opencdc.Position(strconv.Itoa(s.next))}, nil
-}
-
-// TestSourceSlowRecordGoesAtOnce: a record read while Conduit is idle is
-// sent the moment it is read, never waiting for others to fill a batch,
-// whether or not a batch size is set.
-func TestSourceSlowRecordGoesAtOnce(t *testing.T) {
-	for _, p := range []batcher.Policy{{}, {Count: 1000}} {
-		t.Run(fmtPolicy(p), func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
-				s := batchedSourceServer(t, &slowSource{every: time.Second}, p)
-				ctx, cancel := context.WithCancel(t.Context())
-				st, runDone := runSource(ctx, s)
-				start := time.Now()
-				for i := 1; i <= 3; i++ {
-					m := <-st.out
-					is.Equal(positions(m), []string{strconv.Itoa(i)})
-					is.Equal(time.Since(start), time.Duration(i)*time.Second) // sent when read
-					ackMessage(st, m)
-				}
-				cancel()
-				is.NoErr(<-runDone)
-				_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-				is.NoErr(err)
-			})
-		})
-	}
 }
