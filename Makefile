@@ -21,7 +21,7 @@ INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
 RACE_RUNS       ?= 20
 PIPELINE_FLAGS  ?=
-PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl
+PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl ./examples/file/cmd/connkit-file
 # The packages whose tests launch plugin binaries or Conduit.
 E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
 
