@@ -16,7 +16,6 @@ import (
 type Destination struct {
 	path string
 	f    *os.File
-	size int64 // the bytes of whole lines in the file
 	buf  bytes.Buffer
 	// broken is why a torn line could not be cut off after a failed
 	// write; every Write fails with it from then on.
@@ -34,12 +33,7 @@ func (d *Destination) Open(context.Context) error {
 	if err != nil {
 		return fmt.Errorf(`parameter "path": %w`, err)
 	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf(`parameter "path": %w`, err)
-	}
-	d.f, d.size = f, info.Size()
+	d.f = f
 	return nil
 }
 
@@ -69,18 +63,26 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 	if n > 0 {
 		whole = ends[n-1]
 	}
-	d.size += int64(whole)
 	if err == nil {
 		return n, nil
 	}
 	err = fmt.Errorf("write %s: %w", d.path, err)
 	if written > whole {
-		if terr := d.f.Truncate(d.size); terr != nil {
-			d.broken = fmt.Errorf("%s ends with a torn line that could not be cut off (%w): reopen the destination", d.path, terr)
+		if cerr := d.cut(written - whole); cerr != nil {
+			d.broken = fmt.Errorf("%s ends with a torn line that could not be cut off (%w): reopen the destination", d.path, cerr)
 			return n, fmt.Errorf("%w; %w", err, d.broken)
 		}
 	}
 	return n, err
+}
+
+// cut takes the last n bytes off the file: appended last, they are ours.
+func (d *Destination) cut(n int) error {
+	info, err := d.f.Stat()
+	if err != nil {
+		return err
+	}
+	return d.f.Truncate(info.Size() - int64(n))
 }
 
 // Teardown closes the file.

@@ -3,7 +3,6 @@ package file
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -38,7 +37,8 @@ type Source struct {
 	lines int // read since Open
 }
 
-// NewSource returns a source; it opens the file in Read, once it exists.
+// NewSource returns a source; it opens the file in Open, or in Read once
+// the file exists.
 func NewSource(cfg Config) (*Source, error) {
 	return &Source{tail: tail{path: cfg.Path}}, nil
 }
@@ -46,8 +46,8 @@ func NewSource(cfg Config) (*Source, error) {
 // Open resumes after the line at position from, the offset it ends at.
 // The longest line it reads is the plugin's record size limit
 // ([sdk.MaxRecordSize]); a longer one stops the source with an error that
-// names its offset. It fails if path is a directory or cannot be looked at;
-// a file that does not exist yet is waited for.
+// names its offset. It fails if path is a directory or cannot be read; a
+// file that does not exist yet is waited for.
 func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	s.tail.limit = sdk.MaxRecordSize(ctx)
 	if from != nil {
@@ -58,14 +58,15 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		s.tail.offset = off
 	}
 	info, err := os.Stat(s.tail.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		sdk.Logger(ctx).Warn(fmt.Sprintf("file: %s does not exist yet; looking for it every %v", s.tail.path, poll), "path", s.tail.path)
-		return nil
-	case err != nil:
-		return fmt.Errorf(`parameter "path": %w`, err)
-	case info.IsDir():
+	if err == nil && info.IsDir() {
 		return fmt.Errorf(`parameter "path": %s is a directory, not a file`, s.tail.path)
+	}
+	exists, err := s.tail.open()
+	if err != nil {
+		return fmt.Errorf(`parameter "path": %w`, err)
+	}
+	if !exists {
+		sdk.Logger(ctx).Warn(fmt.Sprintf("file: %s does not exist yet; looking for it every %v", s.tail.path, poll), "path", s.tail.path)
 	}
 	return nil
 }

@@ -19,23 +19,33 @@ type tail struct {
 	limit  int   // the longest line, in bytes, newline aside
 }
 
+// open opens the file at the offset, unless it is open; ok is false if it
+// does not exist.
+func (t *tail) open() (ok bool, err error) {
+	if t.f != nil {
+		return true, nil
+	}
+	f, err := os.Open(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		f.Close()
+		return false, err
+	}
+	t.f, t.r = f, bufio.NewReaderSize(f, 64<<10)
+	return true, nil
+}
+
 // next returns the next whole line without its newline; ok is false when
 // there is none yet: the file does not exist, or ends without a newline.
 // The line is valid until the next call.
 func (t *tail) next() (line []byte, ok bool, err error) {
-	if t.f == nil {
-		f, err := os.Open(t.path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, false, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
-			f.Close()
-			return nil, false, err
-		}
-		t.f, t.r = f, bufio.NewReaderSize(f, 64<<10)
+	if ok, err := t.open(); !ok {
+		return nil, false, err
 	}
 	b, err := readLine(t.r, t.limit)
 	switch {
