@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/connkit/connkit/examples/file"
+	"github.com/connkit/connkit/middleware/format"
 	"github.com/connkit/connkit/sdk"
 	"github.com/matryer/is"
 )
 
-// The destination appends each record as its bytes and a newline, after
-// what the file holds.
+// The destination appends each record as its bytes, in the record format
+// set on it, and a newline, after what the file holds.
 func TestDestinationAppends(t *testing.T) {
 	is := is.New(t)
 	path := filepath.Join(t.TempDir(), "out.txt")
@@ -26,12 +27,15 @@ func TestDestinationAppends(t *testing.T) {
 		{Position: sdk.Position("1"), Operation: sdk.OperationCreate, Key: sdk.RawData("1"), Payload: sdk.Change{After: sdk.RawData("one")}},
 		{Position: sdk.Position("2"), Operation: sdk.OperationUpdate, Metadata: sdk.Metadata{"m": "v"}, Payload: sdk.Change{After: sdk.StructuredData{"a": 1}}},
 	}
+	template, err := format.New(format.Template, `{{printf "%s" .Payload.After}}`)
+	is.NoErr(err)
+	records[0].SetSerializer(template) // as sdk.record.format does
 	n, err := d.Write(t.Context(), records)
 	is.NoErr(err)
 	is.Equal(n, 2)
 	got, err := os.ReadFile(path)
 	is.NoErr(err)
-	is.Equal(string(got), "before\n"+string(records[0].Bytes())+"\n"+string(records[1].Bytes())+"\n")
+	is.Equal(string(got), "before\none\n"+`{"position":"Mg==","operation":"update","metadata":{"m":"v"},"key":null,"payload":{"before":null,"after":{"a":1}}}`+"\n")
 }
 
 // A failed write returns how many lines were written whole and an error
