@@ -75,9 +75,9 @@ func parityInput() string {
 }
 
 // TestFileParity runs file → file pipelines in Conduit over one input file,
-// each pair of connkit's and the incumbent's plugins, and checks that the
-// output files are byte for byte the incumbent's, but for the times the
-// sources read each line at.
+// each pair of connkit's and the incumbent's plugins on both engines, and
+// checks that the output files are byte for byte the incumbent's on the
+// default engine, but for the times the sources read each line at.
 func TestFileParity(t *testing.T) {
 	connkit, incumbent := filePlugins(t)
 	in := filepath.Join(t.TempDir(), "in.txt")
@@ -86,12 +86,12 @@ func TestFileParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Count(input, "\n")
-	run := func(t *testing.T, src, dst filePlugin) []byte {
+	run := func(t *testing.T, src, dst filePlugin, flags ...string) []byte {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), "out.txt")
 		start := time.Now()
 		c := startConduitWith(t, pipelineYAML(src.ref, map[string]string{"path": in}, dst.ref, map[string]string{"path": out}),
-			[]string{connkit.bin, incumbent.bin})
+			[]string{connkit.bin, incumbent.bin}, flags...)
 		c.waitForAcked(lines)
 		c.stop()
 		c.checkProblems(incumbentFileWarnings...)
@@ -105,13 +105,15 @@ func TestFileParity(t *testing.T) {
 	if n := bytes.Count(want, []byte("\n")); n != lines {
 		t.Fatalf("the incumbent wrote %d lines for %d", n, lines)
 	}
-	for _, pair := range [][2]filePlugin{{connkit, connkit}, {connkit, incumbent}, {incumbent, connkit}} {
-		t.Run(pair[0].name+" to "+pair[1].name, func(t *testing.T) {
-			got := run(t, pair[0], pair[1])
-			if !bytes.Equal(got, want) {
-				t.Fatal(firstDifference(got, want))
-			}
-		})
+	for _, engine := range engines {
+		for _, pair := range [][2]filePlugin{{connkit, connkit}, {connkit, incumbent}, {incumbent, connkit}, {incumbent, incumbent}} {
+			t.Run(engine.name+"/"+pair[0].name+" to "+pair[1].name, func(t *testing.T) {
+				got := run(t, pair[0], pair[1], engine.flags...)
+				if !bytes.Equal(got, want) {
+					t.Fatal(firstDifference(got, want))
+				}
+			})
+		}
 	}
 }
 
