@@ -5,7 +5,8 @@
 // to a file as one line, in the pipeline's record format.
 //
 // It is written as a connector outside this module would be: with the
-// public API only (package sdk), and tested with package sdk/sdktest.
+// public API only (packages sdk and middleware), and tested with package
+// sdk/sdktest.
 package file
 
 import (
