@@ -21,7 +21,7 @@ INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
 RACE_RUNS       ?= 20
 PIPELINE_FLAGS  ?=
-PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl
+PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl ./examples/file/cmd/connkit-file
 # The packages whose tests launch plugin binaries or Conduit.
 E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
 
@@ -62,9 +62,10 @@ $(CONDUIT_BIN):
 	cd internal/e2e/conduit && $(GO) build -o $@.tmp github.com/conduitio/conduit/cmd/conduit
 	mv $@.tmp $@
 
-# The incumbent SDK's generator and log plugins, for side-by-side benchmarks,
+# The incumbent SDK's generator, log and postgres plugins, for side-by-side
+# benchmarks, and its file plugin, for the file connector's checks in Conduit,
 # pinned in a module of their own (internal/e2e/incumbent).
-incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres
+incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres $(INCUMBENT_BIN)/file
 
 $(INCUMBENT_BIN)/generator:
 	@echo "building the incumbent's generator plugin (first run only, a minute or two)…"
@@ -80,6 +81,11 @@ $(INCUMBENT_BIN)/postgres:
 	@echo "building the incumbent's postgres plugin (first run only, a minute or two)…"
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-postgres/cmd/connector
+
+$(INCUMBENT_BIN)/file:
+	@echo "building the incumbent's file plugin (first run only, a minute or two)…"
+	@mkdir -p $(dir $@)
+	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-file/cmd/connector
 
 # Schemas off, for both sides of the runs that measure without them: a
 # Postgres source's reading, not its Avro encoding. Elsewhere the settings
