@@ -1,0 +1,106 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// InvalidUTF8Error is text that is not valid UTF-8: a field's value, or
+// its name. Decoding it would replace the invalid bytes with U+FFFD, a
+// silent change, so it is refused instead.
+type InvalidUTF8Error struct {
+	// Field is the field's path: names joined with dots and list indexes
+	// in brackets, e.g. address.lines[1]. Callers that know where the
+	// data came from prefix it (payload.after.address.lines[1]).
+	Field string
+	// Name is true when the field's name, not its value, is invalid.
+	Name bool
+}
+
+func (e *InvalidUTF8Error) Error() string {
+	what := "its value"
+	if e.Name {
+		what = "its name"
+	}
+	return fmt.Sprintf("field %q: %s is not valid UTF-8 text (refused: replacing the invalid bytes would change it)", e.Field, what)
+}
+
+// invalidUTF8 finds the first string in the JSON document d whose bytes
+// are not valid UTF-8 and returns the error naming it, or nil if there is
+// none or d is not JSON (which decoding then reports). Invalid bytes are
+// only valid JSON inside strings, so each string's raw bytes, between the
+// decoder's offsets before and after its token, tell.
+func invalidUTF8(d []byte) *InvalidUTF8Error {
+	// level is an object or a list being read: the name of its field being
+	// read, or the index of its element being read.
+	type level struct {
+		list    bool
+		index   int
+		name    string
+		wantKey bool
+	}
+	var stack []level
+	path := func() string {
+		var b bytes.Buffer
+		for _, l := range stack {
+			switch {
+			case l.list:
+				b.WriteString("[" + strconv.Itoa(l.index) + "]")
+			default:
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(l.name)
+			}
+		}
+		return b.String()
+	}
+	// done ends the value being read in the innermost level.
+	done := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].list {
+				stack[n-1].index++
+			} else {
+				stack[n-1].wantKey = true
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(d))
+	for from := int64(0); ; {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		to := dec.InputOffset()
+		raw := d[from:to]
+		from = to
+		isName := len(stack) > 0 && !stack[len(stack)-1].list && stack[len(stack)-1].wantKey
+		if isName {
+			stack[len(stack)-1].name, _ = tok.(string)
+			stack[len(stack)-1].wantKey = false
+		}
+		if !utf8.Valid(raw) {
+			if isName { // the name as written, not as decoded
+				raw = raw[bytes.IndexByte(raw, '"')+1 : bytes.LastIndexByte(raw, '"')]
+				stack[len(stack)-1].name = string(raw)
+			}
+			return &InvalidUTF8Error{Field: path(), Name: isName}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, level{wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, level{list: true})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			done()
+		default:
+			if !isName {
+				done()
+			}
+		}
+	}
+}
