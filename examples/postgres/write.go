@@ -60,6 +60,7 @@ func (r *run) same(o *run) bool {
 // plan groups records into runs. If a record cannot be planned, the runs
 // cover the records before it and the error names it.
 func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, error) {
+	d.batch++
 	var runs []*run
 	var next run // the record being planned, reused while it joins the last run
 	for i, rec := range records {
@@ -163,10 +164,8 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	} else {
 		r.columns = sortedKeys(values, keys, last.columns)
 	}
-	for _, c := range r.columns {
-		if _, ok := t.types[c]; !ok {
-			return row{}, sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s", c, t.name))
-		}
+	if err := d.checkColumns(ctx, t, r.columns); err != nil {
+		return row{}, err
 	}
 	return row{position: rec.Position, key: key, values: values}, nil
 }
