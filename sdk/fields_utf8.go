@@ -104,3 +104,50 @@ func invalidUTF8(d []byte) *InvalidUTF8Error {
 		}
 	}
 }
+
+// CheckUTF8 returns nil if every string of structured data d, names and
+// values at any depth (in maps and lists), is valid UTF-8, and otherwise
+// an [*InvalidUTF8Error] naming one that is not. Raw data is bytes, and
+// is not checked. A connector that writes strings where only valid text
+// goes (JSON, a text column) uses it to refuse a record rather than let
+// an encoder replace the invalid bytes.
+func CheckUTF8(d Data) error {
+	if s, ok := d.(StructuredData); ok {
+		if err := checkUTF8("", map[string]any(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkUTF8 checks v, the value at path.
+func checkUTF8(path string, v any) *InvalidUTF8Error {
+	switch v := v.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			return &InvalidUTF8Error{Field: path}
+		}
+	case StructuredData:
+		return checkUTF8(path, map[string]any(v))
+	case map[string]any:
+		for k, x := range v {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if !utf8.ValidString(k) {
+				return &InvalidUTF8Error{Field: p, Name: true}
+			}
+			if err := checkUTF8(p, x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if err := checkUTF8(path+"["+strconv.Itoa(i)+"]", x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

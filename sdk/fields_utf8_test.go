@@ -94,3 +94,35 @@ func BenchmarkFieldsOfRaw(b *testing.B) {
 		})
 	}
 }
+
+func TestCheckUTF8(t *testing.T) {
+	tests := []struct {
+		name  string
+		data  Data
+		field string // "" if accepted
+		isKey bool
+	}{
+		{"nil", nil, "", false},
+		{"raw bytes", RawData("\xff"), "", false},
+		{"valid", StructuredData{"s": "café", "n": 1, "l": []any{"ü", map[string]any{"x": "✓"}}}, "", false},
+		{"value", StructuredData{"ok": "x", "s": "a\xffb"}, "s", false},
+		{"name", StructuredData{"\xfe": 1}, "\xfe", true},
+		{"nested", StructuredData{"a": map[string]any{"b": StructuredData{"c": "\xff"}}}, "a.b.c", false},
+		{"in a list", StructuredData{"l": []any{"ok", []any{1, "\xc3"}}}, "l[1][1]", false},
+		{"name in a list", StructuredData{"l": []any{map[string]any{"\xff": 1}}}, "l[0].\xff", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			err := CheckUTF8(tt.data)
+			if tt.field == "" {
+				is.NoErr(err)
+				return
+			}
+			var u *InvalidUTF8Error
+			is.True(errors.As(err, &u))
+			is.Equal(u.Field, tt.field)
+			is.Equal(u.Name, tt.isKey)
+		})
+	}
+}

@@ -2,10 +2,12 @@ package jsonl
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"unicode/utf8"
 
 	"github.com/connkit/connkit/sdk"
 )
@@ -52,9 +54,11 @@ func (d *data) sdk() sdk.Data {
 	}
 }
 
-// encode returns r as a line of JSON, without the newline.
+// encode returns r as a line of JSON, without the newline. A string that
+// is not valid UTF-8 (in metadata or structured data) is an
+// [*sdk.InvalidUTF8Error]: encoding/json would replace its invalid bytes.
 func encode(r sdk.Record) ([]byte, error) {
-	return json.Marshal(line{
+	b, err := json.Marshal(line{
 		Position:  r.Position,
 		Operation: r.Operation.String(),
 		Metadata:  r.Metadata,
@@ -62,6 +66,32 @@ func encode(r sdk.Record) ([]byte, error) {
 		Before:    toData(r.Payload.Before),
 		After:     toData(r.Payload.After),
 	})
+	// encoding/json writes each invalid byte as \ufffd, and a valid U+FFFD
+	// as itself: only a line with that escape needs a closer look.
+	if err == nil && bytes.Contains(b, []byte(`\ufffd`)) {
+		err = checkUTF8(r)
+	}
+	return b, err
+}
+
+// checkUTF8 returns an [*sdk.InvalidUTF8Error] naming a string of r that
+// is not valid UTF-8, or nil.
+func checkUTF8(r sdk.Record) error {
+	for k, v := range r.Metadata {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return &sdk.InvalidUTF8Error{Field: "metadata." + k, Name: !utf8.ValidString(k)}
+		}
+	}
+	for _, d := range []struct {
+		path string
+		data sdk.Data
+	}{{"key", r.Key}, {"payload.before", r.Payload.Before}, {"payload.after", r.Payload.After}} {
+		var text *sdk.InvalidUTF8Error
+		if errors.As(sdk.CheckUTF8(d.data), &text) {
+			return &sdk.InvalidUTF8Error{Field: d.path + "." + text.Field, Name: text.Name}
+		}
+	}
+	return nil
 }
 
 // decode parses a line of the file.
