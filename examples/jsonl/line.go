@@ -94,8 +94,12 @@ func checkUTF8(r sdk.Record) error {
 	return nil
 }
 
-// decode parses a line of the file.
+// decode parses a line of the file. A line that is not valid UTF-8 is an
+// error: parsing it would replace the invalid bytes with U+FFFD.
 func decode(b []byte) (sdk.Record, error) {
+	if !utf8.Valid(b) {
+		return sdk.Record{}, fmt.Errorf("not valid UTF-8 text (byte %d): raw data belongs in \"raw\", as base64", invalidAt(b))
+	}
 	var l line
 	if err := json.Unmarshal(b, &l); err != nil {
 		return sdk.Record{}, err
@@ -111,6 +115,20 @@ func decode(b []byte) (sdk.Record, error) {
 		Key:       l.Key.sdk(),
 		Payload:   sdk.Change{Before: l.Before.sdk(), After: l.After.sdk()},
 	}, nil
+}
+
+// invalidAt returns the offset of the first byte of b that is not part of
+// valid UTF-8.
+func invalidAt(b []byte) int {
+	at := 0
+	for at < len(b) {
+		r, size := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		at += size
+	}
+	return at
 }
 
 // ReadFile returns the records in a file the destination wrote, with the
