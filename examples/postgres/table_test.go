@@ -66,3 +66,33 @@ func TestColumnsReadAgainOncePerBatch(t *testing.T) {
 	is.True(sdk.IsRecordFault(err))
 	is.Equal(err.Error(), "table t does not exist (or has no columns)")
 }
+
+// A column dropped while the destination runs is the fault of the records
+// that name it, alone; once it is added again, they are written.
+func TestColumnDroppedAndAddedAgain(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY, c2 text)`, map[string]string{"table": "t"})
+	write := func(recs ...sdk.Record) (int, error) { return d.Write(ctx, recs) }
+	_, err := write(rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, sdk.StructuredData{"c2": "one"}))
+	is.NoErr(err)
+
+	_, err = conn.Exec(ctx, `ALTER TABLE t DROP COLUMN c2`)
+	is.NoErr(err)
+	n, err := write(
+		rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, sdk.StructuredData{"c2": "two"}),
+		rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 3}, nil))
+	is.Equal(n, 0)
+	is.True(sdk.IsRecordFault(err))
+	is.True(strings.Contains(err.Error(), `record at position "2": table t: column "c2" of relation "t" does not exist`))
+	n, err = write(rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 3}, nil))
+	is.NoErr(err)
+	is.Equal(n, 1)
+
+	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN c2 text`)
+	is.NoErr(err)
+	n, err = write(rec("4", sdk.OperationCreate, sdk.StructuredData{"id": 4}, sdk.StructuredData{"c2": "four"}))
+	is.NoErr(err)
+	is.Equal(n, 1)
+	is.Equal(rows(t, conn, `SELECT id, c2 FROM t ORDER BY id`), []string{"1|<nil>", "3|<nil>", "4|four"})
+}
