@@ -38,7 +38,7 @@ func FieldsOf(d Data) (Fields, error) {
 		if len(bytes.TrimSpace(d)) == 0 {
 			return Fields{}, nil
 		}
-		if !utf8.Valid(d) {
+		if !utf8.Valid(d) || loneSurrogate(d) {
 			if err := invalidUTF8(d); err != nil {
 				return nil, err
 			}

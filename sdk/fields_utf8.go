@@ -10,7 +10,9 @@ import (
 
 // InvalidUTF8Error is text that is not valid UTF-8: a field's value, or
 // its name. Decoding it would replace the invalid bytes with U+FFFD, a
-// silent change, so it is refused instead.
+// silent change, so it is refused instead. In raw JSON, a \u escape of a
+// lone UTF-16 surrogate (\ud800 not followed by \udc00-\udfff), which
+// stands for no character, is refused the same way.
 type InvalidUTF8Error struct {
 	// Field is the field's path: names joined with dots and list indexes
 	// in brackets, e.g. address.lines[1]. Callers that know where the
@@ -82,7 +84,7 @@ func invalidUTF8(d []byte) *InvalidUTF8Error {
 			stack[len(stack)-1].name, _ = tok.(string)
 			stack[len(stack)-1].wantKey = false
 		}
-		if !utf8.Valid(raw) {
+		if !utf8.Valid(raw) || loneSurrogate(raw) {
 			if isName { // the name as written, not as decoded
 				raw = raw[bytes.IndexByte(raw, '"')+1 : bytes.LastIndexByte(raw, '"')]
 				stack[len(stack)-1].name = string(raw)
@@ -103,6 +105,49 @@ func invalidUTF8(d []byte) *InvalidUTF8Error {
 			}
 		}
 	}
+}
+
+// loneSurrogate reports whether the JSON text b holds a \u escape of a
+// UTF-16 surrogate that is not half of a pair, which encoding/json
+// decodes as U+FFFD.
+func loneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j + 1 // the escaped character, which the loop steps over
+		if i >= len(b) || b[i] != 'u' {
+			continue
+		}
+		r := hex4(b[i+1:])
+		i += 4
+		switch {
+		case r >= 0xd800 && r < 0xdc00:
+			if i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+				if low := hex4(b[i+3:]); low >= 0xdc00 && low < 0xe000 {
+					i += 6
+					continue
+				}
+			}
+			return true
+		case r >= 0xdc00 && r < 0xe000:
+			return true
+		}
+	}
+	return false
+}
+
+// hex4 is the value of the four hex digits b starts with, or -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(n)
 }
 
 // CheckUTF8 returns nil if every string of structured data d, names and

@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -24,6 +26,13 @@ func TestFieldsOfInvalidUTF8(t *testing.T) {
 		{"truncated sequence", "{\"s\":\"caf\xc3\"}", "s", false},
 		{"valid multibyte", "{\"s\":\"café ✓ 😀\",\"ünï\":[\"ok\"]}", "", false},
 		{"escaped replacement character", `{"s":"\ufffd"}`, "", false},
+		{"escaped pair", `{"s":"\ud83d\ude00 \uD83D\uDE00"}`, "", false},
+		{"escaped backslash then u", `{"s":"\\ud800"}`, "", false},
+		{"lone high surrogate", `{"s":"x\ud800y"}`, "s", false},
+		{"high surrogate at the end", `{"a":{"s":"\ud800"}}`, "a.s", false},
+		{"high surrogate then another escape", `{"s":"\ud800\n"}`, "s", false},
+		{"lone low surrogate", `{"l":["\udc00"]}`, "l[0]", false},
+		{"surrogate in a name", `{"\udfff":1}`, "\\udfff", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,4 +134,22 @@ func TestCheckUTF8(t *testing.T) {
 			is.Equal(u.Name, tt.isKey)
 		})
 	}
+}
+
+// FuzzFieldsOfNeverReplaces holds FieldsOf to its word: what it accepts
+// decodes without U+FFFD, unless the data spelled U+FFFD itself.
+func FuzzFieldsOfNeverReplaces(f *testing.F) {
+	for _, s := range []string{`{"a":"b"}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{"a":["\ud83d\ude00",{"\udc00":1}]}`, `{"\\":"\\u"}`, `{"a":"\ufffd"}`, "{\"a\":1}\\"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fields, err := FieldsOf(RawData(b))
+		spelled := bytes.Contains(b, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(b), []byte(`\ufffd`))
+		if err != nil || spelled {
+			return
+		}
+		if j, _ := json.Marshal(fields); bytes.Contains(j, []byte("\uFFFD")) || bytes.Contains(j, []byte(`\ufffd`)) {
+			t.Fatalf("FieldsOf(%q) replaced something: %s", b, j)
+		}
+	})
 }
