@@ -59,6 +59,8 @@ type Destination struct {
 	keys []string // the configured key columns, sorted
 	pool *pgxpool.Pool
 
+	batch uint64 // counts the batches planned, so that a table is read again at most once per batch
+
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/connkit/connkit/sdk"
 )
@@ -66,12 +67,21 @@ func kindOf(typ string) kind {
 //     numbers, bytes as base64 and times as RFC 3339, as encoding/json
 //     writes them; a nil list or map as an empty one); a value with no JSON
 //     form (NaN, a channel) is an error
-//   - strings: as they are; nil: NULL (true, and nothing appended)
+//   - strings: as they are; text that is not valid UTF-8: into bytea, its
+//     bytes exactly (\x hex); elsewhere an error, since PostgreSQL's text
+//     and JSON take only valid text and replacing the bytes would change it
+//   - nil: NULL (true, and nothing appended)
 func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 	switch v := v.(type) {
 	case nil:
 		return b, true, nil
 	case string:
+		if !utf8.ValidString(v) {
+			if k != bytea {
+				return b, false, errInvalidUTF8
+			}
+			return hex.AppendEncode(append(b, `\x`...), []byte(v)), false, nil
+		}
 		return append(b, v...), false, nil
 	case json.Number:
 		return append(b, v...), false, nil
@@ -125,8 +135,11 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		return v.Append(b, 10), false, nil
 	default:
 		b, err := appendJSON(b, v) // maps and lists, for json and jsonb columns
+		if err != nil && !errors.Is(err, errInvalidUTF8) {
+			err = fmt.Errorf("a %T has no JSON form: %w", v, err)
+		}
 		if err != nil {
-			return b, false, fmt.Errorf("a %T has no JSON form: %w", v, err)
+			return b, false, err
 		}
 		return b, false, nil
 	}
@@ -160,6 +173,12 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 			return append(b, "null"...), nil
 		}
 		return appendRat(b, v)
+	case string:
+		if !utf8.ValidString(v) {
+			return b, fmt.Errorf("%w: %q", errInvalidUTF8, v)
+		}
+		j, err := json.Marshal(v)
+		return append(b, j...), err
 	default:
 		j, err := json.Marshal(v)
 		return append(b, j...), err
@@ -168,6 +187,9 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if !utf8.ValidString(k) {
+			return b, fmt.Errorf("%w: the name %q", errInvalidUTF8, k)
 		}
 		j, err := json.Marshal(k)
 		if err != nil {
@@ -249,6 +271,10 @@ func appendDuration(b []byte, d time.Duration) []byte {
 	}
 	return b
 }
+
+// errInvalidUTF8 is text that is not valid UTF-8, for a column that takes
+// only valid text.
+var errInvalidUTF8 = errors.New("not valid UTF-8 text (refused: replacing the invalid bytes would change it)")
 
 // errNoDecimal is a fraction whose decimal form does not end.
 var errNoDecimal = errors.New("the fraction has no exact decimal form")

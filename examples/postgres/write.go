@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
@@ -60,6 +61,7 @@ func (r *run) same(o *run) bool {
 // plan groups records into runs. If a record cannot be planned, the runs
 // cover the records before it and the error names it.
 func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, error) {
+	d.batch++
 	var runs []*run
 	var next run // the record being planned, reused while it joins the last run
 	for i, rec := range records {
@@ -147,7 +149,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 		default:
 			r.class = create
 		}
-		if values, err = fields("payload", rec.Payload.After); err != nil {
+		if values, err = fields("payload.after", rec.Payload.After); err != nil {
 			return row{}, sdk.RecordFault(err)
 		}
 	}
@@ -163,10 +165,8 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	} else {
 		r.columns = sortedKeys(values, keys, last.columns)
 	}
-	for _, c := range r.columns {
-		if _, ok := t.types[c]; !ok {
-			return row{}, sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s", c, t.name))
-		}
+	if err := d.checkColumns(ctx, t, r.columns); err != nil {
+		return row{}, err
 	}
 	return row{position: rec.Position, key: key, values: values}, nil
 }
@@ -203,10 +203,15 @@ func sortedKeys(m map[string]any, extra []string, like []string) []string {
 }
 
 // fields returns structured data, or raw data holding a JSON object, as a
-// map. Other raw data is an error; no data is an empty map.
+// map. Other raw data is an error; no data is an empty map. what is where
+// the data is in the record ("key", "payload.after"), which an error names.
 func fields(what string, data sdk.Data) (map[string]any, error) {
 	f, err := sdk.FieldsOf(data)
-	if err != nil {
+	var text *sdk.InvalidUTF8Error
+	switch {
+	case errors.As(err, &text):
+		return nil, &sdk.InvalidUTF8Error{Field: what + "." + text.Field, Name: text.Name}
+	case err != nil:
 		return nil, fmt.Errorf("the %s: %w", what, err)
 	}
 	return f, nil
@@ -405,7 +410,7 @@ func (r *run) render() (textColumns, *runError) {
 		buf = buf[:0]
 		for i, rw := range r.rows[:n] {
 			v := rw.get(col, isKey)
-			if s, ok := v.(string); ok {
+			if s, ok := v.(string); ok && utf8.ValidString(s) {
 				values[i], ends[i] = s, -1
 				continue
 			}
