@@ -74,17 +74,18 @@ func crash(t tb, p *host.Plugin, i *instance, collect func()) {
 	collect()
 }
 
-// logKills reports in the test log what was delivered again after each
-// kill: how many records, and their positions.
+// logKills reports in the test log what was due again after each kill,
+// sent and not acknowledged before it: how many records, and their
+// positions.
 func logKills(t tb, kills []crashKill) {
 	t.Helper()
 	total := 0
 	for _, k := range kills {
 		total += len(k.again)
-		t.Logf("kill -9 at record %d of the run, %d acknowledged: %d records sent and not acknowledged came again after the restart%s",
+		t.Logf("kill -9 at record %d of the run, %d acknowledged: %d records sent and not acknowledged were due again after the restart%s",
 			k.at, k.acked, len(k.again), listPositions(k.again))
 	}
-	t.Logf("%d kills, %d records came again in all", len(kills), total)
+	t.Logf("%d kills, %d records due again in all", len(kills), total)
 }
 
 // listPositions lists the first positions of recs, after ": ".

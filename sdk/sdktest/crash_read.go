@@ -20,6 +20,7 @@ func checkCrashRead(t tb, ctx context.Context, s SourceSuite, r outOfProcess) {
 	var expect []opencdc.Record // sent before the last kill, not acknowledged: due again, first
 	var from opencdc.Position   // the last acknowledged position
 	var kills []crashKill
+	replayed := 0 // records that came again as due
 	for i, k := range append(at, s.Crash.Records) {
 		last := i == len(at)
 		p, c := r.launchSource(t)
@@ -41,6 +42,7 @@ func checkCrashRead(t tb, ctx context.Context, s SourceSuite, r outOfProcess) {
 							from, rec.Position, expect[0].Position, positions(expect))
 					}
 					expect = expect[1:]
+					replayed++
 				}
 				window = append(window, rec)
 			}
@@ -72,6 +74,7 @@ func checkCrashRead(t tb, ctx context.Context, s SourceSuite, r outOfProcess) {
 		kills = append(kills, crashKill{at: k, acked: len(acked), again: expect})
 	}
 	logKills(t, kills)
+	t.Logf("%d records came again, in order, before the next kill or the end of the run", replayed)
 }
 
 func positionsOf(recs []opencdc.Record) []opencdc.Position {

@@ -74,10 +74,10 @@ func TestCrashWrite(t *testing.T) {
 		log := res.logged("Suite/Plugin/Crash/Write")
 		// The kill points are 2/15, 1/2, 13/15 of 60; batches of 16 wait to
 		// fill, so the kills come with 8, 14 and 4 records in flight.
-		is.True(strings.Contains(log, `kill -9 at record 8 of the run, 0 acknowledged: 8 records sent and not acknowledged came again after the restart: "sdktest-`))
+		is.True(strings.Contains(log, `kill -9 at record 8 of the run, 0 acknowledged: 8 records sent and not acknowledged were due again after the restart: "sdktest-`))
 		is.True(strings.Contains(log, "kill -9 at record 30 of the run, 16 acknowledged: 14 records"))
 		is.True(strings.Contains(log, "kill -9 at record 52 of the run, 48 acknowledged: 4 records"))
-		is.True(strings.Contains(log, "3 kills, 26 records came again in all"))
+		is.True(strings.Contains(log, "3 kills, 26 records due again in all"))
 	})
 	t.Run("a destination that loses acknowledged records fails", func(t *testing.T) {
 		res := crashDestination(t, "lose", AtLeastOnce)
@@ -120,7 +120,7 @@ func TestCrashRead(t *testing.T) {
 		// come again after each kill, the first of them right after the
 		// kill point.
 		is.True(strings.Contains(log, `kill -9 at record 8 of the run, 8 acknowledged: `))
-		is.True(strings.Contains(log, `came again after the restart: "9", "10", "11", "12", "13" and `))
+		is.True(strings.Contains(log, `were due again after the restart: "9", "10", "11", "12", "13" and `))
 	})
 	t.Run("a source that skips records after a restart fails", func(t *testing.T) {
 		res := crashSource(t, "lose")

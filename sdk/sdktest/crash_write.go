@@ -53,7 +53,7 @@ func checkCrashWrite(t tb, ctx context.Context, s DestinationSuite, r outOfProce
 		inst.write(t, ctx, recs[acked:], true)
 		inst.mustTeardown(t)
 	}
-	logKills(t, kills)
+	logKills(t, kills) // all of them sent again, in order
 	checkCrashReadBack(t, ctx, s, recs, kills)
 }
 

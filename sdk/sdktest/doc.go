@@ -66,7 +66,7 @@
 //     fresh one opened at the last acknowledged position, as Conduit
 //     restarts a pipeline: the records sent after it come again, first and
 //     in order, none acknowledged before it; the test log says how many
-//     came again and which.
+//     were due again and which came again.
 //
 // Destinations:
 //   - Write/Operations: creates, updates, snapshots and deletes, with raw
