@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/connkit/connkit/examples/postgres"
 	"github.com/connkit/connkit/internal/pgtest"
@@ -50,7 +51,25 @@ func TestConformance(t *testing.T) {
 		Config:    map[string]string{"url": dbURL, "table": "sdktest"},
 		ReadBack:  readBack(conn),
 		Keyed:     true,
-		Invalid:   []sdktest.Invalid{{Config: map[string]string{"url": "postgres://host:notaport/db"}, Param: "url"}},
+		// An upsert by key: a record sent again after a crash replaces
+		// its first copy.
+		Delivery: sdktest.Idempotent,
+		Invalid:  []sdktest.Invalid{{Config: map[string]string{"url": "postgres://host:notaport/db"}, Param: "url"}},
+		Plugin:   sdktest.Plugin("connkit-postgres", "./cmd/connkit-postgres"),
+	})
+}
+
+// The source's snapshot of a table large enough for the crash check's run,
+// resumed from its positions after every kill -9.
+func TestSourceConformance(t *testing.T) {
+	dbURL, conn := database(t)
+	if _, err := conn.Exec(t.Context(), `INSERT INTO sdktest SELECT i, 'row ' || i FROM generate_series(1, 500) i`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pgtest.DropSlots(context.Background(), conn, 5*time.Second) })
+	sdktest.Source(t, sdktest.SourceSuite{
+		Connector: postgres.Connector,
+		Config:    map[string]string{"url": dbURL, "tables": "sdktest", "snapshot.fetchSize": "25"},
 		Plugin:    sdktest.Plugin("connkit-postgres", "./cmd/connkit-postgres"),
 	})
 }

@@ -61,6 +61,12 @@
 //   - Stop: Stop returns promptly with the position of the last record
 //     sent; that record arrives; acks after Stop are accepted; Teardown
 //     succeeds. With sdk.batch.size, Stop sends the partial batch.
+//   - Crash/Read (Plugin only): the plugin binary is killed with SIGKILL
+//     at the points of SourceSuite.Crash, with records in flight, and a
+//     fresh one opened at the last acknowledged position, as Conduit
+//     restarts a pipeline: the records sent after it come again, first and
+//     in order, none acknowledged before it; the test log says how many
+//     were due again and which came again.
 //
 // Destinations:
 //   - Write/Operations: creates, updates, snapshots and deletes, with raw
@@ -79,6 +85,14 @@
 //     a batch ([FailAt] between the plugin server and the connector), the
 //     records before it are acknowledged, and written, and the failure
 //     reaches Conduit in the nack.
+//   - Crash/Write (Plugin and ReadBack only): the plugin binary is killed
+//     with SIGKILL at the points of DestinationSuite.Crash, inside a batch
+//     not yet acknowledged, and a fresh one gets every record not
+//     acknowledged, in order, as Conduit sends them again: every record
+//     acknowledged before a kill, and in the end every record, is in the
+//     destination's system; records found more than once fail the check
+//     if [Delivery] is [Idempotent] or [ExactlyOnce] and are reported in
+//     the test log if it is [AtLeastOnce], as are the records sent again.
 //
 // A failure that compares records names the first record that differs
 // (its index and position) and its first field that differs, such as

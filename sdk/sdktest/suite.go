@@ -34,6 +34,11 @@ type SourceSuite struct {
 	Records int
 	// Invalid lists further configurations Configure must reject.
 	Invalid []Invalid
+	// Crash shapes the crash check (Crash/Read, Plugin only). The source
+	// must produce Crash.Records records with Config from the start, and,
+	// as for Resume, the same records with the same positions again after
+	// any position it gave.
+	Crash Crashes
 	// Timeout bounds each check; default one minute.
 	Timeout time.Duration
 	// Skip names checks not to run, each with the reason, which the test
@@ -67,6 +72,12 @@ type DestinationSuite struct {
 	Keyed bool
 	// Records is how many records a check writes; default 20.
 	Records int
+	// Delivery is what the destination promises for records Conduit
+	// sends again after a crash; the crash check (Crash/Write, Plugin and
+	// ReadBack only) holds it to that.
+	Delivery Delivery
+	// Crash shapes the crash check.
+	Crash Crashes
 	// Invalid lists further configurations Configure must reject.
 	Invalid []Invalid
 	// Timeout bounds each check; default one minute.
@@ -91,6 +102,10 @@ func runSuite(t tb, r role, plugin string, skip map[string]string, timeout time.
 	runners := []runner{inProcess{c: r.c}}
 	if plugin != "" {
 		runners = append(runners, outOfProcess{buildPlugin(t, plugin)})
+	} else {
+		t.Run("Plugin", func(t tb) {
+			t.Skipf("set the suite's Plugin to run the checks on the plugin binary too, and the crash checks (Crash/Write, Crash/Read), which kill it")
+		})
 	}
 	for _, run := range runners {
 		t.Run(run.name(), func(t tb) {
