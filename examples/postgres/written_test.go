@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/sdktest"
+	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
 
@@ -106,4 +109,64 @@ func TestExactlyOnceNeedsTheConnectorID(t *testing.T) {
 	is.NoErr(err)
 	err = d.Open(t.Context())
 	is.True(err != nil && strings.Contains(err.Error(), `parameter "exactlyOnce.enabled"`) && strings.Contains(err.Error(), "CONDUIT_CONNECTOR_ID"))
+}
+
+// A statement whose connection breaks after the server received it, and
+// which then commits, is retryable, plain inserts included: the next Write
+// reads the positions again, finds its records written and does not write
+// them twice.
+func TestExactlyOnceLostCommit(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	t.Setenv(pconnector.EnvConduitConnectorID, "pipeline:destination")
+	dbURL, conn := server.Database(t, `CREATE TABLE items (n int);
+		CREATE FUNCTION wait_for_test() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_advisory_xact_lock(42); RETURN NULL; END $$;
+		CREATE TRIGGER wait_for_test AFTER INSERT ON items FOR EACH STATEMENT EXECUTE FUNCTION wait_for_test()`)
+	u, err := url.Parse(dbURL)
+	is.NoErr(err)
+	proxy, err := sdktest.NewProxy(u.Host)
+	is.NoErr(err)
+	defer proxy.Close()
+	u.Host = proxy.Addr()
+	d, err := New(Config{URL: u.String(), Table: "items"})
+	is.NoErr(err)
+	d.cfg.ExactlyOnce.Enabled, d.cfg.ExactlyOnce.Table, d.cfg.ExactlyOnce.Window = true, "connkit_positions", 100
+	is.NoErr(d.Open(ctx))
+	defer d.Teardown(context.Background())
+
+	// The test holds the lock the insert's trigger waits for, breaks the
+	// connection while it waits, then lets it commit.
+	lock, err := pgx.Connect(ctx, dbURL)
+	is.NoErr(err)
+	defer lock.Close(context.Background())
+	tx, err := lock.Begin(ctx)
+	is.NoErr(err)
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(42)`)
+	is.NoErr(err)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		n, err := d.Write(ctx, inserts(1, 5))
+		done <- result{n, err}
+	}()
+	for waiting := false; !waiting; {
+		is.NoErr(conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting))
+	}
+	proxy.Drop()
+	is.NoErr(tx.Commit(ctx))
+	r := <-done
+	is.Equal(r.n, 0)
+	is.True(sdk.IsRetryable(r.err)) // a plain insert, retryable in this mode alone
+	for committed := false; !committed; {
+		is.NoErr(conn.QueryRow(ctx, `SELECT count(*) = 5 FROM items`).Scan(&committed))
+	}
+
+	n, err := d.Write(ctx, inserts(1, 7))
+	is.NoErr(err)
+	is.Equal(n, 7)
+	is.Equal(rows(t, conn, `SELECT n FROM items ORDER BY n`), []string{"1", "2", "3", "4", "5", "6", "7"})
 }
