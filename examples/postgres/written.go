@@ -60,13 +60,8 @@ func newWritten(ctx context.Context, pool *pgxpool.Pool, table string, window in
 		connector text NOT NULL,
 		seq bigint NOT NULL,
 		positions bytea[] NOT NULL,
-		PRIMARY KEY (connector, seq))`); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			// Another connector created it at the same moment.
-		} else {
-			return nil, fmt.Errorf(`parameter "exactlyOnce.table": create table %s: %w`, table, err)
-		}
+		PRIMARY KEY (connector, seq))`); err != nil && !isUniqueViolation(err) { // a violation: another connector created it at the same moment
+		return nil, fmt.Errorf(`parameter "exactlyOnce.table": create table %s: %s`, table, reason(err, pool.Config().ConnConfig.ConnString()))
 	}
 	if err := w.load(ctx, pool); err != nil {
 		return nil, err
