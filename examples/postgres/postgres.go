@@ -6,6 +6,20 @@
 // each run of consecutive records for the same table and operation becomes
 // one statement over arrays of values.
 //
+// # Exactly once
+//
+// By default a record may be written twice after a crash (at least once).
+// With exactlyOnce.enabled, each statement is sent in one transaction with
+// the positions of the records it writes, which go to a table in the same
+// database under the connector's ID (Conduit's pipeline:connector). A
+// record whose position is there is acknowledged without being written, so
+// a record is skipped only when the database proves it written. Positions
+// are opaque bytes: the destination never orders them, and a replay may
+// start anywhere within the newest exactlyOnce.window positions, which is
+// what the table keeps per connector. A replay that starts further back,
+// or a source that does not give a replayed record its earlier position,
+// writes the record again.
+//
 // # Source
 //
 // The source reads a consistent snapshot of its tables (under the snapshot
@@ -51,6 +65,12 @@ type Config struct {
 	URL   string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db. The password never appears in logs or errors."`
 	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included. Default: each record's opencdc.collection metadata."`
 	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key. With one key column, a raw key that is not a JSON object is that column's value."`
+
+	ExactlyOnce struct {
+		Enabled bool   `param:"enabled" default:"false" desc:"Write each record once, also across restarts and crashes: the positions of the records written are kept in the destination database, in the same transaction as their rows, and a record whose position is there is acknowledged without being written again. Needs positions that are unique and the same when the source replays a record."`
+		Table   string `param:"table" default:"connkit_positions" desc:"Table keeping the written positions, optionally schema-qualified; created when missing; one per database serves every connector."`
+		Window  int    `param:"window" default:"100000" validate:"gt=0" desc:"Positions kept per connector: more than Conduit may replay after a crash (what it acknowledges in about a second, plus what is in flight)."`
+	} `param:"exactlyOnce"`
 }
 
 // Destination writes records to PostgreSQL.
@@ -59,7 +79,8 @@ type Destination struct {
 	keys []string // the configured key columns, sorted
 	pool *pgxpool.Pool
 
-	batch uint64 // counts the batches planned, so that a table is read again at most once per batch
+	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
+	written *written // the positions written, in the exactly-once mode; else nil
 
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata
@@ -83,6 +104,12 @@ func (d *Destination) Open(ctx context.Context) error {
 		pool.Close()
 		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))
 	}
+	if d.cfg.ExactlyOnce.Enabled {
+		if d.written, err = newWritten(ctx, pool, d.cfg.ExactlyOnce.Table, d.cfg.ExactlyOnce.Window); err != nil {
+			pool.Close()
+			return err
+		}
+	}
 	d.pool = pool
 	return nil
 }
@@ -103,8 +130,17 @@ func (d *Destination) Teardown(context.Context) error {
 // that does not fit its column, a constraint) is that record's fault
 // ([sdk.RecordFault]), and the records after it go to the next Write; a
 // failure of the system (the connection, a shutdown, a deadlock) is
-// [sdk.Retryable] from the first record not written.
+// [sdk.Retryable] from the first record not written. In the exactly-once
+// mode, records already written are counted without being written again.
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	if d.written != nil {
+		return d.writeOnce(ctx, records)
+	}
+	return d.write(ctx, records)
+}
+
+// write writes records, as Write describes.
+func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
 	runs, n, err := d.plan(ctx, records)
 	for _, r := range runs {
 		if werr := d.writeRun(ctx, r); werr != nil {

@@ -270,7 +270,11 @@ func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumn
 	default:
 		args = cols.args(keep, lo, hi)
 	}
-	_, err := d.pool.Exec(ctx, r.statement(c, single), args...)
+	sql := r.statement(c, single)
+	if d.written != nil {
+		return d.written.exec(ctx, d.pool, sql, args, positionsOf(r.rows[lo:hi]))
+	}
+	_, err := d.pool.Exec(ctx, sql, args...)
 	return err
 }
 
@@ -319,11 +323,12 @@ func (d *Destination) runFailed(ctx context.Context, r *run, cols textColumns, l
 
 // systemError is err, a failure that is not the data's, for the run's
 // record i and those after it: marked retryable when the database may be
-// asked again (see [retryable]).
+// asked again (see [retryable]). A plain insert that may have committed
+// is retried only in the exactly-once mode, which finds out whether it did.
 func (d *Destination) systemError(r *run, i int, err error) error {
 	e := fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, reason(err, d.cfg.URL))
 	switch {
-	case retryable(err) && (r.class != insert || !mayHaveCommitted(err)):
+	case retryable(err) && (r.class != insert || !mayHaveCommitted(err) || d.written != nil):
 		return sdk.Retryable(e)
 	case retryable(err):
 		return fmt.Errorf("%w (the connection broke after the statement was sent, so its rows may or may not be written; a plain insert is not retried, since it could write them twice)", e)

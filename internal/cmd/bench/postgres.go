@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -24,6 +25,10 @@ import (
 // columns and an int.
 const benchTable = `CREATE TABLE IF NOT EXISTS bench (id bigint PRIMARY KEY, a text, b text, n int)`
 
+// keylessTable is benchTable without a key, for records without one,
+// which the destination writes with plain inserts.
+const keylessTable = `DROP TABLE IF EXISTS bench; CREATE TABLE bench (id bigint, a text, b text, n int)`
+
 // postgresMode measures Postgres destinations: rows per second into
 // benchTable, one record per message as Conduit's default engine sends them,
 // with sdk.batch.size set to each batch size, for one or two plugins side by
@@ -41,16 +46,21 @@ func postgresMode(ctx context.Context, args []string) error {
 	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin, measured side by side")
 	fs.Var(b.destCfg, "vs-config", "second plugin's extra parameter (repeatable)")
 	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
-	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes")
+	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes; 0 sets no sdk.batch.size, the destination's default")
+	keyless := fs.Bool("keyless", false, "records without a key (id in the payload) into a table without one: plain inserts; needs -schemas off")
 	records := fs.Int64("records", 50000, "rows per run")
 	out := fs.String("out", "bench/results", "directory for postgres.md and postgres.svg")
 	perMessage := fs.Int("per-message", 1, "records per message: 1 as Conduit's default engine sends them; 0 for messages of the batch size, as the v2 engine carries a source's batches")
 	modes := fs.String("schemas", "off,on", "comma-separated: off sends structured records; on sends Avro, its schemas in the host's schema service")
 	_ = fs.Parse(args)
 
-	batchSizes, err := ints("-batch-sizes", *batches)
-	if err != nil {
-		return err
+	var batchSizes []int
+	for s := range strings.SplitSeq(*batches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return fmt.Errorf("-batch-sizes: %q is not a batch size (0 for the default, or a positive integer)", s)
+		}
+		batchSizes = append(batchSizes, n)
 	}
 	var schemaModes []string
 	for m := range strings.SplitSeq(*modes, ",") {
@@ -59,7 +69,14 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		schemaModes = append(schemaModes, m)
 	}
-	conn, closeDB, err := database(ctx, url, benchTable)
+	ddl, record := benchTable, pgRecord
+	if *keyless {
+		if slices.Contains(schemaModes, "on") {
+			return errors.New("-keyless: records without a key are sent with schemas off only; add -schemas off")
+		}
+		ddl, record = keylessTable, keylessRecord
+	}
+	conn, closeDB, err := database(ctx, url, ddl)
 	if err != nil {
 		return err
 	}
@@ -68,7 +85,7 @@ func postgresMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	makers := map[string]func(int64) opencdc.Record{"off": pgRecord}
+	makers := map[string]func(int64) opencdc.Record{"off": record}
 	if slices.Contains(schemaModes, "on") {
 		if makers["on"], err = avroRecords(ctx, schemas.Registry); err != nil {
 			return err
@@ -92,12 +109,18 @@ func postgresMode(ctx context.Context, args []string) error {
 			for _, p := range pairs {
 				done++
 				fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, schemas %s, %s ...", done, total, batch, mode, p.name)
-				if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
-					return err
+				cfg := host.Settings{"url": *url, "table": "bench"}
+				if batch > 0 {
+					cfg["sdk.batch.size"] = strconv.Itoa(batch)
 				}
-				cfg := host.Settings{"url": *url, "table": "bench", "sdk.batch.size": strconv.Itoa(batch)}
 				for k, v := range p.destCfg {
 					cfg[k] = v
+				}
+				// Every run sends the same positions: an exactly-once
+				// destination must not find the last run's.
+				positions := cmp.Or(cfg["exactlyOnce.table"], "connkit_positions")
+				if _, err := conn.Exec(ctx, "TRUNCATE bench; DROP TABLE IF EXISTS "+pgx.Identifier(strings.Split(positions, ".")).Sanitize()); err != nil {
+					return err
 				}
 				var r result
 				per := *perMessage
@@ -132,7 +155,11 @@ func postgresMode(ctx context.Context, args []string) error {
 	if *perMessage != 1 {
 		msgs = fmt.Sprintf("%d records per message (0: the batch size)", *perMessage)
 	}
-	fmt.Fprintf(&t, "%d rows per run into (id bigint PRIMARY KEY, a text, b text, n int), %s, sdk.batch.size on the destination.\n\n", *records, msgs)
+	into := "(id bigint PRIMARY KEY, a text, b text, n int)"
+	if *keyless {
+		into = "(id bigint, a text, b text, n int), records without a key (plain inserts)"
+	}
+	fmt.Fprintf(&t, "%d rows per run into %s, %s, sdk.batch.size on the destination (0: not set).\n\n", *records, into, msgs)
 	t.WriteString("Schemas off: keys and payloads are structured data. Schemas on: they are Avro, named by their schemas' subject and version in metadata, the schemas in the host's schema service, as Conduit's sources send them; the destinations decode them with their sdk.schema.extract.* parameters at the defaults.\n\n")
 	t.WriteString("The plugin's processor time per row counts the plugin process alone, not the database or the host; it varies less than rows/s on a busy machine.\n\n")
 	writeTableHead(&t, "| batch | schemas |", pairs, " %[1]s rows/s | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", "ratio")
@@ -223,6 +250,14 @@ func pgRecord(i int64) opencdc.Record {
 			"n": i % 1000,
 		}},
 	}
+}
+
+// keylessRecord is pgRecord without a key, its id in the payload.
+func keylessRecord(i int64) opencdc.Record {
+	r := pgRecord(i)
+	r.Payload.After.(opencdc.StructuredData)["id"] = i
+	r.Key = nil
+	return r
 }
 
 // avroRecords registers the schemas of pgRecord's key and payload with reg
