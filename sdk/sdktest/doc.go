@@ -87,8 +87,10 @@
 //     reaches Conduit in the nack.
 //   - Crash/Write (Plugin and ReadBack only): the plugin binary is killed
 //     with SIGKILL at the points of DestinationSuite.Crash, inside a batch
-//     not yet acknowledged, and a fresh one gets every record not
-//     acknowledged, in order, as Conduit sends them again: every record
+//     not yet acknowledged, and with the acknowledgements of the batch
+//     written before it lost, as when Conduit dies too; a fresh one gets
+//     every record not acknowledged, in order, as Conduit sends them
+//     again, written ones included: every record
 //     acknowledged before a kill, and in the end every record, is in the
 //     destination's system; records found more than once fail the check
 //     if [Delivery] is [Idempotent] or [ExactlyOnce] and are reported in
