@@ -19,7 +19,9 @@ import (
 // It returns only when Conduit ends the plugin, or once the process that
 // started the plugin has exited (Conduit was killed, say): then it tears the
 // connectors down first, so that nothing they hold (a replication slot, a
-// lock, a connection) outlives Conduit. Run with the argument
+// lock, a connection) outlives Conduit. A plugin that no host connects to
+// within 10 seconds of its start exits too: its host died before it could
+// tell. Run with the argument
 // "spec", the binary prints its [Specification] as JSON and exits instead.
 // A Connector that is not valid is reported on stderr and exits with status 1.
 func Serve(c Connector) {
