@@ -22,7 +22,7 @@ func runSource(t tb, s SourceSuite) {
 	t.Helper()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
-	runSuite(t, sourceRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check { return sourceChecks(s, run) })
+	runSuite(t, sourceRole(s), options{plugin: s.Plugin, skip: s.Skip, timeout: s.Timeout, ignore: s.IgnoreGoroutines}, func(run runner) []check { return sourceChecks(s, run) })
 }
 
 // srcInstance is a configured and opened source.

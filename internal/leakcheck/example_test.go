@@ -1,0 +1,27 @@
+package leakcheck_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/connkit/connkit/internal/leakcheck"
+)
+
+// watch stands for a library's worker that, once started, runs for the life
+// of the process.
+func watch(stop <-chan struct{}) { <-stop }
+
+// A goroutine that runs one of the functions named is not a leak.
+func ExampleGoroutines_Leaked() {
+	before := leakcheck.Snapshot()
+	stop := make(chan struct{})
+	go watch(stop)
+	fmt.Println(len(before.Leaked(0)), "leaked")
+	fmt.Println(len(before.Leaked(0, "github.com/connkit/connkit/internal/leakcheck_test.watch")), "leaked when ignored")
+	close(stop)
+	fmt.Println(len(before.Leaked(time.Minute)), "leaked once it ends")
+	// Output:
+	// 1 leaked
+	// 0 leaked when ignored
+	// 0 leaked once it ends
+}
