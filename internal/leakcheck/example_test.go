@@ -9,13 +9,17 @@ import (
 
 // watch stands for a library's worker that, once started, runs for the life
 // of the process.
-func watch(stop <-chan struct{}) { <-stop }
+func watch(running chan<- struct{}, stop <-chan struct{}) {
+	close(running)
+	<-stop
+}
 
 // A goroutine that runs one of the functions named is not a leak.
 func ExampleGoroutines_Leaked() {
 	before := leakcheck.Snapshot()
-	stop := make(chan struct{})
-	go watch(stop)
+	running, stop := make(chan struct{}), make(chan struct{})
+	go watch(running, stop)
+	<-running
 	fmt.Println(len(before.Leaked(0)), "leaked")
 	fmt.Println(len(before.Leaked(0, "github.com/connkit/connkit/internal/leakcheck_test.watch")), "leaked when ignored")
 	close(stop)
