@@ -17,11 +17,15 @@
 //
 // A suite is meant to run on its own, not in parallel with other tests:
 // its leak check counts every goroutine started while it runs, including
-// those of a ReadBack.
+// those of a ReadBack. A library's worker that, once started, lives as long
+// as the process (a file watcher, say) is no leak: name its function in
+// the suite's IgnoreGoroutines.
 //
 // Every check is a subtest with a stable name, so one can be run alone
 // (go test -run 'TestConformance/InProcess/Stop') or skipped through the
-// suite's Skip field; a failure says what to fix.
+// suite's Skip field, which takes any check's name below, or its first
+// part ("Batching"); a name that is none of them fails the suite, listing
+// those it takes. A failure says what to fix.
 //
 // The runtime checks run in process: the connector is served by the same
 // plugin server a plugin binary runs, over gRPC inside the test process,
