@@ -11,7 +11,7 @@ import (
 // every cell's window: processor time per row, in microseconds (benchi's
 // CPU % is this times rows/s over 10,000), and peak resident memory.
 func writeResourceTable(t *strings.Builder, cells []*conduitCell, measured []pair, engines []string, loads []load) {
-	t.WriteString("\nWhat the processes used in the same windows, read from /proc: CPU is user and system time per row, in µs (benchi's CPU %, a share of one core, is µs/row × rows/s ÷ 10,000); peak RSS is the largest resident set sampled every 100 ms, for PostgreSQL the sum over its postmaster and every backend (which counts the shared buffers a backend has touched once per backend). \"–\" is a process the cell does not have.\n\n")
+	t.WriteString("\nWhat the processes used in the same windows, read from /proc: CPU is user and system time per row, in µs (benchi's CPU %, a share of one core, is µs/row × rows/s ÷ 10,000); peak RSS is the largest resident set sampled every 100 ms, for PostgreSQL the sum over its postmaster and every backend (which counts the shared buffers a backend has touched once per backend). \"–\" is a process the cell does not have. On a busy machine processor time per row varies less than rows/s.\n\n")
 	t.WriteString("| engine | batch | pipeline | rows/s | Conduit CPU | plugin CPU | PostgreSQL CPU | Conduit peak RSS | plugin peak RSS | PostgreSQL peak RSS |\n")
 	t.WriteString("|" + strings.Repeat("---|", 10) + "\n")
 	for _, e := range engines {
