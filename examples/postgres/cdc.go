@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/connkit/connkit/sdk"
@@ -83,7 +82,7 @@ func (s *Source) stream(ctx context.Context) error {
 		}
 		return s.errorf("start logical replication: %s", err)
 	}
-	r := &replicator{s: s, relations: map[uint32]*relation{}, gone: map[string]bool{}}
+	r := &replicator{s: s, relations: map[uint32]*relation{}}
 	defer r.status(context.WithoutCancel(ctx)) // the last acks, before the connection closes
 
 	// Receiving waits on the socket's read deadline rather than on a
@@ -156,12 +155,10 @@ type replicator struct {
 	pending   []sdk.Record // the current transaction's records not yet queued
 
 	inTx  bool
-	lsn   pglogrepl.LSN   // the current transaction's commit LSN
-	index int             // the next change's index in it
-	skip  int             // changes up to this index were acked before a restart; -1: none, MaxInt: all
-	fresh bool            // the transaction commits before a resumed snapshot's consistent point
-	gone  map[string]bool // keys (table and key text) whose delete was kept in such transactions
-	now   string          // opencdc.readAt of the current transaction's records
+	lsn   pglogrepl.LSN // the current transaction's commit LSN
+	index int           // the next change's index in it
+	skip  int           // changes up to this index were acked before a restart; -1: none, MaxInt: all
+	now   string        // opencdc.readAt of the current transaction's records
 }
 
 // handle decodes one pgoutput message.
@@ -183,12 +180,11 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		r.relations[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
 		r.inTx, r.lsn, r.index, r.skip = true, m.FinalLSN, 0, -1
-		r.fresh = r.s.resume != nil && m.FinalLSN < r.s.resume.until()
 		if r.s.skip.LSN != "" {
 			switch skip := r.s.skip.lsn(); {
 			case m.FinalLSN == skip:
 				r.skip = r.s.skip.Index
-			case m.FinalLSN < skip: // streamed again to rebuild the resumed snapshot's deletes
+			case m.FinalLSN < skip: // acked before the restart
 				r.skip = math.MaxInt
 			}
 		}
@@ -198,10 +194,7 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		return r.flush(ctx)
 	case *pglogrepl.InsertMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
-			if fresh, err := r.inFresh(ctx, rel, m.Tuple); err != nil || fresh {
-				r.index++ // the resumed snapshot read the row
-				return err
-			}
+			r.markChanged(rel, m.Tuple)
 			after := rel.data(m.Tuple)
 			r.emit(rel, sdk.OperationCreate, rel.key(after), nil, after)
 		}
@@ -211,17 +204,7 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		}
 	case *pglogrepl.DeleteMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
-			fresh, err := r.inFresh(ctx, rel, m.OldTuple)
-			if err != nil {
-				return err
-			}
-			if fresh {
-				// The resumed snapshot read the row's later state, but the
-				// destination may hold the row from the first snapshot's
-				// records in flight: the delete is kept, and so are the
-				// row's next changes before the consistent point.
-				r.gone[goneKey(rel, m.OldTuple)] = true
-			}
+			r.markChanged(rel, m.OldTuple)
 			old := rel.data(m.OldTuple)
 			var before sdk.Data
 			if m.OldTupleType == pglogrepl.DeleteMessageTupleTypeOld {
@@ -236,25 +219,12 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 	return nil
 }
 
-// update emits an update. In a transaction that a resumed snapshot saw,
-// only what the update does to the rows delivered before the resume point
-// is emitted, as the snapshot delivered the others: an update of a row
-// that moves into the part the snapshot read is a delete of the old key;
-// one that moves out of it is a create of the new key (what the snapshot
-// read under the old key, if anything, is the row as it was later); one
-// within it is dropped.
+// update emits an update, with the values it leaves unchanged filled in
+// where a resumed snapshot calls for it (fillUnchanged).
 func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.UpdateMessage) error {
 	oldTuple := m.NewTuple
 	if m.OldTupleType != 0 {
 		oldTuple = m.OldTuple
-	}
-	oldFresh, err := r.inFresh(ctx, rel, oldTuple)
-	if err != nil {
-		return err
-	}
-	newFresh, err := r.inFresh(ctx, rel, m.NewTuple)
-	if err != nil {
-		return err
 	}
 	var before sdk.Data
 	switch m.OldTupleType {
@@ -264,36 +234,11 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 		before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
 	}
 	after := rel.data(m.NewTuple)
-	switch {
-	case oldFresh && newFresh:
-		r.index++
-	case newFresh:
-		r.emit(rel, sdk.OperationDelete, rel.key(rel.data(oldTuple)), before, nil)
-	case oldFresh:
-		r.emit(rel, sdk.OperationCreate, rel.key(after), nil, after)
-	default:
-		r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
+	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.index > r.skip); err != nil {
+		return err
 	}
+	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
 	return nil
-}
-
-// inFresh reports whether the current transaction is one a resumed
-// snapshot saw and the row whose tuple is t is one it delivered in its
-// latest state: one it read, unless a delete of its key was kept.
-func (r *replicator) inFresh(ctx context.Context, rel *relation, t *pglogrepl.TupleData) (bool, error) {
-	if !r.fresh || t == nil {
-		return false, nil
-	}
-	fresh, err := r.s.fresh(ctx, rel, t)
-	if err != nil || !fresh {
-		return false, err
-	}
-	return !r.gone[goneKey(rel, t)], nil
-}
-
-// goneKey names the row of rel whose tuple is t in replicator.gone.
-func goneKey(rel *relation, t *pglogrepl.TupleData) string {
-	return rel.table.ident + "\x00" + strings.Join(rel.keyText(t), "\x00")
 }
 
 // relation returns the relation of a change to one of the source's tables,
@@ -312,12 +257,8 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key sdk.StructuredDat
 	if i <= r.skip {
 		return
 	}
-	pos := cdcPosition(r.lsn, i)
-	if r.fresh {
-		pos = position{LSN: r.lsn.String(), Index: i, Resumed: r.s.resume}.bytes()
-	}
 	r.pending = append(r.pending, sdk.Record{
-		Position:  pos,
+		Position:  cdcPosition(r.lsn, i),
 		Operation: op,
 		Metadata:  sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now},
 		Key:       key,

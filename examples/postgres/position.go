@@ -26,8 +26,6 @@ type position struct {
 	Version string `json:"v,omitempty"`
 	LSN     string `json:"lsn,omitempty"` // CDC: the commit LSN of the transaction
 	Index   int    `json:"i,omitempty"`   // CDC: the change's index in the transaction, from 0
-
-	Resumed *resumed `json:"resumed,omitempty"` // CDC: the resumed snapshot that saw the transaction
 }
 
 func (p position) snapshot() bool { return p.Table != "" }
@@ -35,10 +33,6 @@ func (p position) snapshot() bool { return p.Table != "" }
 // bytes encodes p as encoding/json would, but several times faster: every
 // record gets a position.
 func (p position) bytes() sdk.Position {
-	if p.Resumed != nil {
-		b, _ := json.Marshal(p) // rare: the changes a resumed snapshot saw
-		return b
-	}
 	if !p.snapshot() {
 		lsn, _ := pglogrepl.ParseLSN(p.LSN)
 		return cdcPosition(lsn, p.Index)
@@ -139,9 +133,9 @@ func parsePosition(b sdk.Position) (position, error) {
 			return p, fmt.Errorf("position %q is not a postgres source position: %w", b, err)
 		}
 	}
-	if r := p.Resumed; r != nil {
-		if _, err := pglogrepl.ParseLSN(r.Until); err != nil || r.Table == "" || p.snapshot() {
-			return p, fmt.Errorf("position %q is not a postgres source position: expected a change's position with the resumed snapshot's table and consistent point", b)
+	if p.Version != "" {
+		if _, err := strconv.ParseUint(p.Version, 10, 32); err != nil || !p.snapshot() {
+			return p, fmt.Errorf("position %q is not a postgres source position: expected a row version (xmin) in a snapshot position", b)
 		}
 	}
 	return p, nil

@@ -36,20 +36,19 @@
 // # Resumed snapshot
 //
 // A restart from a position of the snapshot reads the rest of it under a
-// fresh snapshot, exported by a temporary replication slot whose
-// consistent point says which transactions the fresh snapshot sees, while
-// replication starts where the first snapshot ended. Of the changes in
-// those transactions, inserts and updates of rows the fresh snapshot read
-// (after the resume point) are dropped, an update that moves a row across
-// the resume point becomes a delete of its old key or a create of its new
-// one, and deletes are kept, with the later changes of their keys, so that
-// each row is delivered once: the stream, replayed as plain inserts,
-// updates and deletes, ends up equal to the tables. Those changes'
-// positions carry the resume point, and their acks leave the slot where
-// it is, so a restart among them streams them again and drops the same
-// ones. A restart from a position of the snapshot after changes
-// were delivered delivers the rows those changes touched again, in the
-// fresh snapshot, under other positions (see the README).
+// fresh snapshot, exported by a temporary replication slot, while
+// replication starts where the first snapshot ended. The fresh snapshot
+// reads only the row versions the first snapshot saw (which transactions
+// it saw is kept in a table of the source database, and every snapshot
+// position names its row's version): the rows unchanged since, under the
+// positions the first snapshot gave them. A row written since comes from replication, which streams its
+// change under the position it always has. So the records of a run
+// restarted anywhere are the records of a run without a restart, by
+// position: an exactly-once destination writes each once. A row changed
+// before the restart, after the resume point, comes as its changes alone
+// (its first snapshot record is gone with the first snapshot); the first
+// update of such a row before the fresh snapshot carries the TOASTed
+// values it left unchanged, read from the table.
 package postgres
 
 import (
