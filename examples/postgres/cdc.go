@@ -180,6 +180,9 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		r.relations[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
 		r.inTx, r.lsn, r.index, r.skip = true, m.FinalLSN, 0, -1
+		if res := r.s.resume; res != nil && m.FinalLSN >= res.until {
+			r.s.resume = nil // past the fresh snapshot: its changes are whole again
+		}
 		if r.s.skip.LSN != "" {
 			switch skip := r.s.skip.lsn(); {
 			case m.FinalLSN == skip:

@@ -82,13 +82,13 @@ func (snap txSnapshot) saw(x uint32, horizon uint64) bool {
 // under before the restart. A row changed before the fresh snapshot, after
 // the resume point, thus comes as its changes alone.
 type resumed struct {
-	table string   // the table and key of the last row acknowledged
-	key   []string // under the first snapshot
-	until pglogrepl.LSN
+	table string        // the table and key of the last row acknowledged
+	key   []string      // under the first snapshot
+	until pglogrepl.LSN // the fresh snapshot's consistent point
 
 	first   txSnapshot
-	horizon uint64 // the fresh snapshot's xmax
-	changed map[string]bool
+	horizon uint64          // the fresh snapshot's xmax
+	changed map[string]bool // rows changed before until, by rowName
 }
 
 // freshSnapshotSlot names the temporary slot that exports a resumed
@@ -119,7 +119,7 @@ func (s *Source) snapshotView(ctx context.Context) (txSnapshot, string, error) {
 // that is not emitted (acked before a restart).
 func (r *replicator) fillUnchanged(ctx context.Context, rel *relation, old, updated *pglogrepl.TupleData, after sdk.StructuredData, emitted bool) error {
 	res := r.s.resume
-	if res == nil || r.lsn >= res.until {
+	if res == nil {
 		return nil
 	}
 	oldKey := rowName(rel, old)
@@ -144,7 +144,7 @@ func (r *replicator) fillUnchanged(ctx context.Context, rel *relation, old, upda
 // row had a change that carries all its values (an insert) or none (a
 // delete), so that its later updates are not filled.
 func (r *replicator) markChanged(rel *relation, t *pglogrepl.TupleData) {
-	if res := r.s.resume; res != nil && r.lsn < res.until {
+	if res := r.s.resume; res != nil {
 		res.changed[rowName(rel, t)] = true
 	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if _, err := pgx.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
+	// A config built in Go rather than from parameters may leave it empty.
+	cfg.Snapshot.StateTable = cmp.Or(cfg.Snapshot.StateTable, "connkit_snapshots")
 	s := &Source{cfg: cfg, statusInterval: statusInterval}
 	if _, err := s.stateTable(); err != nil {
 		return nil, err
