@@ -81,6 +81,7 @@ type Destination struct {
 
 	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
 	written *written // the positions written, in the exactly-once mode; else nil
+	copyBuf []byte   // rows in COPY's text format, reused by each COPY
 
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata
