@@ -4,7 +4,9 @@
 //
 // The destination writes records to PostgreSQL with set-based statements:
 // each run of consecutive records for the same table and operation becomes
-// one statement over arrays of values.
+// one statement over arrays of values or, from 100 rows on, a COPY (into
+// the table for plain inserts, else into a staging table the statement
+// reads).
 //
 // # Exactly once
 //
