@@ -10,8 +10,8 @@
 # make bench        runs the benchmarks, a sweep of generator → log and the Postgres
 #                   destination (schemas off and on) and source runs, connkit's
 #                   plugins side by side with the incumbent's, and the batching
-#                   experiment in real Conduit (about 20 minutes of it), into
-#                   bench/results/
+#                   experiment in real Conduit with its ceiling (about 30 minutes
+#                   of it), into bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0

@@ -30,7 +30,7 @@ func TestDestination(t *testing.T) {
 
 func TestSource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "in.txt")
-	writeLines(t, path, 0, 100)
+	writeLines(t, path, 0, 400) // the crash check reads 300, killing the plugin on the way
 	sdktest.Source(t, sdktest.SourceSuite{
 		Connector: file.Connector,
 		Config:    map[string]string{"path": path},

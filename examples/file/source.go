@@ -99,15 +99,12 @@ func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
 
 // record is the record of the line just read.
 func (s *Source) record(line []byte) sdk.Record {
-	md := sdk.Metadata{MetadataPath: s.tail.path}
-	md.SetReadAt(time.Now().UTC())
-	return sdk.Record{
-		Position:  sdk.Position(strconv.FormatInt(s.tail.offset, 10)),
-		Operation: sdk.OperationCreate,
-		Metadata:  md,
-		Key:       sdk.RawData(strconv.Itoa(s.lines)),
-		Payload:   sdk.Change{After: sdk.RawData(bytes.Clone(line))},
-	}
+	return sdk.Create(
+		sdk.Position(strconv.FormatInt(s.tail.offset, 10)),
+		sdk.Metadata{MetadataPath: s.tail.path},
+		sdk.RawData(strconv.Itoa(s.lines)),
+		sdk.RawData(bytes.Clone(line)),
+	)
 }
 
 // Teardown closes the file.

@@ -65,7 +65,7 @@ var Connector = sdk.Connector{
 // Config is the destination's configuration.
 type Config struct {
 	URL   string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db. The password never appears in logs or errors."`
-	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included. Default: each record's opencdc.collection metadata."`
+	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included (double quotes allow dots). Default: each record's opencdc.collection metadata."`
 	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key. With one key column, a raw key that is not a JSON object is that column's value."`
 
 	ExactlyOnce struct {

@@ -90,6 +90,7 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 	for i, f := range fields {
 		oids[i] = f.DataTypeOID
 	}
+	// One read time for the rows of one query, which sdk.Snapshot keeps.
 	now := strconv.FormatInt(time.Now().UnixNano(), 10)
 	var recs []sdk.Record
 	var last []string
@@ -109,13 +110,8 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 			key[t.columns[k]] = after[t.columns[k]]
 			last[i] = string(vals[k])
 		}
-		recs = append(recs, sdk.Record{
-			Position:  position{Table: t.ident, Key: last}.bytes(),
-			Operation: sdk.OperationSnapshot,
-			Metadata:  sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now},
-			Key:       key,
-			Payload:   sdk.Change{After: after},
-		})
+		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now}
+		recs = append(recs, sdk.Snapshot(position{Table: t.ident, Key: last}.bytes(), md, key, after))
 	}
 	if _, err := rr.Close(); err != nil {
 		return nil, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)

@@ -20,13 +20,13 @@ type SourceConfig struct {
 	Tables   []string `param:"tables" validate:"required" desc:"Comma-separated tables to read, each table or schema.table; * for every table in public, schema.* for every table in schema. Every table needs a primary key."`
 	Snapshot struct {
 		Mode      string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
-		FetchSize int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query."`
+		FetchSize int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query, and about how many records the source holds ahead of Conduit."`
 	} `param:"snapshot"`
 	Slot struct {
-		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing: lower-case letters, digits and underscores."`
+		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing (one reader at a time): lower-case letters, digits and underscores, at most 63."`
 	} `param:"slot"`
 	Publication struct {
-		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores."`
+		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores, at most 63."`
 	} `param:"publication"`
 	Cleanup bool `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication when the connector is deleted."`
 }

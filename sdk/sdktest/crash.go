@@ -82,7 +82,7 @@ func logKills(t tb, kills []crashKill) {
 	total := 0
 	for _, k := range kills {
 		total += len(k.again)
-		t.Logf("kill -9 at record %d of the run, %d acknowledged: %d records sent and not acknowledged were due again after the restart%s",
+		t.Logf("kill -9 at record %d of the run, %d acknowledged: %d records sent and not acknowledged (or whose acknowledgement was lost) were due again after the restart%s",
 			k.at, k.acked, len(k.again), listPositions(k.again))
 	}
 	t.Logf("%d kills, %d records due again in all", len(kills), total)

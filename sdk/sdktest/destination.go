@@ -22,7 +22,7 @@ func runDestination(t tb, s DestinationSuite) {
 	if s.Record == nil {
 		s.Record = TestRecord
 	}
-	runSuite(t, destinationRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check {
+	runSuite(t, destinationRole(s), options{plugin: s.Plugin, skip: s.Skip, timeout: s.Timeout, ignore: s.IgnoreGoroutines}, func(run runner) []check {
 		checks := destinationChecks(s, run)
 		switch run := run.(type) {
 		case inProcess:

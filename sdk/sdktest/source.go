@@ -22,7 +22,8 @@ func runSource(t tb, s SourceSuite) {
 	t.Helper()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
-	runSuite(t, sourceRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check {
+	o := options{plugin: s.Plugin, skip: s.Skip, timeout: s.Timeout, ignore: s.IgnoreGoroutines}
+	runSuite(t, sourceRole(s), o, func(run runner) []check {
 		checks := sourceChecks(s, run)
 		if run, ok := run.(outOfProcess); ok {
 			checks = append(checks, check{"Crash/Read", func(t tb, ctx context.Context) { checkCrashRead(t, ctx, s, run) }})

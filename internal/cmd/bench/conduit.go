@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,9 +28,9 @@ const conduitTable = `CREATE TABLE IF NOT EXISTS batch_test (id bigint PRIMARY K
 // making structured records as fast as it can (its schema extraction on, as
 // by default), the key hoisted from the payload by Conduit's builtin
 // processors (field.exclude drops the generator's random raw key, so that
-// field.set can build a structured one: {"id": "<id>"}), and a standalone
-// Postgres destination. %[1]s is the database URL, %[2]s and %[3]s the
-// source's and the destination's extra settings.
+// field.set can build a structured one: {"id": "<id>"}), and a destination.
+// %[1]s is the source's extra settings, %[2]s the destination connector:
+// postgresDestination or ceilingDestination.
 const conduitPipeline = `version: "2.2"
 pipelines:
   - id: batch
@@ -45,13 +44,7 @@ pipelines:
           format.options.id: int
           format.options.first_name: string
           format.options.last_name: string
-%[2]s      - id: postgres
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %[1]q
-          table: batch_test
-%[3]s    processors:
+%[1]s%[2]s    processors:
       - id: drop-key
         plugin: field.exclude
         settings:
@@ -65,6 +58,34 @@ pipelines:
           field: .Key.id
           value: "{{ .Payload.After.id }}"
 `
+
+// postgresDestination is the standalone Postgres destination of the
+// experiment: %[1]s is the database URL, %[2]s its extra settings.
+const postgresDestination = `      - id: postgres
+        type: destination
+        plugin: standalone:postgres
+        settings:
+          url: %[1]q
+          table: batch_test
+%[2]s`
+
+// ceilingDestination is Conduit's builtin log destination logging at trace
+// level, below Conduit's own, decoding nothing (a standalone destination
+// decodes in its own process) and batching nothing (the builtin log's SDK
+// batches at a cost no plugin's would show in Conduit): it does nothing with
+// a record, so that its pipeline carries what Conduit itself can.
+const ceilingDestination = `      - id: log
+        type: destination
+        plugin: builtin:log
+        settings:
+          level: trace
+          sdk.schema.extract.key.enabled: "false"
+          sdk.schema.extract.payload.enabled: "false"
+`
+
+// ceiling is the name of the pipeline into ceilingDestination among the
+// plugins of a run.
+const ceiling = "ceiling"
 
 // load is a row of the experiment: a batch size (0: no batch settings)
 // under the generator's rate (0: as fast as it can).
@@ -88,16 +109,20 @@ type conduitCell struct {
 
 	records, elapsed float64 // records through the pipeline in the window, and its seconds
 	hist             histogram
-	rows             int64  // rows in the table when Conduit has stopped
-	note             string // what went wrong after the window, if anything
-	err              error
+	rows             int64 // rows in the table when Conduit has stopped
+	// What Conduit, the plugin and PostgreSQL (its postmaster and
+	// backends) used in the window.
+	conduitUse, pluginUse, postgresUse resourceUse
+	note                               string // what went wrong after the window, if anything
+	err                                error
 }
 
 func (c *conduitCell) rate() float64 { return c.records / c.elapsed }
 
 // conduitMode runs the published batching experiment in real Conduit, one
-// Conduit per cell, each plugin in turn, and reports rows per second and
-// latency from Conduit's own metrics over a window after a warm-up.
+// Conduit per cell, each plugin in turn and the ceiling pipeline after
+// them, and reports rows per second and latency from Conduit's own metrics
+// over a window after a warm-up, and what each process used meanwhile.
 func conduitMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("conduit", flag.ExitOnError)
 	a, b := pair{name: "connkit"}, pair{}
@@ -114,8 +139,9 @@ func conduitMode(ctx context.Context, args []string) error {
 	warmup := fs.Duration("warmup", 5*time.Second, "time after the first record that a cell leaves out of its measurement")
 	duration := fs.Duration("duration", 30*time.Second, "measurement window of a cell")
 	records := fs.Int64("records", 0, "end a cell's window after this many records, if that comes before -duration; 0: -duration alone")
+	withCeiling := fs.Bool("ceiling", true, "measure the ceiling too, the same pipeline, engine and source settings into Conduit's builtin log destination doing nothing, in every engine and load")
 	idle := fs.Float64("idle-rate", 10, "records per second of an idle pipeline, measured with no batch settings as a last row; 0 leaves it out")
-	out := fs.String("out", "bench/results", "directory for conduit.md and conduit.svg")
+	out := fs.String("out", "bench/results", "directory for conduit.md, conduit.csv and conduit.svg")
 	_ = fs.Parse(args)
 
 	sizes, err := batchSizes(*batches)
@@ -150,13 +176,24 @@ func conduitMode(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeDB()
+	// PostgreSQL's usage is that of the server behind this connection's
+	// backend, if it runs on this machine.
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return err
+	}
+	pgServer := postmaster(backend)
+	measured := pairs
+	if *withCeiling {
+		measured = append(slices.Clip(pairs), pair{name: ceiling})
+	}
 
 	// The plugins alternate cell by cell, so that whatever the machine
 	// does meanwhile falls on both alike.
 	var cells []*conduitCell
 	for _, e := range engineList {
 		for _, l := range loads {
-			for _, p := range pairs {
+			for _, p := range measured {
 				cells = append(cells, &conduitCell{engine: e, load: l, plugin: p})
 			}
 		}
@@ -172,12 +209,15 @@ func conduitMode(ctx context.Context, args []string) error {
 		if c.sourceRate > 0 {
 			source = fmt.Sprintf("          rate: \"%g\"\n", c.sourceRate) + source
 		}
-		pipeline := fmt.Sprintf(conduitPipeline, *url, source, destination)
-		c.runIn(ctx, *bin, pipeline, *warmup, *duration, *records)
+		to := fmt.Sprintf(postgresDestination, *url, destination)
+		if c.plugin.name == ceiling {
+			to = ceilingDestination
+		}
+		c.runIn(ctx, *bin, fmt.Sprintf(conduitPipeline, source, to), pgServer, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if c.err == nil {
+		if c.err == nil && c.plugin.name != ceiling {
 			if err := conn.QueryRow(ctx, "SELECT count(*) FROM batch_test").Scan(&c.rows); err != nil {
 				return err
 			}
@@ -190,14 +230,16 @@ func conduitMode(ctx context.Context, args []string) error {
 
 	table := conduitReport(cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
 	svg := conduitChart(cells, pairs, engineList, sizes, *delay)
-	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.svg": svg})
+	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.csv": conduitCSV(cells), "conduit.svg": svg})
 }
 
 // runIn starts Conduit with the pipeline and the cell's plugin alone in its
 // connectors directory, waits for the first record and the warm-up, and
 // measures the window as the difference of two readings of Conduit's
-// histogram, so that start-up and warm-up are left out.
-func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, duration time.Duration, records int64) {
+// histogram, so that start-up and warm-up are left out, and what Conduit,
+// the plugin and the PostgreSQL server pgServer (0: not measured) used
+// between them.
+func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer int, warmup, duration time.Duration, records int64) {
 	dir, err := os.MkdirTemp("", "connkit-bench-conduit-")
 	if err != nil {
 		c.err = err
@@ -211,11 +253,15 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 		c.err = err
 		return
 	}
+	var plugins []string
+	if c.plugin.name != ceiling {
+		plugins = []string{abs}
+	}
 	var flags []string
 	if c.engine == "v2" {
 		flags = append(flags, "--preview.pipeline-arch-v2")
 	}
-	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: []string{abs}, Flags: flags})
+	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: plugins, Flags: flags})
 	if err != nil {
 		c.err = err
 		return
@@ -261,8 +307,14 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 	if !wait("during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) }) {
 		return
 	}
+	postgres := processes()
+	if pgServer != 0 && c.plugin.name != ceiling {
+		postgres = processTree(pgServer)
+	}
+	sampling := startSampling(100*time.Millisecond, processes(s.Pid()), processes(pluginPids(dir)...), postgres)
 	before, t0, err := readHistogram(s.URL, "batch")
 	if err != nil {
+		sampling.finish()
 		c.err = err
 		return
 	}
@@ -278,9 +330,12 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 		return count-before.count >= float64(records)
 	}
 	if !wait("during the measurement", duration+time.Second, done) {
+		sampling.finish()
 		return
 	}
 	after, t1, err := readHistogram(s.URL, "batch")
+	used := sampling.finish()
+	c.conduitUse, c.pluginUse, c.postgresUse = used[0], used[1], used[2]
 	if err != nil {
 		c.err = err
 		return
@@ -321,16 +376,8 @@ func batchSettings(engine, v2Batching string, batch int, delay time.Duration) (s
 // stopped, its plugins live on, and one writing into the table would
 // disturb the next cell.
 func killPlugins(dir string) {
-	prefix := []byte(filepath.Join(dir, "connectors") + "/")
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, path := range procs {
-		cmdline, err := os.ReadFile(path)
-		if err != nil || !bytes.HasPrefix(cmdline, prefix) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	for _, pid := range pluginPids(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -490,8 +537,27 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads [
 	fmt.Fprintf(&t, "One Conduit per cell, the plugins alternating; a cell measures %s after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds histogram (from the source's read to the destination's ack). ", window, warmup)
 	t.WriteString("rows/s is its count over the window; mean is its sum over its count; p99 is estimated from its buckets (1 ms … 5 s) as Prometheus's histogram_quantile does, interpolating linearly inside the bucket that holds the 99th percentile; \"> 5,000 ms\" means beyond the last bucket. ")
 	t.WriteString("On a busy machine (two shared cores run Conduit, the plugin, PostgreSQL and whatever else runs there), the ratio of a row, its cells measured one after the other, says more than its absolute figures.\n\n")
+	measured := pairs
+	if c := findCell(cells, engines[0], loads[0], ceiling); c.engine != "" {
+		measured = append(slices.Clip(pairs), c.plugin)
+		t.WriteString("The ceiling is the same pipeline, same engine and source settings, into Conduit's builtin log destination at trace level, with no batch settings, decoding nothing and writing nothing: no plugin, no PostgreSQL, what Conduit itself can carry (its batch column is the plugins' setting; in the default engine, where those go to the destination alone, the ceiling is the same pipeline in every row, measured again beside each). The percentage beside a plugin's rows/s is its share of the ceiling's.\n\n")
+	}
 
-	writeTableHead(&t, "| engine | batch |", pairs, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", "rows/s ratio")
+	withCeiling := len(measured) > len(pairs)
+	t.WriteString("| engine | batch |")
+	for _, p := range pairs {
+		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", p.name)
+	}
+	cols := 2 + 3*len(pairs)
+	if len(pairs) == 2 {
+		t.WriteString(" rows/s ratio |")
+		cols++
+	}
+	if withCeiling {
+		t.WriteString(" ceiling rows/s |")
+		cols++
+	}
+	t.WriteString("\n|" + strings.Repeat("---|", cols) + "\n")
 	var notes []string
 	for _, e := range engines {
 		for _, l := range loads {
@@ -509,7 +575,7 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads [
 				if above {
 					gt = "> "
 				}
-				fmt.Fprintf(&t, " %s | %s | %s%s |", thousands(c.rate()), millis(c.hist.mean()), gt, millis(p99))
+				fmt.Fprintf(&t, " %s%s | %s | %s%s |", thousands(c.rate()), shareOf(c, findCell(cells, e, l, ceiling)), millis(c.hist.mean()), gt, millis(p99))
 				if c.note != "" {
 					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, l.label(), p.name, c.note))
 				}
@@ -521,9 +587,17 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads [
 					t.WriteString(" |")
 				}
 			}
+			if withCeiling {
+				if c := findCell(cells, e, l, ceiling); c.err == nil {
+					fmt.Fprintf(&t, " %s |", thousands(c.rate()))
+				} else {
+					fmt.Fprintf(&t, " failed: %s |", oneLine(c.err))
+				}
+			}
 			t.WriteString("\n")
 		}
 	}
+	writeResourceTable(&t, cells, measured, engines, loads)
 	if len(notes) > 0 {
 		t.WriteString("\nAfter the window (not measured):\n\n")
 		for _, n := range notes {

@@ -22,9 +22,12 @@
 // changes streamed through logical replication, and writes a table and an
 // SVG chart. conduit runs the published batching experiment in real
 // Conduit (builtin generator → key hoisted by builtin processors → a
-// standalone Postgres destination) over batch sizes and both engines, and
-// reports rows/s, mean and p99 latency from Conduit's own metrics as a table
-// and an SVG chart.
+// standalone Postgres destination) over batch sizes and both engines, with
+// a ceiling pipeline into Conduit's builtin log destination beside them, and
+// reports rows/s (also as a share of the ceiling's), mean and p99 latency
+// from Conduit's own metrics, and the processor time per row and peak
+// memory of Conduit, the plugin and PostgreSQL, as a table, a CSV file and
+// an SVG chart.
 package main
 
 import (
