@@ -14,8 +14,9 @@ const copyMin = 100
 
 // copyRows writes the run's rows[lo:hi] as class c, only those at indexes
 // keep when it is not nil, through COPY in one transaction: plain inserts
-// straight into the table, other classes into a temporary staging table of
-// text columns, then with one statement from it that casts and assigns the
+// straight into the table where that does what INSERT does (see
+// [table.copyIn]), everything else into a temporary staging table of text
+// columns, then with one statement from it that casts and assigns the
 // values as the statement over arrays does. COPY into the table reads each
 // value with its column's input function and modifier, which takes and
 // refuses the same values as that cast and assignment. In the exactly-once
@@ -36,7 +37,7 @@ func (d *Destination) copyRows(ctx context.Context, r *run, c class, cols textCo
 		_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(d.copyBuf), sql)
 		return err
 	}
-	if c == insert {
+	if c == insert && r.table.copyIn {
 		err = copyIn("COPY " + r.table.ident + " (" + r.columnList() + ") FROM STDIN")
 	} else {
 		n := len(r.columns)

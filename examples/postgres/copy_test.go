@@ -165,6 +165,80 @@ func TestCopyRunFaults(t *testing.T) {
 	}
 }
 
+// Where COPY into a table would not do what INSERT does, runs of plain
+// inserts go through the staging table: a rule on the table applies, and a
+// column GENERATED ALWAYS AS IDENTITY refuses values. A user who may not
+// create temporary tables, into a table under row security too, gets the
+// statements.
+func TestCopyOnlyWhereItInserts(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	dbURL, conn := server.Database(t, `
+		CREATE TABLE ruled (id int, s text);
+		CREATE TABLE seen (id int);
+		CREATE RULE seen AS ON INSERT TO ruled DO ALSO INSERT INTO seen VALUES (NEW.id);
+		CREATE TABLE ident (id int GENERATED ALWAYS AS IDENTITY, s text);
+		CREATE TABLE guarded (id int, s text);
+		ALTER TABLE guarded ENABLE ROW LEVEL SECURITY;
+		CREATE POLICY everyone ON guarded USING (true) WITH CHECK (true);
+		CREATE TABLE keyed (id int PRIMARY KEY, s text)`)
+	open := func(url, table string) *Destination {
+		d, err := New(Config{URL: url, Table: table})
+		is.NoErr(err)
+		is.NoErr(d.Open(ctx))
+		t.Cleanup(func() { d.Teardown(context.Background()) })
+		return d
+	}
+	records := func(op sdk.Operation, keyed bool, s string) []sdk.Record {
+		var out []sdk.Record
+		for i := range copyRun {
+			var key sdk.Data
+			after := sdk.StructuredData{"id": i, "s": s}
+			if keyed {
+				key, after = sdk.StructuredData{"id": i}, sdk.StructuredData{"s": s}
+			}
+			out = append(out, rec(fmt.Sprint(i), op, key, after))
+		}
+		return out
+	}
+	count := fmt.Sprint(copyRun)
+
+	n, err := open(dbURL, "ruled").Write(ctx, records(sdk.OperationCreate, false, "x"))
+	is.NoErr(err)
+	is.Equal(n, copyRun)
+	is.Equal(rows(t, conn, `SELECT count(*) FROM seen`), []string{count})
+
+	n, err = open(dbURL, "ident").Write(ctx, records(sdk.OperationCreate, false, "x"))
+	is.Equal(n, 0)
+	is.True(err != nil && strings.Contains(err.Error(), `cannot insert a non-DEFAULT value into column "id"`))
+	is.Equal(rows(t, conn, `SELECT count(*) FROM ident`), []string{"0"})
+
+	var db string
+	is.NoErr(conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db))
+	_, err = conn.Exec(ctx, `CREATE ROLE connkit_copy_test LOGIN; GRANT ALL ON guarded, keyed TO connkit_copy_test;
+		REVOKE TEMP ON DATABASE `+pgx.Identifier{db}.Sanitize()+` FROM PUBLIC`)
+	is.NoErr(err)
+	t.Cleanup(func() {
+		_, err := conn.Exec(context.Background(), `DROP OWNED BY connkit_copy_test; DROP ROLE connkit_copy_test`)
+		is.NoErr(err)
+	})
+	userURL := strings.Replace(dbURL, "postgres@", "connkit_copy_test@", 1)
+	guarded := open(userURL, "guarded")
+	n, err = guarded.Write(ctx, records(sdk.OperationCreate, false, "x"))
+	is.NoErr(err)
+	is.Equal(n, copyRun)
+	is.True(guarded.tables["guarded"].noCopy)
+	is.Equal(rows(t, conn, `SELECT count(*) FROM guarded`), []string{count})
+	keyed := open(userURL, "keyed")
+	for _, s := range []string{"new", "upserted"} { // the plain insert tried first, then the upsert
+		n, err = keyed.Write(ctx, records(sdk.OperationCreate, true, s))
+		is.NoErr(err)
+		is.Equal(n, copyRun)
+	}
+	is.True(keyed.tables["keyed"].noCopy) // the upsert's staging table
+	is.Equal(rows(t, conn, `SELECT count(*), min(s), max(s) FROM keyed`), []string{count + "|upserted|upserted"})
+}
+
 // In the exactly-once mode, the positions of a run written through COPY
 // commit with its rows: a replay of the run writes nothing twice.
 func TestCopyExactlyOnce(t *testing.T) {

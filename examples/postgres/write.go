@@ -258,16 +258,24 @@ func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *
 }
 
 // exec writes the run's rows[lo:hi] with one statement of class c: from
-// [copyMin] rows on through COPY (see [Destination.copyRows]), else with
-// the rows' values as parameters.
+// [copyMin] rows on through COPY (see [Destination.copyRows]), else, or if
+// COPY fails where a statement may not, with the rows' values as
+// parameters.
 func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumns, lo, hi int) error {
 	keep := r.dedupe(cols, lo, hi)
 	n := hi - lo
 	if keep != nil {
 		n = len(keep)
 	}
-	if n >= copyMin {
-		return d.copyRows(ctx, r, c, cols, keep, lo, hi)
+	if n >= copyMin && !r.table.noCopy {
+		err := d.copyRows(ctx, r, c, cols, keep, lo, hi)
+		if err == nil || isDataError(err) || retryable(err) {
+			return err
+		}
+		// Not a failure the statements would have: COPY or the staging
+		// table may be what the table or the user does not allow (a
+		// privilege on temporary tables, say). The statements decide.
+		r.table.noCopy = true
 	}
 	var args []any
 	from := arrays
