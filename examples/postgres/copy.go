@@ -31,7 +31,9 @@ func (d *Destination) copyRows(ctx context.Context, r *run, c class, cols textCo
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit, or a failure already reported
+	// After a commit it does nothing; after a failure, the failure is
+	// what Write reports.
+	defer func() { _ = tx.Rollback(context.Background()) }()
 	d.copyBuf = cols.appendCopy(d.copyBuf[:0], keep, lo, hi)
 	copyIn := func(sql string) error {
 		_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(d.copyBuf), sql)
