@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/connkit/connkit/sdk"
@@ -51,6 +54,20 @@ func (r *relation) key(d sdk.StructuredData) sdk.StructuredData {
 	return k
 }
 
+// keyText returns the text of the primary key's values in t, in key order;
+// nil when one of them is not in t (an unchanged TOASTed value).
+func (r *relation) keyText(t *pglogrepl.TupleData) []string {
+	out := make([]string, 0, len(r.keys))
+	for _, name := range r.keys {
+		i := slices.Index(r.names, name)
+		if i < 0 || i >= len(t.Columns) || t.Columns[i].DataType != pglogrepl.TupleDataTypeText {
+			return nil
+		}
+		out = append(out, string(t.Columns[i].Data))
+	}
+	return out
+}
+
 // stream reads changes through logical replication from s.start (or where
 // the slot is) until ctx ends, telling the server every statusInterval
 // (and whenever it asks) which LSN it may recycle WAL up to.
@@ -66,7 +83,7 @@ func (s *Source) stream(ctx context.Context) error {
 		}
 		return s.errorf("start logical replication: %s", err)
 	}
-	r := &replicator{s: s, relations: map[uint32]*relation{}}
+	r := &replicator{s: s, relations: map[uint32]*relation{}, gone: map[string]bool{}}
 	defer r.status(context.WithoutCancel(ctx)) // the last acks, before the connection closes
 
 	// Receiving waits on the socket's read deadline rather than on a
@@ -139,10 +156,12 @@ type replicator struct {
 	pending   []sdk.Record // the current transaction's records not yet queued
 
 	inTx  bool
-	lsn   pglogrepl.LSN // the current transaction's commit LSN
-	index int           // the next change's index in it
-	skip  int           // changes up to this index were acked before a restart; -1: none
-	now   string        // opencdc.readAt of the current transaction's records
+	lsn   pglogrepl.LSN   // the current transaction's commit LSN
+	index int             // the next change's index in it
+	skip  int             // changes up to this index were acked before a restart; -1: none, MaxInt: all
+	fresh bool            // the transaction commits before a resumed snapshot's consistent point
+	gone  map[string]bool // keys (table and key text) whose delete was kept in such transactions
+	now   string          // opencdc.readAt of the current transaction's records
 }
 
 // handle decodes one pgoutput message.
@@ -164,8 +183,14 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		r.relations[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
 		r.inTx, r.lsn, r.index, r.skip = true, m.FinalLSN, 0, -1
-		if r.s.skip.LSN != "" && m.FinalLSN == r.s.skip.lsn() {
-			r.skip = r.s.skip.Index
+		r.fresh = r.s.resume != nil && m.FinalLSN < r.s.resume.until()
+		if r.s.skip.LSN != "" {
+			switch skip := r.s.skip.lsn(); {
+			case m.FinalLSN == skip:
+				r.skip = r.s.skip.Index
+			case m.FinalLSN < skip: // streamed again to rebuild the resumed snapshot's deletes
+				r.skip = math.MaxInt
+			}
 		}
 		r.now = strconv.FormatInt(time.Now().UnixNano(), 10)
 	case *pglogrepl.CommitMessage:
@@ -173,23 +198,30 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		return r.flush(ctx)
 	case *pglogrepl.InsertMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
+			if fresh, err := r.inFresh(ctx, rel, m.Tuple); err != nil || fresh {
+				r.index++ // the resumed snapshot read the row
+				return err
+			}
 			after := rel.data(m.Tuple)
 			r.emit(rel, sdk.OperationCreate, rel.key(after), nil, after)
 		}
 	case *pglogrepl.UpdateMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
-			after := rel.data(m.NewTuple)
-			var before sdk.Data
-			switch m.OldTupleType {
-			case pglogrepl.UpdateMessageTupleTypeOld:
-				before = rel.data(m.OldTuple)
-			case pglogrepl.UpdateMessageTupleTypeKey:
-				before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
-			}
-			r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
+			return r.update(ctx, rel, m)
 		}
 	case *pglogrepl.DeleteMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
+			fresh, err := r.inFresh(ctx, rel, m.OldTuple)
+			if err != nil {
+				return err
+			}
+			if fresh {
+				// The resumed snapshot read the row's later state, but the
+				// destination may hold the row from the first snapshot's
+				// records in flight: the delete is kept, and so are the
+				// row's next changes before the consistent point.
+				r.gone[goneKey(rel, m.OldTuple)] = true
+			}
 			old := rel.data(m.OldTuple)
 			var before sdk.Data
 			if m.OldTupleType == pglogrepl.DeleteMessageTupleTypeOld {
@@ -202,6 +234,66 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		return r.flush(ctx)
 	}
 	return nil
+}
+
+// update emits an update. In a transaction that a resumed snapshot saw,
+// only what the update does to the rows delivered before the resume point
+// is emitted, as the snapshot delivered the others: an update of a row
+// that moves into the part the snapshot read is a delete of the old key;
+// one that moves out of it is a create of the new key (what the snapshot
+// read under the old key, if anything, is the row as it was later); one
+// within it is dropped.
+func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.UpdateMessage) error {
+	oldTuple := m.NewTuple
+	if m.OldTupleType != 0 {
+		oldTuple = m.OldTuple
+	}
+	oldFresh, err := r.inFresh(ctx, rel, oldTuple)
+	if err != nil {
+		return err
+	}
+	newFresh, err := r.inFresh(ctx, rel, m.NewTuple)
+	if err != nil {
+		return err
+	}
+	var before sdk.Data
+	switch m.OldTupleType {
+	case pglogrepl.UpdateMessageTupleTypeOld:
+		before = rel.data(m.OldTuple)
+	case pglogrepl.UpdateMessageTupleTypeKey:
+		before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
+	}
+	after := rel.data(m.NewTuple)
+	switch {
+	case oldFresh && newFresh:
+		r.index++
+	case newFresh:
+		r.emit(rel, sdk.OperationDelete, rel.key(rel.data(oldTuple)), before, nil)
+	case oldFresh:
+		r.emit(rel, sdk.OperationCreate, rel.key(after), nil, after)
+	default:
+		r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
+	}
+	return nil
+}
+
+// inFresh reports whether the current transaction is one a resumed
+// snapshot saw and the row whose tuple is t is one it delivered in its
+// latest state: one it read, unless a delete of its key was kept.
+func (r *replicator) inFresh(ctx context.Context, rel *relation, t *pglogrepl.TupleData) (bool, error) {
+	if !r.fresh || t == nil {
+		return false, nil
+	}
+	fresh, err := r.s.fresh(ctx, rel, t)
+	if err != nil || !fresh {
+		return false, err
+	}
+	return !r.gone[goneKey(rel, t)], nil
+}
+
+// goneKey names the row of rel whose tuple is t in replicator.gone.
+func goneKey(rel *relation, t *pglogrepl.TupleData) string {
+	return rel.table.ident + "\x00" + strings.Join(rel.keyText(t), "\x00")
 }
 
 // relation returns the relation of a change to one of the source's tables,
@@ -220,8 +312,12 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key sdk.StructuredDat
 	if i <= r.skip {
 		return
 	}
+	pos := cdcPosition(r.lsn, i)
+	if r.fresh {
+		pos = position{LSN: r.lsn.String(), Index: i, Resumed: r.s.resume}.bytes()
+	}
 	r.pending = append(r.pending, sdk.Record{
-		Position:  cdcPosition(r.lsn, i),
+		Position:  pos,
 		Operation: op,
 		Metadata:  sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now},
 		Key:       key,

@@ -21,6 +21,8 @@ type position struct {
 	Key   []string `json:"key,omitempty"`   // snapshot: the key's columns as text, in key order
 	LSN   string   `json:"lsn,omitempty"`   // CDC: the commit LSN of the transaction
 	Index int      `json:"i,omitempty"`     // CDC: the change's index in the transaction, from 0
+
+	Resumed *resumed `json:"resumed,omitempty"` // CDC: the resumed snapshot that saw the transaction
 }
 
 func (p position) snapshot() bool { return p.Table != "" }
@@ -28,6 +30,10 @@ func (p position) snapshot() bool { return p.Table != "" }
 // bytes encodes p as encoding/json would, but several times faster: every
 // record gets a position.
 func (p position) bytes() sdk.Position {
+	if p.Resumed != nil {
+		b, _ := json.Marshal(p) // rare: the changes a resumed snapshot saw
+		return b
+	}
 	if !p.snapshot() {
 		lsn, _ := pglogrepl.ParseLSN(p.LSN)
 		return cdcPosition(lsn, p.Index)
@@ -121,6 +127,11 @@ func parsePosition(b sdk.Position) (position, error) {
 	if p.LSN != "" {
 		if _, err := pglogrepl.ParseLSN(p.LSN); err != nil {
 			return p, fmt.Errorf("position %q is not a postgres source position: %w", b, err)
+		}
+	}
+	if r := p.Resumed; r != nil {
+		if _, err := pglogrepl.ParseLSN(r.Until); err != nil || r.Table == "" || p.snapshot() {
+			return p, fmt.Errorf("position %q is not a postgres source position: expected a change's position with the resumed snapshot's table and consistent point", b)
 		}
 	}
 	return p, nil

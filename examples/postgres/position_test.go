@@ -18,6 +18,7 @@ func TestPositionEncoding(t *testing.T) {
 		{LSN: "0/0"},
 		{LSN: "16/B374D848", Index: 7},
 		{LSN: "FFFFFFFF/FFFFFFFF", Index: 1},
+		{LSN: "0/16B3748", Index: 2, Resumed: &resumed{Table: `"public"."a"`, Key: []string{"40"}, Until: "0/16C0000"}},
 	} {
 		want, err := json.Marshal(p)
 		is.NoErr(err)
@@ -27,6 +28,7 @@ func TestPositionEncoding(t *testing.T) {
 		is.Equal(back.Table, p.Table)
 		is.Equal(back.LSN, p.LSN)
 		is.Equal(back.Index, p.Index)
+		is.Equal(back.Resumed, p.Resumed)
 		if p.snapshot() {
 			is.Equal(back.Key, p.Key)
 		} else {
@@ -35,6 +37,20 @@ func TestPositionEncoding(t *testing.T) {
 			fast, err := positionLSN(p.bytes())
 			is.NoErr(err)
 			is.Equal(fast, lsn)
+		}
+	}
+}
+
+// TestPositionResumedErrors checks that a change's resume point must name
+// a table and a consistent point, and only a change's position has one.
+func TestPositionResumedErrors(t *testing.T) {
+	for _, b := range []string{
+		`{"lsn":"0/1","resumed":{"table":"a","until":"x"}}`,
+		`{"lsn":"0/1","resumed":{"until":"0/2"}}`,
+		`{"table":"a","key":["1"],"resumed":{"table":"a","until":"0/2"}}`,
+	} {
+		if _, err := parsePosition([]byte(b)); err == nil {
+			t.Errorf("parsePosition(%s): no error", b)
 		}
 	}
 }

@@ -34,6 +34,24 @@
 // and key during the snapshot, transaction and change afterwards), so a
 // restart resumes right after the last acknowledged record; acknowledged
 // changes are confirmed to the server, which may then recycle their WAL.
+//
+// # Resumed snapshot
+//
+// A restart from a position of the snapshot reads the rest of it under a
+// fresh snapshot, exported by a temporary replication slot whose
+// consistent point says which transactions the fresh snapshot sees, while
+// replication starts where the first snapshot ended. Of the changes in
+// those transactions, inserts and updates of rows the fresh snapshot read
+// (after the resume point) are dropped, an update that moves a row across
+// the resume point becomes a delete of its old key or a create of its new
+// one, and deletes are kept, with the later changes of their keys, so that
+// each row is delivered once: the stream, replayed as plain inserts,
+// updates and deletes, ends up equal to the tables. Those changes'
+// positions carry the resume point, and their acks leave the slot where
+// it is, so a restart among them streams them again and drops the same
+// ones. A restart from a position of the snapshot after changes
+// were delivered delivers the rows those changes touched again, in the
+// fresh snapshot, under other positions (see the README).
 package postgres
 
 import (

@@ -43,7 +43,9 @@ type Source struct {
 
 	snap  *snapshotFrom // where the snapshot resumes; nil: no snapshot
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
-	skip  position      // a transaction partly acked: its changes up to skip.Index are skipped
+	skip  position      // the last acked change: it and the changes before it are skipped
+
+	resume *resumed // the snapshot was resumed: changes it saw are dropped; nil: it was not
 
 	statusInterval time.Duration // see the package variable
 
@@ -161,12 +163,24 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		}
 	case pos.snapshot():
 		// The slot's own snapshot is gone with the connection that created
-		// it; the rest of the tables is read under a fresh one. Replication
-		// still starts at the slot's consistent point, so every change since
-		// is streamed after the snapshot and the result is the same.
-		if err := s.beginSnapshot(ctx, ""); err != nil {
+		// it; the rest of the tables is read under a fresh one, exported by
+		// a temporary slot, whose consistent point says which transactions
+		// it sees. Replication still starts at the slot's consistent point,
+		// dropping the changes that the fresh snapshot delivered (resume.go).
+		tmp := freshSnapshotSlot(s.cfg.Slot.Name)
+		created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, tmp, "pgoutput",
+			pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, Temporary: true, SnapshotAction: "EXPORT_SNAPSHOT"})
+		if err != nil {
+			return s.errorf("create a temporary replication slot to resume the snapshot: %s", err)
+		}
+		if err := s.beginSnapshot(ctx, created.SnapshotName); err != nil {
 			return err
 		}
+		// The imported snapshot outlives the slot, which would hold WAL.
+		if err := pglogrepl.DropReplicationSlot(ctx, s.repl, tmp, pglogrepl.DropReplicationSlotOptions{}); err != nil {
+			return s.errorf("drop the temporary replication slot: %s", err)
+		}
+		s.resume = &resumed{Table: pos.Table, Key: pos.Key, Until: created.ConsistentPoint}
 		s.snap = &snapshotFrom{table: len(s.tables)}
 		for i, t := range s.tables {
 			if t.ident == pos.Table {
@@ -179,7 +193,12 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 			}
 		}
 	default:
-		s.start, s.skip = pos.lsn(), pos
+		s.start, s.skip, s.resume = pos.lsn(), pos, pos.Resumed
+		if s.resume != nil {
+			// Which deletes were kept is rebuilt from the slot's position,
+			// which acks of such changes do not move (see Ack).
+			s.start = 0
+		}
 		if uint64(s.start) > s.confirmed.Load() {
 			s.confirmed.Store(uint64(s.start))
 		}
@@ -222,11 +241,15 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]sdk.Record, error) {
 	return s.q.take(ctx, max)
 }
 
-var snapshotPrefix = []byte(`{"table"`)
+var (
+	snapshotPrefix = []byte(`{"table"`)
+	resumedField   = []byte(`,"resumed":`)
+)
 
 // Ack notes that Conduit has processed the record at pos. For a change, the
 // server may now recycle the WAL before its transaction: the reader
-// confirms the transaction's commit LSN at its next status update.
+// confirms the transaction's commit LSN at its next status update; but
+// not for a change that a resumed snapshot saw (see Open).
 func (s *Source) Ack(_ context.Context, pos sdk.Position) error {
 	defer s.acked.Add(1)
 	if bytes.HasPrefix(pos, snapshotPrefix) {
@@ -235,6 +258,9 @@ func (s *Source) Ack(_ context.Context, pos sdk.Position) error {
 	lsn, err := positionLSN(pos)
 	if err != nil {
 		return err
+	}
+	if bytes.Contains(pos, resumedField) {
+		return nil // a restart streams its transaction again, see Open
 	}
 	raise(&s.confirmed, uint64(lsn))
 	return nil

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	conduitpkg "github.com/connkit/connkit/internal/conduit"
+	"github.com/jackc/pgx/v5"
 )
 
 // The crash tests run a pipeline into a keyless table (plain inserts, where
@@ -226,12 +228,10 @@ pipelines:
 
 // TestExactlyOncePostgresSource runs standalone:postgres (snapshot, then
 // changes) into a keyless copy of the table: it kills Conduit during the
-// snapshot, then, once changes stream, the destination plugin twice.
-// Rows are inserted into the source only once Conduit has persisted a
-// position of the changes: a replay from a position of the snapshot reads
-// the rows inserted since the snapshot began in a fresh snapshot, and
-// again as changes, under other positions, which no destination can tell
-// from new records (see the postgres README).
+// snapshot while rows are being inserted into the source table, so that
+// the snapshot resumes under a fresh snapshot that holds some of the rows
+// the changes hold too; then, once a position of the changes is persisted,
+// it kills the destination plugin twice.
 func TestExactlyOncePostgresSource(t *testing.T) {
 	const snapshot, changes = 20000, 10000
 	for _, engine := range crashEngines {
@@ -265,36 +265,101 @@ pipelines:
 					"url": url, "exactlyOnce.enabled": fmt.Sprint(mode.exactlyOnce),
 				}))
 				cr := startCrash(t, pipeline, url, engine.flags)
-				const rows = `SELECT count(*) FROM items`
-				cr.waitFor(rows, snapshot/4)
+				last := snapshot
+				// Rows inserted while the snapshot is read, and across the
+				// kill, until the snapshot's rows are through.
+				inserting := keepInserting(t, from, last+1)
+				cr.waitFor(`SELECT count(*) FROM items`, snapshot/4)
 				cr.killConduit()
-				cr.waitFor(`SELECT count(DISTINCT id) FROM items`, snapshot)
-				// A first change, then a graceful restart, which persists its
-				// position: a replay from a position of the snapshot would
-				// read the rows inserted since under snapshot positions.
-				insert := func(first, last int) {
-					t.Helper()
-					if _, err := src.Exec(t.Context(), `DO $$ BEGIN
-						FOR b IN `+fmt.Sprint(first/100)+`..`+fmt.Sprint(last/100-1)+` LOOP
-							INSERT INTO items SELECT i, i FROM generate_series(1 + b * 100, 100 + b * 100) i;
-							COMMIT;
-						END LOOP; END $$`); err != nil {
-						t.Fatal(err)
-					}
+				cr.waitFor(`SELECT count(DISTINCT id) FROM items WHERE id <= `+fmt.Sprint(snapshot), snapshot)
+				last = inserting.stop()
+				t.Logf("%d rows inserted during the snapshot", last-snapshot)
+				// A graceful restart once the changes stream, which persists a
+				// position of theirs: a restart from a position of the
+				// snapshot after changes were delivered would read rows again
+				// under snapshot positions (see the postgres README).
+				if err := insertItems(t.Context(), src, last+1, 100, 100); err != nil {
+					t.Fatal(err)
 				}
-				insert(snapshot, snapshot+100)
-				cr.waitFor(`SELECT count(*) FROM items WHERE id > `+fmt.Sprint(snapshot), 100)
+				last += 100
+				cr.waitFor(`SELECT count(DISTINCT id) FROM items`, int64(last))
 				cr.c.stop()
 				cr.c = runConduit(t, conduitBin(t), cr.dir, cr.flags...)
 				// Changes in transactions of 100 rows, while the destination
 				// is killed.
-				insert(snapshot+100, snapshot+changes)
-				for _, at := range []int64{snapshot + changes/4, snapshot + changes/2} {
-					cr.waitFor(`SELECT count(*) FROM items WHERE id > `+fmt.Sprint(snapshot), at-snapshot)
+				if err := insertItems(t.Context(), src, last+1, changes, 100); err != nil {
+					t.Fatal(err)
+				}
+				for _, at := range []int{last + changes/4, last + changes/2} {
+					cr.waitFor(`SELECT count(*) FROM items WHERE id > `+fmt.Sprint(snapshot), int64(at-snapshot))
 					cr.killDestination(engine.recovers)
 				}
-				cr.check("items", "id", snapshot+changes, mode.exactlyOnce)
+				last += changes
+				cr.check("items", "id", int64(last), mode.exactlyOnce)
 			})
 		}
 	}
+}
+
+// insertItems inserts the rows first to first+n-1 into items, in
+// transactions of size rows.
+func insertItems(ctx context.Context, conn *pgx.Conn, first, n, size int) error {
+	_, err := conn.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN
+		FOR b IN 0..%d LOOP
+			INSERT INTO items SELECT i, i FROM generate_series(%d + b * %d, %d + b * %d) i;
+			COMMIT;
+		END LOOP; END $$`, n/size-1, first, size, first+size-1, size))
+	return err
+}
+
+// inserter inserts rows into items, ten per transaction, one transaction
+// every 10ms, until stopped.
+type inserter struct {
+	t       *testing.T
+	stopped chan struct{}
+	done    chan struct{}
+	next    int // the next row's id, once done is closed
+	err     error
+}
+
+func keepInserting(t *testing.T, url string, first int) *inserter {
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &inserter{t: t, stopped: make(chan struct{}), done: make(chan struct{}), next: first}
+	go func() {
+		defer close(in.done)
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(10 * time.Millisecond) // a steady trickle, not a synchronisation
+		defer tick.Stop()
+		for {
+			select {
+			case <-in.stopped:
+				return
+			case <-tick.C:
+			}
+			if in.err = insertItems(context.Background(), conn, in.next, 10, 10); in.err != nil {
+				return
+			}
+			in.next += 10
+		}
+	}()
+	t.Cleanup(func() { in.stop() })
+	return in
+}
+
+// stop stops the inserts and returns the last row's id.
+func (in *inserter) stop() int {
+	in.t.Helper()
+	select {
+	case <-in.stopped:
+	default:
+		close(in.stopped)
+	}
+	<-in.done
+	if in.err != nil {
+		in.t.Fatalf("insert rows while the snapshot is read: %v", in.err)
+	}
+	return in.next - 1
 }
