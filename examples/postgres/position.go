@@ -19,8 +19,13 @@ import (
 type position struct {
 	Table string   `json:"table,omitempty"` // snapshot: the table, schema-qualified
 	Key   []string `json:"key,omitempty"`   // snapshot: the key's columns as text, in key order
-	LSN   string   `json:"lsn,omitempty"`   // CDC: the commit LSN of the transaction
-	Index int      `json:"i,omitempty"`     // CDC: the change's index in the transaction, from 0
+	// Version is, in the snapshot, the row version read (its xmin): a row
+	// read again unchanged after a restart has the same position, so an
+	// exactly-once destination skips it, and a row changed meanwhile a
+	// new one, so that its new version is written.
+	Version string `json:"v,omitempty"`
+	LSN     string `json:"lsn,omitempty"` // CDC: the commit LSN of the transaction
+	Index   int    `json:"i,omitempty"`   // CDC: the change's index in the transaction, from 0
 
 	Resumed *resumed `json:"resumed,omitempty"` // CDC: the resumed snapshot that saw the transaction
 }
@@ -38,7 +43,7 @@ func (p position) bytes() sdk.Position {
 		lsn, _ := pglogrepl.ParseLSN(p.LSN)
 		return cdcPosition(lsn, p.Index)
 	}
-	n := len(p.Table) + 20
+	n := len(p.Table) + len(p.Version) + 28
 	for _, k := range p.Key {
 		n += len(k) + 3
 	}
@@ -52,7 +57,12 @@ func (p position) bytes() sdk.Position {
 		}
 		b = appendJSONString(b, k)
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	if p.Version != "" {
+		b = append(b, `,"v":`...)
+		b = appendJSONString(b, p.Version)
+	}
+	return append(b, '}')
 }
 
 // cdcPosition is the position of the change at index i of the transaction

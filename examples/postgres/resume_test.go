@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,10 +49,15 @@ func (m *replay) apply(recs ...sdk.Record) {
 		_, held := rows[id]
 		switch r.Operation {
 		case sdk.OperationSnapshot, sdk.OperationCreate:
-			if held {
+			n := r.Payload.After.(sdk.StructuredData)["n"].(int64)
+			// A row read again under a new position is a version of it
+			// changed while it was in flight: it replaces the one held, as
+			// the update a run without a restart delivers. The same
+			// version twice is a row twice.
+			if held && (r.Operation != sdk.OperationSnapshot || rows[id] == n) {
 				m.t.Fatalf("%s %s %d at %s: the row is already there", r.Operation, coll, id, r.Position)
 			}
-			rows[id] = r.Payload.After.(sdk.StructuredData)["n"].(int64)
+			rows[id] = n
 		case sdk.OperationUpdate:
 			old := id
 			if before, ok := r.Payload.Before.(sdk.StructuredData); ok {
@@ -128,19 +134,18 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumeAt := first[len(first)-1].Position
-	if string(resumeAt) != `{"table":"\"public\".\"a\"","key":["40"]}` {
+	if !strings.HasPrefix(string(resumeAt), `{"table":"\"public\".\"a\"","key":["40"]`) {
 		t.Fatalf("resume position %s", resumeAt)
 	}
 
-	// Writes before the resume (none changes 41 to 45, whose earlier
-	// versions the destination holds under the positions the fresh
-	// snapshot gives them, see the README): inserts, updates and deletes
+	// Writes before the resume (44, in flight, changes: its new version
+	// comes under a new position; 43, in flight, is deleted): inserts, updates and deletes
 	// on both sides of key 40 (10 < 40 < 100 also as text), keys moved across it
 	// both ways and on either side, in a later table, in one transaction
 	// and in several.
 	exec(t, conn, `BEGIN; DELETE FROM a WHERE id = 50; INSERT INTO a VALUES (-1, 1), (1000, 1); COMMIT`)
 	exec(t, conn, `BEGIN;
-		UPDATE a SET n = 2 WHERE id IN (10, 60, 100);
+		UPDATE a SET n = 2 WHERE id IN (10, 44, 60, 100);
 		UPDATE b SET n = 2 WHERE id = 10;
 		INSERT INTO b VALUES (1000, 2);
 		DELETE FROM a WHERE id IN (15, 43, 90); -- 43: in flight

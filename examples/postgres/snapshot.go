@@ -74,7 +74,7 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 		params[i] = "$" + strconv.Itoa(i+1) + "::text::" + t.types[k]
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s FROM %s", strings.Join(cols, ", "), t.ident)
+	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.ident)
 	var args [][]byte
 	if after != nil {
 		fmt.Fprintf(&b, " WHERE (%s) > (%s)", strings.Join(keys, ", "), strings.Join(params, ", "))
@@ -96,6 +96,8 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 	var last []string
 	for rr.NextRow() {
 		vals := rr.Values()
+		version := string(vals[len(vals)-1])
+		vals = vals[:len(vals)-1]
 		after := make(sdk.StructuredData, len(vals))
 		for i, v := range vals {
 			if v == nil {
@@ -111,7 +113,7 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 			last[i] = string(vals[k])
 		}
 		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now}
-		recs = append(recs, sdk.Snapshot(position{Table: t.ident, Key: last}.bytes(), md, key, after))
+		recs = append(recs, sdk.Snapshot(position{Table: t.ident, Key: last, Version: version}.bytes(), md, key, after))
 	}
 	if _, err := rr.Close(); err != nil {
 		return nil, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
