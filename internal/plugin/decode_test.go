@@ -276,3 +276,53 @@ func BenchmarkDecodeRunRequest(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
 	})
 }
+
+// BenchmarkDecodeRows decodes messages of one record each, as Conduit's
+// default engine sends them, of rows of growing width: a numeric key and
+// a payload of text and number columns (and, in the last, a list).
+func BenchmarkDecodeRows(b *testing.B) {
+	row := func(i, width int) opencdc.Record {
+		after := opencdc.StructuredData{}
+		for c := range width {
+			if c%2 == 0 {
+				after[fmt.Sprint("text_", c)] = fmt.Sprint("value ", i, " of column ", c)
+			} else {
+				after[fmt.Sprint("number_", c)] = float64(i % 100)
+			}
+		}
+		return opencdc.Record{
+			Position:  opencdc.Position(fmt.Sprint(i)),
+			Operation: opencdc.OperationCreate,
+			Metadata:  opencdc.Metadata{"opencdc.collection": "bench", "opencdc.readAt": "1764064000000000000"},
+			Key:       opencdc.StructuredData{"id": float64(i)},
+			Payload:   opencdc.Change{After: after},
+		}
+	}
+	for _, width := range []int{4, 16, 64} {
+		b.Run(fmt.Sprint("columns=", width), func(b *testing.B) {
+			msgs := make([][]byte, 100)
+			for i := range msgs {
+				msgs[i] = marshalRequest(b, []opencdc.Record{row(i, width)})
+			}
+			var d recordDecoder
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := d.runRequest(msgs[i%len(msgs)], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("list", func(b *testing.B) {
+		r := row(1, 4)
+		r.Payload.After.(opencdc.StructuredData)["tags"] = []any{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", 1.0, 2.0}
+		msg := marshalRequest(b, []opencdc.Record{r})
+		var d recordDecoder
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.runRequest(msg, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
