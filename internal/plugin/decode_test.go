@@ -102,6 +102,55 @@ func TestRecordDecoderMatchesProtocol(t *testing.T) {
 	is.Equal(again, got)
 }
 
+// Numbers decode to float64s of exactly their bits, those boxed once
+// (small whole numbers) as the others, and each record's map is its own
+// however many fields it has.
+func TestRecordDecoderNumbersAndMaps(t *testing.T) {
+	is := is.New(t)
+	numbers := []float64{0, math.Copysign(0, -1), 1, 7, 1023, 1023.5, 1024, -1, 0.25, 1e300, math.SmallestNonzeroFloat64}
+	after := opencdc.StructuredData{}
+	list := make([]any, len(numbers))
+	for i, n := range numbers {
+		after[fmt.Sprint("n", i)] = n
+		list[i] = n
+	}
+	after["list"] = list
+	after["nested"] = map[string]any{"list": list, "n": 3.0}
+	b := marshalRequest(t, []opencdc.Record{{Payload: opencdc.Change{After: after}}, {Payload: opencdc.Change{After: after}}})
+	var d recordDecoder
+	got, err := d.runRequest(b, nil)
+	is.NoErr(err)
+	is.Equal(len(got), 2)
+	is.Equal(got, viaProto(t, b))
+	bits := func(v any) uint64 {
+		f, ok := v.(float64)
+		is.True(ok) // a float64
+		return math.Float64bits(f)
+	}
+	m := got[0].Payload.After.(opencdc.StructuredData)
+	is.Equal(len(m), len(numbers)+2)
+	for i, n := range numbers {
+		is.Equal(bits(m[fmt.Sprint("n", i)]), math.Float64bits(n)) // the map's number, bit for bit
+		is.Equal(bits(m["list"].([]any)[i]), math.Float64bits(n))  // the list's number, bit for bit
+	}
+	is.Equal(len(m["list"].([]any)), len(numbers))
+	is.Equal(len(m["nested"].(map[string]any)), 2)
+
+	// Changing one record's data leaves the other's alone.
+	m["n0"], m["list"].([]any)[0] = "changed", "changed"
+	other := got[1].Payload.After.(opencdc.StructuredData)
+	is.Equal(other["n0"], 0.0)
+	is.Equal(other["list"].([]any)[0], 0.0)
+	// Nothing of the records stays reachable from the decoder.
+	is.Equal(len(d.fields)+len(d.values), 0)
+	for _, f := range d.fields[:cap(d.fields)] {
+		is.True(f.key == "" && f.value == nil) // a field cleared
+	}
+	for _, v := range d.values[:cap(d.values)] {
+		is.True(v == nil) // a list value cleared
+	}
+}
+
 // Fields the format does not know, and known fields with another wire type,
 // are skipped as the generated code skips them.
 func TestRecordDecoderSkipsUnknownFields(t *testing.T) {
