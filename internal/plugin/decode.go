@@ -253,6 +253,8 @@ func bytesOrNil(b []byte) []byte {
 // gives them.
 func number(f float64) any {
 	switch {
+	case f >= 0 && f < float64(len(wholeNumbers)) && f == math.Trunc(f) && !math.Signbit(f):
+		return wholeNumbers[int(f)]
 	case math.IsNaN(f):
 		return "NaN"
 	case math.IsInf(f, 1):
@@ -262,6 +264,17 @@ func number(f float64) any {
 	}
 	return f
 }
+
+// wholeNumbers are the whole numbers from 0 to 1023, each boxed once:
+// putting a float64 in an interface allocates, and small whole numbers
+// (counts, codes, ages, quantities) are most of the numbers rows carry.
+// Records may share them, as an interface's value cannot be changed.
+var wholeNumbers = func() (a [1024]any) {
+	for i := range a {
+		a[i] = float64(i)
+	}
+	return a
+}()
 
 func (d *recordDecoder) list(b []byte) ([]any, error) {
 	start := len(d.values)
