@@ -100,6 +100,10 @@ bench: build conduit incumbent
 		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log
 	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) -schemas off,on \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) -schemas off,on \
+		-operation update -vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) -schemas off -keyless \
+		-vs-plugin $(INCUMBENT_BIN)/postgres
 	$(GO) run ./internal/cmd/bench pgsource -out bench/results -records 200000 -changes 200000 \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-config $(kv) -vs-config $(kv))
 	$(GO) run ./internal/cmd/bench conduit -out bench/results -conduit $(CONDUIT_BIN) \

@@ -4,7 +4,9 @@
 //
 // The destination writes records to PostgreSQL with set-based statements:
 // each run of consecutive records for the same table and operation becomes
-// one statement over arrays of values.
+// one statement over arrays of values or, from 100 rows on, a COPY (into
+// the table for plain inserts, else into a staging table the statement
+// reads).
 //
 // # Exactly once
 //
@@ -98,6 +100,7 @@ type Destination struct {
 
 	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
 	written *written // the positions written, in the exactly-once mode; else nil
+	copyBuf []byte   // rows in COPY's text format, reused by each COPY
 
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata

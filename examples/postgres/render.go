@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/big"
 	"math/bits"
 	"slices"
@@ -16,6 +17,13 @@ import (
 
 	"github.com/connkit/connkit/sdk"
 )
+
+// isWhole reports whether f is a whole number that a double holds exactly
+// along with every whole number of smaller magnitude (|f| < 2⁵³), other
+// than -0: one whose shortest decimal form is its integer's.
+func isWhole(f float64) bool {
+	return f == math.Trunc(f) && math.Abs(f) < 1<<53 && (f != 0 || !math.Signbit(f))
+}
 
 // kind is what rendering a value needs to know of its column's type.
 type kind int
@@ -110,6 +118,9 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 	case float64:
 		// Structured data crosses the protocol with every number a double:
 		// no exponent, so integral values still parse as integers.
+		if isWhole(v) {
+			return strconv.AppendInt(b, int64(v), 10), false, nil // the same text, a few times sooner
+		}
 		return strconv.AppendFloat(b, v, 'f', -1, 64), false, nil
 	case float32:
 		return strconv.AppendFloat(b, float64(v), 'f', -1, 32), false, nil

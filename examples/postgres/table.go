@@ -21,6 +21,12 @@ type table struct {
 	unique  [][]string        // the columns of each primary key or unique constraint, sorted
 	readIn  uint64            // the batch in which the catalog was last read
 	newRows insertFirst       // only Write touches it, and Write is never concurrent
+	// copyIn is set when COPY into the table does what INSERT does: a plain
+	// or partitioned table without rules (which COPY does not apply), row
+	// security (which COPY does not take) or columns GENERATED ALWAYS AS
+	// IDENTITY (which COPY overrides where INSERT refuses a value).
+	copyIn bool
+	noCopy bool // COPY failed for neither the data nor the system: statements only
 }
 
 // upsertable reports whether an upsert on keys (sorted) has a constraint
@@ -107,7 +113,7 @@ func (d *Destination) checkColumns(ctx context.Context, t *table, columns []stri
 			}
 			return err
 		}
-		t.types, t.bases, t.unique, t.readIn = fresh.types, fresh.bases, fresh.unique, d.batch
+		t.types, t.bases, t.unique, t.copyIn, t.readIn = fresh.types, fresh.bases, fresh.unique, fresh.copyIn, d.batch
 		if c = unknown(); c == "" {
 			return nil
 		}
@@ -155,6 +161,13 @@ func (d *Destination) readTable(ctx context.Context, name string) (*table, error
 	}
 	if t.unique, err = pgx.CollectRows(rows, pgx.RowTo[[]string]); err != nil {
 		return nil, d.catalogError("read the unique constraints of table", name, err)
+	}
+	err = d.pool.QueryRow(ctx, `
+		SELECT c.relkind IN ('r', 'p') AND NOT c.relhasrules AND NOT c.relrowsecurity
+			AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attidentity = 'a' AND NOT a.attisdropped)
+		FROM pg_class c WHERE c.oid = to_regclass($1)`, ident).Scan(&t.copyIn)
+	if err != nil {
+		return nil, d.catalogError("read the kind of table", name, err)
 	}
 	return t, nil
 }

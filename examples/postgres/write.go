@@ -257,20 +257,37 @@ func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *
 	return nil
 }
 
-// exec writes the run's rows[lo:hi] with one statement of class c.
+// exec writes the run's rows[lo:hi] with one statement of class c: from
+// [copyMin] rows on through COPY (see [Destination.copyRows]), else, or if
+// COPY fails where a statement may not, with the rows' values as
+// parameters.
 func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumns, lo, hi int) error {
 	keep := r.dedupe(cols, lo, hi)
+	n := hi - lo
+	if keep != nil {
+		n = len(keep)
+	}
+	if n >= copyMin && !r.table.noCopy {
+		err := d.copyRows(ctx, r, c, cols, keep, lo, hi)
+		if err == nil || isDataError(err) || retryable(err) {
+			return err
+		}
+		// Not a failure the statements would have: COPY or the staging
+		// table may be what the table or the user does not allow (a
+		// privilege on temporary tables, say). The statements decide.
+		r.table.noCopy = true
+	}
 	var args []any
-	single := hi-lo == 1 || len(keep) == 1
+	from := arrays
 	switch {
-	case single && keep != nil:
-		args = cols.row(keep[0])
-	case single:
-		args = cols.row(lo)
+	case n == 1 && keep != nil:
+		args, from = cols.row(keep[0]), oneRow
+	case n == 1:
+		args, from = cols.row(lo), oneRow
 	default:
 		args = cols.args(keep, lo, hi)
 	}
-	sql := r.statement(c, single)
+	sql := r.statement(c, from)
 	if d.written != nil {
 		return d.written.exec(ctx, d.pool, sql, args, positionsOf(r.rows[lo:hi]))
 	}
@@ -555,22 +572,31 @@ func (a textArray) Index(i int) any {
 
 func (a textArray) IndexType() any { return new(string) }
 
-// statement returns the SQL writing the run's rows as class c, from one
-// text array per column or, for a single row, one text per column; each is
-// cast in SQL to its column's type without the modifier (varchar for
-// varchar(10), numeric for numeric(6,2)), and then assigned to the column,
-// which checks the modifier: a value too long for varchar(n) or char(n), or
-// a bit string of the wrong length, fails as assigning it would, where an
-// explicit cast to the column's type would cut or pad it. A delete compares
-// the unmodified value, so a key too long for its column matches no row
-// rather than the row it would be cut to. It depends only on the table, the
-// class, the columns and single, never on the values, so the prepared
-// statement cache serves every batch of the same shape. One row through
-// VALUES costs the database less than through unnest.
-func (r *run) statement(c class, single bool) string {
+// source is where a statement takes its rows from.
+type source int
+
+const (
+	oneRow source = iota // a text parameter per column
+	arrays               // a text[] parameter per column
+	staged               // the staging table of text columns (see [stagingTable])
+)
+
+// statement returns the SQL writing the run's rows as class c, from
+// text values (see [source]); each is cast in SQL to its column's type
+// without the modifier (varchar for varchar(10), numeric for
+// numeric(6,2)), and then assigned to the column, which checks the
+// modifier: a value too long for varchar(n) or char(n), or a bit string of
+// the wrong length, fails as assigning it would, where an explicit cast to
+// the column's type would cut or pad it. A delete compares the unmodified
+// value, so a key too long for its column matches no row rather than the
+// row it would be cut to. It depends only on the table, the class, the
+// columns and the source, never on the values, so the prepared statement
+// cache serves every batch of the same shape. One row through VALUES costs
+// the database less than through unnest.
+func (r *run) statement(c class, from source) string {
 	values := make([]string, len(r.columns)) // each column's value, cast
-	var source string                        // where they come from, for several rows
-	if single {
+	var rows string                          // where they come from, for several rows
+	if from == oneRow {
 		for i, col := range r.columns {
 			values[i] = "$" + strconv.Itoa(i+1) + "::text::" + r.table.bases[col]
 		}
@@ -582,13 +608,16 @@ func (r *run) statement(c class, single bool) string {
 			aliases[i] = "v" + strconv.Itoa(i+1)
 			values[i] = "s." + aliases[i] + "::" + r.table.bases[col]
 		}
-		source = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
+		rows = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
+		if from == staged {
+			rows = stagingTable(len(r.columns)) + " AS s" // its columns are v1 to vn
+		}
 	}
 	var b strings.Builder
 	if c == remove {
 		b.WriteString("DELETE FROM " + r.table.ident + " AS t")
-		if !single {
-			b.WriteString(" USING " + source)
+		if from != oneRow {
+			b.WriteString(" USING " + rows)
 		}
 		b.WriteString(" WHERE ")
 		for i, col := range r.columns {
@@ -599,15 +628,11 @@ func (r *run) statement(c class, single bool) string {
 		}
 		return b.String()
 	}
-	cols := make([]string, len(r.columns))
-	for i, col := range r.columns {
-		cols[i] = quote(col)
-	}
-	b.WriteString("INSERT INTO " + r.table.ident + " (" + strings.Join(cols, ", ") + ")")
-	if single {
+	b.WriteString("INSERT INTO " + r.table.ident + " (" + r.columnList() + ")")
+	if from == oneRow {
 		b.WriteString(" VALUES (" + strings.Join(values, ", ") + ")")
 	} else {
-		b.WriteString(" SELECT " + strings.Join(values, ", ") + " FROM " + source)
+		b.WriteString(" SELECT " + strings.Join(values, ", ") + " FROM " + rows)
 	}
 	if c == upsert || c == create {
 		keys := make([]string, len(r.keys))

@@ -123,20 +123,46 @@ func (w *written) add(tx writtenTx) {
 // insert of their positions (and the deletion of forgotten ones), in one
 // transaction.
 func (w *written) exec(ctx context.Context, pool *pgxpool.Pool, sql string, args []any, positions []sdk.Position) error {
+	var b pgx.Batch
+	b.Queue(sql, args...)
+	tx, pruned := w.queue(&b, positions)
+	// A batch runs in one implicit transaction.
+	return w.done(tx, pruned, pool.SendBatch(ctx, &b).Close())
+}
+
+// commit inserts the positions of the records that tx wrote (and deletes
+// forgotten ones) in tx, and commits it.
+func (w *written) commit(ctx context.Context, tx pgx.Tx, positions []sdk.Position) error {
+	var b pgx.Batch
+	wtx, pruned := w.queue(&b, positions)
+	err := tx.SendBatch(ctx, &b).Close()
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	return w.done(wtx, pruned, err)
+}
+
+// queue adds to b the statements that keep positions, as the next
+// transaction, and delete the forgotten ones; it returns that transaction
+// and the last one it deletes.
+func (w *written) queue(b *pgx.Batch, positions []sdk.Position) (writtenTx, int64) {
 	tx := writtenTx{seq: w.seq + 1, positions: make([]string, len(positions))}
 	raw := make([][]byte, len(positions))
 	for i, p := range positions {
 		tx.positions[i], raw[i] = string(p), p
 	}
-	var b pgx.Batch
-	b.Queue(sql, args...)
 	b.Queue(`INSERT INTO `+w.ident+` (connector, seq, positions) VALUES ($1, $2, $3)`, w.connector, tx.seq, raw)
 	pruned := w.pruneTo
 	if pruned > 0 {
 		b.Queue(`DELETE FROM `+w.ident+` WHERE connector = $1 AND seq <= $2`, w.connector, pruned)
 	}
-	// A batch runs in one implicit transaction.
-	if err := pool.SendBatch(ctx, &b).Close(); err != nil {
+	return tx, pruned
+}
+
+// done notes how the transaction tx, which deleted up to pruned, ended:
+// committed when err is nil.
+func (w *written) done(tx writtenTx, pruned int64, err error) error {
+	if err != nil {
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) {
 			w.stale = true // the connection broke: the commit may have happened

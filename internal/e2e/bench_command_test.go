@@ -63,6 +63,8 @@ func TestBenchCommand(t *testing.T) {
 	pgOut := run("postgres", "-plugin", binary("connkit-postgres"), "-url", url, "-batch-sizes", "1,10", "-records", "300", "-out", dir)
 	is.True(strings.Contains(pgOut, "| 10 |"))
 	is.True(!strings.Contains(pgOut, "failed")) // every run left its 300 rows
+	// Each run's share of the COPY beside it.
+	is.Equal(len(regexp.MustCompile(`\| \d+% of \d+ \|`).FindAllString(pgOut, -1)), 4)
 	_, err = os.Stat(filepath.Join(dir, "postgres.svg"))
 	is.NoErr(err)
 
