@@ -10,8 +10,8 @@
 # make bench        runs the benchmarks, a sweep of generator → log and the Postgres
 #                   destination (schemas off and on) and source runs, connkit's
 #                   plugins side by side with the incumbent's, and the batching
-#                   experiment in real Conduit (about 20 minutes of it), into
-#                   bench/results/
+#                   experiment in real Conduit with its ceiling (about 30 minutes
+#                   of it), into bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -21,7 +21,7 @@ INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
 RACE_RUNS       ?= 20
 PIPELINE_FLAGS  ?=
-PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl
+PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl ./examples/file/cmd/connkit-file
 # The packages whose tests launch plugin binaries or Conduit.
 E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
 
@@ -62,9 +62,10 @@ $(CONDUIT_BIN):
 	cd internal/e2e/conduit && $(GO) build -o $@.tmp github.com/conduitio/conduit/cmd/conduit
 	mv $@.tmp $@
 
-# The incumbent SDK's generator and log plugins, for side-by-side benchmarks,
+# The incumbent SDK's generator, log and postgres plugins, for side-by-side
+# benchmarks, and its file plugin, for the file connector's checks in Conduit,
 # pinned in a module of their own (internal/e2e/incumbent).
-incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres
+incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres $(INCUMBENT_BIN)/file
 
 $(INCUMBENT_BIN)/generator:
 	@echo "building the incumbent's generator plugin (first run only, a minute or two)…"
@@ -81,6 +82,11 @@ $(INCUMBENT_BIN)/postgres:
 	@mkdir -p $(dir $@)
 	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-postgres/cmd/connector
 
+$(INCUMBENT_BIN)/file:
+	@echo "building the incumbent's file plugin (first run only, a minute or two)…"
+	@mkdir -p $(dir $@)
+	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-file/cmd/connector
+
 # Schemas off, for both sides of the runs that measure without them: a
 # Postgres source's reading, not its Avro encoding. Elsewhere the settings
 # stay at their defaults, as in production; the host serves a schema
@@ -93,6 +99,10 @@ bench: build conduit incumbent
 		-destination-config level=trace -vs-destination-config level=trace \
 		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log
 	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) -schemas off,on \
+		-vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) -schemas off,on \
+		-operation update -vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench postgres -out bench/results -records $(BENCH_RECORDS) -schemas off -keyless \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
 	$(GO) run ./internal/cmd/bench pgsource -out bench/results -records 200000 -changes 200000 \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-config $(kv) -vs-config $(kv))

@@ -68,3 +68,18 @@ func ExampleSchemaEncoding_Wrap() {
 	// raw: true
 	// map[id:7]
 }
+
+func ExampleDefaultSchemaEncoding() {
+	fmt.Printf("%+v\n", middleware.DefaultSchemaEncoding())
+	// Output: {Type:avro Payload:true PayloadSubject:payload Key:true KeySubject:key Context:true ContextName:}
+}
+
+func ExampleDefaultSchemaDecoding() {
+	fmt.Printf("%+v\n", middleware.DefaultSchemaDecoding())
+	// Output: {Payload:true Key:true}
+}
+
+func ExampleDefaultRecordFormat() {
+	fmt.Printf("%+v\n", middleware.DefaultRecordFormat())
+	// Output: {Format:opencdc/json Options:}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // RateLimit is the rate limit settings for destinations, with the
-// incumbent Conduit SDK's parameters. Zero PerSecond means no limit.
+// incumbent Conduit SDK's parameters. Zero PerSecond means no limit; the
+// zero value, no limit, is the default.
 type RateLimit struct {
 	PerSecond float64 `param:"sdk.rate.perSecond" validate:"gt=-1" desc:"Maximum number of records written per second; 0 means no limit."`
 	Burst     int     `param:"sdk.rate.burst" validate:"gt=-1" desc:"Number of records that may be written at once, in one Write; 0 means the rate per second, rounded up."`

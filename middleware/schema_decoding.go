@@ -13,10 +13,16 @@ import (
 // SchemaDecoding is the schema settings for destinations, with the
 // incumbent Conduit SDK's parameters: a record whose metadata names a
 // schema for its key or payload is decoded to structured data before Write.
+// The defaults are [DefaultSchemaDecoding]'s.
 type SchemaDecoding struct {
 	Payload bool `param:"sdk.schema.extract.payload.enabled" desc:"Whether to decode the record payload with the schema its metadata names (opencdc.payload.schema.subject and .version)."`
 	Key     bool `param:"sdk.schema.extract.key.enabled" desc:"Whether to decode the record key with the schema its metadata names (opencdc.key.schema.subject and .version)."`
 }
+
+// DefaultSchemaDecoding returns the incumbent Conduit SDK's defaults, which a
+// destination has unless its connector gives others: keys and payloads
+// are both decoded.
+func DefaultSchemaDecoding() SchemaDecoding { return SchemaDecoding{Payload: true, Key: true} }
 
 // Wrap returns the wrapper these settings describe (see [decodeSchemas]),
 // with the schemas of env; nil when neither Key nor Payload is set.

@@ -13,7 +13,7 @@ import (
 // SchemaEncoding is the schema settings for sources, with the incumbent
 // Conduit SDK's parameters: structured keys and payloads get a schema
 // extracted, registered once per shape, and leave the plugin as Avro with
-// metadata that names the schema.
+// metadata that names the schema. The defaults are [DefaultSchemaEncoding]'s.
 type SchemaEncoding struct {
 	Type           string `param:"sdk.schema.extract.type" validate:"inclusion=avro" desc:"The type of schema extracted from structured data."`
 	Payload        bool   `param:"sdk.schema.extract.payload.enabled" desc:"Whether to extract a schema from structured payloads and encode them with it."`
@@ -22,6 +22,15 @@ type SchemaEncoding struct {
 	KeySubject     string `param:"sdk.schema.extract.key.subject" desc:"The subject of key schemas; a record's opencdc.collection, if any, is put before it with a dot."`
 	Context        bool   `param:"sdk.schema.context.enabled" desc:"Whether subjects are registered in a schema context, so that connectors cannot clash; without one, subjects are used as they are."`
 	ContextName    string `param:"sdk.schema.context.name" desc:"The schema context; empty means the connector's ID."`
+}
+
+// DefaultSchemaEncoding returns the incumbent Conduit SDK's defaults, which
+// a source has unless its connector gives others: Avro schemas for both
+// keys and payloads, under the subjects "key" and "payload", in a schema
+// context named after the connector's ID. To change one setting, change it
+// in this value.
+func DefaultSchemaEncoding() SchemaEncoding {
+	return SchemaEncoding{Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true}
 }
 
 // Wrap returns the wrapper these settings describe (see [encodeSchemas]),

@@ -24,7 +24,8 @@ import (
 // held without waiting.
 //
 // The values a [Connector] gives are the parameters' defaults, which a
-// pipeline may override.
+// pipeline may override; the SDK's are [DefaultBatching]'s: no count
+// limit, no delay, 3932160 bytes (3.75 MiB).
 type Batching struct {
 	Size  int           `param:"sdk.batch.size" validate:"gt=-1" desc:"Maximum number of records in a batch; 0 means no count limit (sdk.batch.bytes bounds it). A batch is whatever has arrived, up to this many, when the connector is free (destinations) or Conduit takes the next message (sources): it never waits to fill unless sdk.batch.delay is set."`
 	Delay time.Duration `param:"sdk.batch.delay" validate:"gt=-1" desc:"The longest an incomplete batch may wait to fill, from its oldest record on; 0 means it does not wait. A batch that reaches sdk.batch.size or sdk.batch.bytes goes at once."`

@@ -6,15 +6,6 @@ import (
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/middleware/format"
-)
-
-// The SDK's defaults of the middleware settings, where a [Connector] gives
-// none: the incumbent Conduit SDK's.
-var (
-	defaultSchemaEncoding = middleware.SchemaEncoding{Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true}
-	defaultSchemaDecoding = middleware.SchemaDecoding{Payload: true, Key: true}
-	defaultRecordFormat   = middleware.RecordFormat{Format: format.OpenCDCJSON}
 )
 
 // sourcePlan and destinationPlan are what a pipeline's sdk.* parameters
@@ -36,7 +27,7 @@ type (
 func (c Connector) sourceGroups(p *sourcePlan) []group {
 	return []group{
 		newGroup(or(c.Batching, DefaultBatching()), Batching.policy, &p.batch),
-		newGroup(or(c.SchemaEncoding, defaultSchemaEncoding), middleware.SchemaEncoding.Wrap, &p.encode),
+		newGroup(or(c.SchemaEncoding, middleware.DefaultSchemaEncoding()), middleware.SchemaEncoding.Wrap, &p.encode),
 	}
 }
 
@@ -46,8 +37,8 @@ func (c Connector) destinationGroups(p *destinationPlan) []group {
 	return []group{
 		newGroup(or(c.Batching, DefaultBatching()), Batching.policy, &p.batch),
 		newGroup(or(c.Retry, DefaultRetry()), Retry.policy, &p.retry),
-		newGroup(or(c.SchemaDecoding, defaultSchemaDecoding), middleware.SchemaDecoding.Wrap, &p.decode),
-		newGroup(or(c.RecordFormat, defaultRecordFormat), middleware.RecordFormat.Wrap, &p.format),
+		newGroup(or(c.SchemaDecoding, middleware.DefaultSchemaDecoding()), middleware.SchemaDecoding.Wrap, &p.decode),
+		newGroup(or(c.RecordFormat, middleware.DefaultRecordFormat()), middleware.RecordFormat.Wrap, &p.format),
 		newGroup(or(c.RateLimit, middleware.RateLimit{}), middleware.RateLimit.Wrap, &p.limit),
 	}
 }

@@ -23,16 +23,19 @@ type Connector struct {
 	Source      Factory[Source]
 	Destination Factory[Destination]
 
-	// The defaults of the sdk.* parameters, which a pipeline may override;
-	// nil means the SDK's, given for each. Each group's parameters are in
+	// The defaults of the sdk.* parameters, one group each, which a
+	// pipeline may override; nil keeps the SDK's, given for each. A group
+	// set here replaces all of that group's defaults and no other group's:
+	// to change one setting, start from the group's Default function and
+	// change that field (see the example). Each group's parameters are in
 	// the specification of the roles it applies to, with the same names,
 	// types, defaults and meanings as in the incumbent Conduit SDK.
-	Batching       *Batching                  // sources and destinations; nil: DefaultBatching()
-	Retry          *Retry                     // destinations; nil: DefaultRetry()
-	SchemaEncoding *middleware.SchemaEncoding // sources; nil: {Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true}
-	SchemaDecoding *middleware.SchemaDecoding // destinations; nil: {Payload: true, Key: true}
-	RecordFormat   *middleware.RecordFormat   // destinations; nil: {Format: "opencdc/json"}
-	RateLimit      *middleware.RateLimit      // destinations; nil: {} (no limit)
+	Batching       *Batching                  // sources and destinations; nil: DefaultBatching(), {Size: 0, Delay: 0, Bytes: 3932160}
+	Retry          *Retry                     // destinations; nil: DefaultRetry(), {Attempts: 8, Delay: 100ms, MaxDelay: 10s}
+	SchemaEncoding *middleware.SchemaEncoding // sources; nil: middleware.DefaultSchemaEncoding(), {Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true, ContextName: ""}
+	SchemaDecoding *middleware.SchemaDecoding // destinations; nil: middleware.DefaultSchemaDecoding(), {Payload: true, Key: true}
+	RecordFormat   *middleware.RecordFormat   // destinations; nil: middleware.DefaultRecordFormat(), {Format: "opencdc/json", Options: ""}
+	RateLimit      *middleware.RateLimit      // destinations; nil: {PerSecond: 0, Burst: 0}, no limit
 }
 
 // Factory builds a configured connector of type T from its config struct.

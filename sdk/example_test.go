@@ -3,10 +3,23 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk"
 )
+
+// Numbers is a source of increasing numbers.
+type Numbers struct{ n int }
+
+func (s *Numbers) Open(context.Context, sdk.Position) error { return nil }
+func (s *Numbers) Read(context.Context) (sdk.Record, error) {
+	s.n++
+	pos := sdk.Position(strconv.Itoa(s.n))
+	return sdk.Create(pos, nil, nil, sdk.RawData(pos)), nil
+}
+func (s *Numbers) Teardown(context.Context) error { return nil }
 
 // Counter is a destination that counts what it is given.
 type Counter struct{ n int }
@@ -56,6 +69,61 @@ func ExampleConnector_defaults() {
 	// sdk.batch.bytes 3932160
 	// sdk.batch.size 1000
 	// sdk.retry.attempts 8
+}
+
+// A source turns payload schema extraction off and keeps every other
+// default: the payload subject, the key's extraction, batching.
+func ExampleConnector_schemaEncoding() {
+	encoding := middleware.DefaultSchemaEncoding()
+	encoding.Payload = false
+	connector := sdk.Connector{
+		Name:           "numbers",
+		Version:        "v0.1.0",
+		Source:         sdk.NewSource(func(struct{}) (*Numbers, error) { return &Numbers{}, nil }),
+		SchemaEncoding: &encoding,
+	}
+	spec, _ := connector.Specification()
+	for _, p := range spec.SourceParameters {
+		fmt.Printf("%s=%q\n", p.Name, p.Default)
+	}
+	// Output:
+	// sdk.batch.bytes="3932160"
+	// sdk.batch.delay="0"
+	// sdk.batch.size="0"
+	// sdk.schema.context.enabled="true"
+	// sdk.schema.context.name=""
+	// sdk.schema.extract.key.enabled="true"
+	// sdk.schema.extract.key.subject="key"
+	// sdk.schema.extract.payload.enabled="false"
+	// sdk.schema.extract.payload.subject="payload"
+	// sdk.schema.extract.type="avro"
+}
+
+// Every default of a destination's sdk.* parameters, as a connector that
+// sets none has them.
+func ExampleConnector_destinationDefaults() {
+	connector := sdk.Connector{
+		Name:        "counter",
+		Version:     "v0.1.0",
+		Destination: sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
+	}
+	spec, _ := connector.Specification()
+	for _, p := range spec.DestinationParameters {
+		fmt.Printf("%s=%q\n", p.Name, p.Default)
+	}
+	// Output:
+	// sdk.batch.bytes="3932160"
+	// sdk.batch.delay="0"
+	// sdk.batch.size="0"
+	// sdk.rate.burst="0"
+	// sdk.rate.perSecond="0"
+	// sdk.record.format="opencdc/json"
+	// sdk.record.format.options=""
+	// sdk.retry.attempts="8"
+	// sdk.retry.delay="100ms"
+	// sdk.retry.maxDelay="10s"
+	// sdk.schema.extract.key.enabled="true"
+	// sdk.schema.extract.payload.enabled="true"
 }
 
 func ExampleDefaultBatching() {

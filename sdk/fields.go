@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Fields are the named fields of a record's key or payload, whichever form
@@ -23,7 +24,10 @@ type Fields map[string]any
 
 // FieldsOf returns the fields of d: structured data, or raw data that holds
 // a JSON object. No data (nil or empty raw data) has no fields. Raw data
-// that is not a JSON object is an error that says so.
+// that is not a JSON object is an error that says so; raw data with a
+// string (a name or a value, at any depth) that is not valid UTF-8 is an
+// [*InvalidUTF8Error] naming the first such field, never a value with the
+// bytes replaced. Structured data is returned as it is, strings included.
 func FieldsOf(d Data) (Fields, error) {
 	switch d := d.(type) {
 	case nil:
@@ -33,6 +37,11 @@ func FieldsOf(d Data) (Fields, error) {
 	case RawData:
 		if len(bytes.TrimSpace(d)) == 0 {
 			return Fields{}, nil
+		}
+		if !utf8.Valid(d) || loneSurrogate(d) {
+			if err := invalidUTF8(d); err != nil {
+				return nil, err
+			}
 		}
 		dec := json.NewDecoder(bytes.NewReader(d))
 		dec.UseNumber()

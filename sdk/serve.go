@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,8 +21,12 @@ import (
 // It returns only when Conduit ends the plugin, or once the process that
 // started the plugin has exited (Conduit was killed, say): then it tears the
 // connectors down first, so that nothing they hold (a replication slot, a
-// lock, a connection) outlives Conduit. Run with the argument
-// "spec", the binary prints its [Specification] as JSON and exits instead.
+// lock, a connection) outlives Conduit. A plugin that no host connects to
+// within 10 seconds of its start exits too: its host died before it could
+// tell. Run with the argument "spec", the binary prints its [Specification]
+// and exits instead: as JSON, or with "-format yaml" as a connector.yaml
+// file ([Specification.YAML]), or with "-format markdown" as a table of its
+// parameters for a README ([Specification.Markdown]).
 // A Connector that is not valid is reported on stderr and exits with status 1.
 func Serve(c Connector) {
 	if err := serve(c, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -35,12 +41,10 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 		return err
 	}
 	if len(args) > 0 && args[0] == "spec" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(spec)
+		return printSpec(spec, args[1:], stdout)
 	}
 	if len(args) > 0 {
-		return fmt.Errorf("usage: %s [spec]\n\nWithout arguments the binary runs as a Conduit plugin; Conduit starts it.", c.Name)
+		return fmt.Errorf("usage: %s [spec [-format json|yaml|markdown]]\n\nWithout arguments the binary runs as a Conduit plugin; Conduit starts it.", c.Name)
 	}
 	settings, warnings := plugin.SettingsFromEnv(getenv)
 	for _, w := range warnings {
@@ -54,6 +58,30 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	settings.Context = func(ctx context.Context) context.Context { return schema.NewContext(ctx, schemas) }
 	env := middleware.Env{Schemas: schemas, ConnectorID: getenv(pconnector.EnvConduitConnectorID)}
 	return plugin.Serve(c.server(spec, env), settings, stderr)
+}
+
+// printSpec writes spec to w in the format args name, JSON by default.
+func printSpec(spec Specification, args []string, w io.Writer) error {
+	flags := flag.NewFlagSet("spec", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	format := flags.String("format", "json", "")
+	usage := errors.New("usage: spec [-format json|yaml|markdown]")
+	if err := flags.Parse(args); err != nil || flags.NArg() > 0 {
+		return usage
+	}
+	switch *format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(spec)
+	case "yaml":
+		_, err := w.Write(spec.YAML())
+		return err
+	case "markdown":
+		_, err := io.WriteString(w, spec.Markdown())
+		return err
+	}
+	return fmt.Errorf("spec: -format %q: want json, yaml or markdown", *format)
 }
 
 func init() {

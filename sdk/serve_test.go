@@ -60,6 +60,7 @@ func TestServeRejectsInvalidConnectors(t *testing.T) {
 		{"no name", Connector{Version: "v0.1.0", Destination: NewDestination(newNop)}, nil, "Name is empty"},
 		{"no version", Connector{Name: "x", Destination: NewDestination(newNop)}, nil, `Version "" is not a semantic version`},
 		{"version without v", Connector{Name: "x", Version: "1.0.0", Destination: NewDestination(newNop)}, nil, "not a semantic version"},
+		{"the incumbent's unset version", Connector{Name: "x", Version: "(devel)", Destination: NewDestination(newNop)}, nil, `"(devel)" is not a semantic version such as v0.1.0, which Conduit needs to resolve standalone:x; set it when building (go build -ldflags "-X 'PACKAGE.version=v1.2.3'") and give the variable a default such as v0.0.0-dev`},
 		{"no role", Connector{Name: "x", Version: "v0.1.0"}, nil, "neither a Source nor a Destination"},
 		{"bad config", Connector{Name: "x", Version: "v0.1.0", Destination: NewDestination(func(badConfig) (nopDestination, error) { return nopDestination{}, nil })}, nil, "unsupported type"},
 		{"unknown argument", Connector{Name: "x", Version: "v0.1.0", Destination: NewDestination(newNop)}, []string{"run"}, "usage"},

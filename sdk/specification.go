@@ -28,7 +28,8 @@ func (c Connector) Specification() (Specification, error) {
 		errs = append(errs, errors.New("sdk: Connector.Name is empty"))
 	}
 	if !semver.MatchString(c.Version) {
-		errs = append(errs, fmt.Errorf("sdk: Connector.Version %q is not a semantic version such as v0.1.0", c.Version))
+		errs = append(errs, fmt.Errorf("sdk: Connector.Version %q is not a semantic version such as v0.1.0, which Conduit needs to resolve standalone:%s; "+
+			"set it when building (go build -ldflags \"-X 'PACKAGE.version=v1.2.3'\") and give the variable a default such as v0.0.0-dev, not the incumbent SDK's \"(devel)\"", c.Version, c.Name))
 	}
 	if !c.Source.isSet() && !c.Destination.isSet() {
 		errs = append(errs, errors.New("sdk: Connector has neither a Source nor a Destination"))

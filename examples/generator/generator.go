@@ -242,29 +242,33 @@ func (s *Source) record(now time.Time) sdk.Record {
 	if len(k.ops) > 1 {
 		op = k.ops[s.rng.IntN(len(k.ops))]
 	}
-	r := sdk.Record{
-		Position:  pos,
-		Operation: op,
-		Metadata:  sdk.Metadata{},
-		Key:       sdk.RawData(pos),
-	}
-	r.Metadata.SetCreatedAt(now)
+	md := sdk.Metadata{}
+	md.SetCreatedAt(now)
 	if k.collection != "" {
-		r.Metadata.SetCollection(k.collection)
+		md.SetCollection(k.collection)
 	}
+	key := sdk.RawData(pos)
 	if op == sdk.OperationDelete {
-		return r // a deletion carries the key only
+		return sdk.Delete(pos, md, key, nil) // a deletion carries the key only
 	}
+	var after sdk.Data
 	switch k.format.Type {
 	case "file":
-		r.Payload.After = sdk.RawData(k.file)
+		after = sdk.RawData(k.file)
 	case "structured":
-		r.Payload.After = structured(k.fields, s.rng, now)
+		after = structured(k.fields, s.rng, now)
 	default:
 		s.buf = raw(s.buf[:0], k.fields, s.rng, now)
-		r.Payload.After = sdk.RawData(append([]byte(nil), s.buf...))
+		after = sdk.RawData(append([]byte(nil), s.buf...))
 	}
-	return r
+	switch op {
+	case sdk.OperationUpdate:
+		return sdk.Update(pos, md, key, nil, after)
+	case sdk.OperationSnapshot:
+		return sdk.Snapshot(pos, md, key, after)
+	default:
+		return sdk.Create(pos, md, key, after)
+	}
 }
 
 // Teardown has nothing to release.

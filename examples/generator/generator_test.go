@@ -210,6 +210,8 @@ func TestOperations(t *testing.T) {
 		r, err := src.Read(t.Context())
 		is.NoErr(err)
 		seen[r.Operation]++
+		_, err = r.Metadata.GetReadAt() // Debezium's ts_ms comes from it
+		is.NoErr(err)
 		if r.Operation == sdk.OperationDelete {
 			is.Equal(r.Payload.After, nil) // a deletion carries the key only
 		} else {

@@ -3,7 +3,6 @@ package jsonl
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,7 +105,7 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 	for _, r := range records {
 		b, err := encode(r)
 		if err != nil {
-			encErr = fmt.Errorf("record %q: %w", r.Position, err)
+			encErr = sdk.RecordFault(fmt.Errorf("record %q: %w", r.Position, err))
 			break
 		}
 		d.buf.Write(b)
@@ -140,9 +139,9 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 	}
 	d.size += int64(whole)
 	if werr != nil {
-		werr = fmt.Errorf("write %s: %w", d.cfg.Path, werr)
+		return n, fmt.Errorf("write %s: %w", d.cfg.Path, werr) // the record that failed to encode was not reached
 	}
-	return n, errors.Join(werr, encErr)
+	return n, encErr
 }
 
 // Teardown closes the file.

@@ -2,10 +2,12 @@ package jsonl
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"unicode/utf8"
 
 	"github.com/connkit/connkit/sdk"
 )
@@ -52,9 +54,11 @@ func (d *data) sdk() sdk.Data {
 	}
 }
 
-// encode returns r as a line of JSON, without the newline.
+// encode returns r as a line of JSON, without the newline. A string that
+// is not valid UTF-8 (in metadata or structured data) is an
+// [*sdk.InvalidUTF8Error]: encoding/json would replace its invalid bytes.
 func encode(r sdk.Record) ([]byte, error) {
-	return json.Marshal(line{
+	b, err := json.Marshal(line{
 		Position:  r.Position,
 		Operation: r.Operation.String(),
 		Metadata:  r.Metadata,
@@ -62,10 +66,40 @@ func encode(r sdk.Record) ([]byte, error) {
 		Before:    toData(r.Payload.Before),
 		After:     toData(r.Payload.After),
 	})
+	// encoding/json writes each invalid byte as \ufffd, and a valid U+FFFD
+	// as itself: only a line with that escape needs a closer look.
+	if err == nil && bytes.Contains(b, []byte(`\ufffd`)) {
+		err = checkUTF8(r)
+	}
+	return b, err
 }
 
-// decode parses a line of the file.
+// checkUTF8 returns an [*sdk.InvalidUTF8Error] naming a string of r that
+// is not valid UTF-8, or nil.
+func checkUTF8(r sdk.Record) error {
+	for k, v := range r.Metadata {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return &sdk.InvalidUTF8Error{Field: "metadata." + k, Name: !utf8.ValidString(k)}
+		}
+	}
+	for _, d := range []struct {
+		path string
+		data sdk.Data
+	}{{"key", r.Key}, {"payload.before", r.Payload.Before}, {"payload.after", r.Payload.After}} {
+		var text *sdk.InvalidUTF8Error
+		if errors.As(sdk.CheckUTF8(d.data), &text) {
+			return &sdk.InvalidUTF8Error{Field: d.path + "." + text.Field, Name: text.Name}
+		}
+	}
+	return nil
+}
+
+// decode parses a line of the file. A line that is not valid UTF-8 is an
+// error: parsing it would replace the invalid bytes with U+FFFD.
 func decode(b []byte) (sdk.Record, error) {
+	if !utf8.Valid(b) {
+		return sdk.Record{}, fmt.Errorf("not valid UTF-8 text (byte %d): raw data belongs in \"raw\", as base64", invalidAt(b))
+	}
 	var l line
 	if err := json.Unmarshal(b, &l); err != nil {
 		return sdk.Record{}, err
@@ -81,6 +115,20 @@ func decode(b []byte) (sdk.Record, error) {
 		Key:       l.Key.sdk(),
 		Payload:   sdk.Change{Before: l.Before.sdk(), After: l.After.sdk()},
 	}, nil
+}
+
+// invalidAt returns the offset of the first byte of b that is not part of
+// valid UTF-8.
+func invalidAt(b []byte) int {
+	at := 0
+	for at < len(b) {
+		r, size := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		at += size
+	}
+	return at
 }
 
 // ReadFile returns the records in a file the destination wrote, with the

@@ -136,3 +136,12 @@ func TestReadLine(t *testing.T) {
 		is.Equal(string(got), tt.want)
 	}
 }
+
+// A line that is not valid UTF-8 is refused, not read with U+FFFD in
+// place of its bytes.
+func TestDecodeRefusesInvalidUTF8(t *testing.T) {
+	is := is.New(t)
+	_, err := decode([]byte("{\"operation\":\"create\",\"after\":{\"structured\":{\"name\":\"a\xffb\"}}}"))
+	is.True(err != nil)
+	is.Equal(err.Error(), `not valid UTF-8 text (byte 54): raw data belongs in "raw", as base64`)
+}

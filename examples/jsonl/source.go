@@ -140,9 +140,8 @@ func (s *Source) next() (rec sdk.Record, ok bool, err error) {
 	if err != nil {
 		return sdk.Record{}, false, fmt.Errorf("%s: the line at offset %d: %w", s.cfg.Path, at, err)
 	}
-	if rec.Metadata == nil {
-		rec.Metadata = sdk.Metadata{}
-	}
+	// A line's own opencdc.readAt, the time its record was first read, is kept.
+	rec.Metadata = sdk.Stamp(rec.Metadata)
 	if rec.Position != nil {
 		rec.Metadata["jsonl.position"] = string(rec.Position)
 	}

@@ -64,8 +64,9 @@ func sqlName(parts ...string) string {
 // resolveTables finds the tables the patterns name (table, schema.table,
 // * for every table in public, schema.* for every table in schema) and
 // describes them, sorted by their quoted names. Every table must exist, be
-// readable and have a primary key.
-func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string) ([]*sourceTable, error) {
+// readable and have a primary key. A wildcard leaves out the table named
+// by state (the source's own, see snapstate.go).
+func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state string) ([]*sourceTable, error) {
 	var oids []uint32
 	for _, p := range patterns {
 		p = strings.TrimSpace(p)
@@ -80,7 +81,7 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string) ([]*s
 			}
 			rows, _ := conn.Query(ctx, `
 				SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-				WHERE n.nspname = $1 AND c.relkind = 'r'`, schema)
+				WHERE n.nspname = $1 AND c.relkind = 'r' AND c.oid IS DISTINCT FROM to_regclass($2)`, schema, state)
 			found, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
 			if err != nil {
 				return nil, fmt.Errorf("list the tables of schema %s: %w", schema, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +51,20 @@ func (r *relation) key(d sdk.StructuredData) sdk.StructuredData {
 		k[name] = d[name]
 	}
 	return k
+}
+
+// keyText returns the text of the primary key's values in t, in key order;
+// nil when one of them is not in t (an unchanged TOASTed value).
+func (r *relation) keyText(t *pglogrepl.TupleData) []string {
+	out := make([]string, 0, len(r.keys))
+	for _, name := range r.keys {
+		i := slices.Index(r.names, name)
+		if i < 0 || i >= len(t.Columns) || t.Columns[i].DataType != pglogrepl.TupleDataTypeText {
+			return nil
+		}
+		out = append(out, string(t.Columns[i].Data))
+	}
+	return out
 }
 
 // stream reads changes through logical replication from s.start (or where
@@ -141,7 +157,7 @@ type replicator struct {
 	inTx  bool
 	lsn   pglogrepl.LSN // the current transaction's commit LSN
 	index int           // the next change's index in it
-	skip  int           // changes up to this index were acked before a restart; -1: none
+	skip  int           // changes up to this index were acked before a restart; -1: none, MaxInt: all
 	now   string        // opencdc.readAt of the current transaction's records
 }
 
@@ -164,8 +180,16 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		r.relations[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
 		r.inTx, r.lsn, r.index, r.skip = true, m.FinalLSN, 0, -1
-		if r.s.skip.LSN != "" && m.FinalLSN == r.s.skip.lsn() {
-			r.skip = r.s.skip.Index
+		if res := r.s.resume; res != nil && m.FinalLSN >= res.until {
+			r.s.resume = nil // past the fresh snapshot: its changes are whole again
+		}
+		if r.s.skip.LSN != "" {
+			switch skip := r.s.skip.lsn(); {
+			case m.FinalLSN == skip:
+				r.skip = r.s.skip.Index
+			case m.FinalLSN < skip: // acked before the restart
+				r.skip = math.MaxInt
+			}
 		}
 		r.now = strconv.FormatInt(time.Now().UnixNano(), 10)
 	case *pglogrepl.CommitMessage:
@@ -173,23 +197,17 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		return r.flush(ctx)
 	case *pglogrepl.InsertMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
+			r.markChanged(rel, m.Tuple)
 			after := rel.data(m.Tuple)
 			r.emit(rel, sdk.OperationCreate, rel.key(after), nil, after)
 		}
 	case *pglogrepl.UpdateMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
-			after := rel.data(m.NewTuple)
-			var before sdk.Data
-			switch m.OldTupleType {
-			case pglogrepl.UpdateMessageTupleTypeOld:
-				before = rel.data(m.OldTuple)
-			case pglogrepl.UpdateMessageTupleTypeKey:
-				before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
-			}
-			r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
+			return r.update(ctx, rel, m)
 		}
 	case *pglogrepl.DeleteMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
+			r.markChanged(rel, m.OldTuple)
 			old := rel.data(m.OldTuple)
 			var before sdk.Data
 			if m.OldTupleType == pglogrepl.DeleteMessageTupleTypeOld {
@@ -201,6 +219,28 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 	if len(r.pending) >= 1000 {
 		return r.flush(ctx)
 	}
+	return nil
+}
+
+// update emits an update, with the values it leaves unchanged filled in
+// where a resumed snapshot calls for it (fillUnchanged).
+func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.UpdateMessage) error {
+	oldTuple := m.NewTuple
+	if m.OldTupleType != 0 {
+		oldTuple = m.OldTuple
+	}
+	var before sdk.Data
+	switch m.OldTupleType {
+	case pglogrepl.UpdateMessageTupleTypeOld:
+		before = rel.data(m.OldTuple)
+	case pglogrepl.UpdateMessageTupleTypeKey:
+		before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
+	}
+	after := rel.data(m.NewTuple)
+	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.index > r.skip); err != nil {
+		return err
+	}
+	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
 	return nil
 }
 

@@ -21,11 +21,17 @@ import (
 // class 22 (a data exception: a value its column's type does not take,
 // text that is not valid in the database's encoding), 23 (an integrity
 // constraint: NOT NULL, unique, check, foreign key) and 21 (a cardinality
-// violation: two rows of one statement touching the same row).
+// violation: two rows of one statement touching the same row), and 42703
+// (an undefined column: the statements name only the columns of their
+// records, so this is a column the table no longer has, dropped since the
+// destination read it).
 func isDataError(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
 		return false
+	}
+	if pgErr.Code == "42703" {
+		return true
 	}
 	switch pgErr.Code[:2] {
 	case "21", "22", "23":

@@ -91,7 +91,7 @@ func TestRecordFaults(t *testing.T) {
 		{"smallint out of range", "small", 32768, `column "small" (smallint): value "32768" is out of range for type smallint [SQLSTATE 22003]`},
 		{"integer out of range", "n", int64(1) << 31, `column "n" (integer): value "2147483648" is out of range for type integer [SQLSTATE 22003]`},
 		{"fraction into integer", "n", 1.5, `column "n" (integer): invalid input syntax for type integer: "1.5" [SQLSTATE 22P02]`},
-		{"invalid UTF-8", "t", "a\xffb", `column "t" (text): invalid byte sequence for encoding "UTF8": 0xff [SQLSTATE 22021]`},
+		{"invalid UTF-8", "t", "a\xffb", `column "t" (text): not valid UTF-8 text (refused: replacing the invalid bytes would change it)`},
 		{"NUL in text", "t", "a\x00b", `column "t" (text): invalid byte sequence for encoding "UTF8": 0x00 [SQLSTATE 22021]`},
 		{"NOT NULL", "nn", nil, `column "nn" (text): null value in column "nn" of relation "faults" violates not-null constraint`},
 		{"unique", "u", "taken", `duplicate key value violates unique constraint "faults_u_key" (Key (u)=(taken) already exists.) [SQLSTATE 23505]`},

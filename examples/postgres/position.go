@@ -19,8 +19,13 @@ import (
 type position struct {
 	Table string   `json:"table,omitempty"` // snapshot: the table, schema-qualified
 	Key   []string `json:"key,omitempty"`   // snapshot: the key's columns as text, in key order
-	LSN   string   `json:"lsn,omitempty"`   // CDC: the commit LSN of the transaction
-	Index int      `json:"i,omitempty"`     // CDC: the change's index in the transaction, from 0
+	// Version is, in the snapshot, the row version read (its xmin): a row
+	// read again unchanged after a restart has the same position, so an
+	// exactly-once destination skips it, and a row changed meanwhile a
+	// new one, so that its new version is written.
+	Version string `json:"v,omitempty"`
+	LSN     string `json:"lsn,omitempty"` // CDC: the commit LSN of the transaction
+	Index   int    `json:"i,omitempty"`   // CDC: the change's index in the transaction, from 0
 }
 
 func (p position) snapshot() bool { return p.Table != "" }
@@ -32,7 +37,7 @@ func (p position) bytes() sdk.Position {
 		lsn, _ := pglogrepl.ParseLSN(p.LSN)
 		return cdcPosition(lsn, p.Index)
 	}
-	n := len(p.Table) + 20
+	n := len(p.Table) + len(p.Version) + 28
 	for _, k := range p.Key {
 		n += len(k) + 3
 	}
@@ -46,7 +51,12 @@ func (p position) bytes() sdk.Position {
 		}
 		b = appendJSONString(b, k)
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	if p.Version != "" {
+		b = append(b, `,"v":`...)
+		b = appendJSONString(b, p.Version)
+	}
+	return append(b, '}')
 }
 
 // cdcPosition is the position of the change at index i of the transaction
@@ -121,6 +131,11 @@ func parsePosition(b sdk.Position) (position, error) {
 	if p.LSN != "" {
 		if _, err := pglogrepl.ParseLSN(p.LSN); err != nil {
 			return p, fmt.Errorf("position %q is not a postgres source position: %w", b, err)
+		}
+	}
+	if p.Version != "" {
+		if _, err := strconv.ParseUint(p.Version, 10, 32); err != nil || !p.snapshot() {
+			return p, fmt.Errorf("position %q is not a postgres source position: expected a row version (xmin) in a snapshot position", b)
 		}
 	}
 	return p, nil

@@ -4,7 +4,23 @@
 //
 // The destination writes records to PostgreSQL with set-based statements:
 // each run of consecutive records for the same table and operation becomes
-// one statement over arrays of values.
+// one statement over arrays of values or, from 100 rows on, a COPY (into
+// the table for plain inserts, else into a staging table the statement
+// reads).
+//
+// # Exactly once
+//
+// By default a record may be written twice after a crash (at least once).
+// With exactlyOnce.enabled, each statement is sent in one transaction with
+// the positions of the records it writes, which go to a table in the same
+// database under the connector's ID (Conduit's pipeline:connector). A
+// record whose position is there is acknowledged without being written, so
+// a record is skipped only when the database proves it written. Positions
+// are opaque bytes: the destination never orders them, and a replay may
+// start anywhere within the newest exactlyOnce.window positions, which is
+// what the table keeps per connector. A replay that starts further back,
+// or a source that does not give a replayed record its earlier position,
+// writes the record again.
 //
 // # Source
 //
@@ -18,6 +34,23 @@
 // and key during the snapshot, transaction and change afterwards), so a
 // restart resumes right after the last acknowledged record; acknowledged
 // changes are confirmed to the server, which may then recycle their WAL.
+//
+// # Resumed snapshot
+//
+// A restart from a position of the snapshot reads the rest of it under a
+// fresh snapshot, exported by a temporary replication slot, while
+// replication starts where the first snapshot ended. The fresh snapshot
+// reads only the row versions the first snapshot saw (which transactions
+// it saw is kept in a table of the source database, and every snapshot
+// position names its row's version): the rows unchanged since, under the
+// positions the first snapshot gave them. A row written since comes from replication, which streams its
+// change under the position it always has. So the records of a run
+// restarted anywhere are the records of a run without a restart, by
+// position: an exactly-once destination writes each once. A row changed
+// before the restart, after the resume point, comes as its changes alone
+// (its first snapshot record is gone with the first snapshot); the first
+// update of such a row before the fresh snapshot carries the TOASTed
+// values it left unchanged, read from the table.
 package postgres
 
 import (
@@ -49,8 +82,14 @@ var Connector = sdk.Connector{
 // Config is the destination's configuration.
 type Config struct {
 	URL   string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db. The password never appears in logs or errors."`
-	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included. Default: each record's opencdc.collection metadata."`
+	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included (double quotes allow dots). Default: each record's opencdc.collection metadata."`
 	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key. With one key column, a raw key that is not a JSON object is that column's value."`
+
+	ExactlyOnce struct {
+		Enabled bool   `param:"enabled" default:"false" desc:"Write each record once, also across restarts and crashes: the positions of the records written are kept in the destination database, in the same transaction as their rows, and a record whose position is there is acknowledged without being written again. Needs positions that are unique and the same when the source replays a record."`
+		Table   string `param:"table" default:"connkit_positions" desc:"Table keeping the written positions, optionally schema-qualified; created when missing; one per database serves every connector."`
+		Window  int    `param:"window" default:"100000" validate:"gt=0" desc:"Positions kept per connector: more than Conduit may replay after a crash (what it acknowledges in about a second, plus what is in flight)."`
+	} `param:"exactlyOnce"`
 }
 
 // Destination writes records to PostgreSQL.
@@ -58,6 +97,10 @@ type Destination struct {
 	cfg  Config
 	keys []string // the configured key columns, sorted
 	pool *pgxpool.Pool
+
+	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
+	written *written // the positions written, in the exactly-once mode; else nil
+	copyBuf []byte   // rows in COPY's text format, reused by each COPY
 
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata
@@ -81,6 +124,12 @@ func (d *Destination) Open(ctx context.Context) error {
 		pool.Close()
 		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))
 	}
+	if d.cfg.ExactlyOnce.Enabled {
+		if d.written, err = newWritten(ctx, pool, d.cfg.ExactlyOnce.Table, d.cfg.ExactlyOnce.Window); err != nil {
+			pool.Close()
+			return err
+		}
+	}
 	d.pool = pool
 	return nil
 }
@@ -101,8 +150,17 @@ func (d *Destination) Teardown(context.Context) error {
 // that does not fit its column, a constraint) is that record's fault
 // ([sdk.RecordFault]), and the records after it go to the next Write; a
 // failure of the system (the connection, a shutdown, a deadlock) is
-// [sdk.Retryable] from the first record not written.
+// [sdk.Retryable] from the first record not written. In the exactly-once
+// mode, records already written are counted without being written again.
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	if d.written != nil {
+		return d.writeOnce(ctx, records)
+	}
+	return d.write(ctx, records)
+}
+
+// write writes records, as Write describes.
+func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
 	runs, n, err := d.plan(ctx, records)
 	for _, r := range runs {
 		if werr := d.writeRun(ctx, r); werr != nil {

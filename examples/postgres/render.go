@@ -6,15 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/big"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/connkit/connkit/sdk"
 )
+
+// isWhole reports whether f is a whole number that a double holds exactly
+// along with every whole number of smaller magnitude (|f| < 2⁵³), other
+// than -0: one whose shortest decimal form is its integer's.
+func isWhole(f float64) bool {
+	return f == math.Trunc(f) && math.Abs(f) < 1<<53 && (f != 0 || !math.Signbit(f))
+}
 
 // kind is what rendering a value needs to know of its column's type.
 type kind int
@@ -66,12 +75,21 @@ func kindOf(typ string) kind {
 //     numbers, bytes as base64 and times as RFC 3339, as encoding/json
 //     writes them; a nil list or map as an empty one); a value with no JSON
 //     form (NaN, a channel) is an error
-//   - strings: as they are; nil: NULL (true, and nothing appended)
+//   - strings: as they are; text that is not valid UTF-8: into bytea, its
+//     bytes exactly (\x hex); elsewhere an error, since PostgreSQL's text
+//     and JSON take only valid text and replacing the bytes would change it
+//   - nil: NULL (true, and nothing appended)
 func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 	switch v := v.(type) {
 	case nil:
 		return b, true, nil
 	case string:
+		if !utf8.ValidString(v) {
+			if k != bytea {
+				return b, false, errInvalidUTF8
+			}
+			return hex.AppendEncode(append(b, `\x`...), []byte(v)), false, nil
+		}
 		return append(b, v...), false, nil
 	case json.Number:
 		return append(b, v...), false, nil
@@ -100,6 +118,9 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 	case float64:
 		// Structured data crosses the protocol with every number a double:
 		// no exponent, so integral values still parse as integers.
+		if isWhole(v) {
+			return strconv.AppendInt(b, int64(v), 10), false, nil // the same text, a few times sooner
+		}
 		return strconv.AppendFloat(b, v, 'f', -1, 64), false, nil
 	case float32:
 		return strconv.AppendFloat(b, float64(v), 'f', -1, 32), false, nil
@@ -125,8 +146,11 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		return v.Append(b, 10), false, nil
 	default:
 		b, err := appendJSON(b, v) // maps and lists, for json and jsonb columns
+		if err != nil && !errors.Is(err, errInvalidUTF8) {
+			err = fmt.Errorf("a %T has no JSON form: %w", v, err)
+		}
 		if err != nil {
-			return b, false, fmt.Errorf("a %T has no JSON form: %w", v, err)
+			return b, false, err
 		}
 		return b, false, nil
 	}
@@ -160,6 +184,12 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 			return append(b, "null"...), nil
 		}
 		return appendRat(b, v)
+	case string:
+		if !utf8.ValidString(v) {
+			return b, fmt.Errorf("%w: %q", errInvalidUTF8, v)
+		}
+		j, err := json.Marshal(v)
+		return append(b, j...), err
 	default:
 		j, err := json.Marshal(v)
 		return append(b, j...), err
@@ -168,6 +198,9 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if !utf8.ValidString(k) {
+			return b, fmt.Errorf("%w: the name %q", errInvalidUTF8, k)
 		}
 		j, err := json.Marshal(k)
 		if err != nil {
@@ -249,6 +282,10 @@ func appendDuration(b []byte, d time.Duration) []byte {
 	}
 	return b
 }
+
+// errInvalidUTF8 is text that is not valid UTF-8, for a column that takes
+// only valid text.
+var errInvalidUTF8 = errors.New("not valid UTF-8 text (refused: replacing the invalid bytes would change it)")
 
 // errNoDecimal is a fraction whose decimal form does not end.
 var errNoDecimal = errors.New("the fraction has no exact decimal form")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,22 @@ func TestKindOf(t *testing.T) {
 // BenchmarkRender renders a run of 1000 upserts, as writeRun does before
 // each statement: rows as the protocol's Struct delivers them (doubles and
 // strings) and rows of typed values as a schema's decoder delivers them.
+// A double renders as its shortest decimal form with no exponent, whole
+// numbers by the integer path as every other number.
+func TestTextOfDoubles(t *testing.T) {
+	doubles := []float64{0, math.Copysign(0, -1), 1, -1, 7, 1023, 1e15, 1e16, -1e16, 1<<53 - 1, -(1<<53 - 1), 1 << 53, -(1 << 53), 1<<53 + 2, 1 << 60, -(1 << 62), 123456789012345678,
+		1e21, 1e22, math.MaxFloat64, -math.MaxFloat64, 0.5, -0.5, 2.5, 1e15 + 0.5, math.SmallestNonzeroFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
+	for i := range 2000 {
+		doubles = append(doubles, float64(i*i*i*7919), -float64(i)*1e9, float64(i)/8)
+	}
+	for _, v := range doubles {
+		got, null, err := text(v, other)
+		if want := strconv.FormatFloat(v, 'f', -1, 64); err != nil || null || got != want {
+			t.Errorf("text(%v) = %q, %v, %v; want %q", v, got, null, err, want)
+		}
+	}
+}
+
 func BenchmarkRender(b *testing.B) {
 	const n = 1000
 	tbl := &table{name: "bench", types: map[string]string{

@@ -37,7 +37,7 @@ func (s *Source) snapshot(ctx context.Context) error {
 			after = s.snap.key
 		}
 		for {
-			recs, last, err := s.fetch(ctx, t, after)
+			recs, read, last, err := s.fetch(ctx, t, after)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ func (s *Source) snapshot(ctx context.Context) error {
 					return err
 				}
 			}
-			if len(recs) < s.cfg.Snapshot.FetchSize {
+			if read < s.cfg.Snapshot.FetchSize {
 				break
 			}
 			after = last
@@ -60,9 +60,10 @@ func (s *Source) snapshot(ctx context.Context) error {
 }
 
 // fetch reads up to fetchSize rows of t after the key after (all from the
-// start when nil), in text format, as snapshot records, and returns the
-// last row's key.
-func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]sdk.Record, []string, error) {
+// start when nil), in text format, and returns as snapshot records those
+// a resumed snapshot keeps (resumed), how many rows it read, and the last
+// row's key.
+func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]sdk.Record, int, []string, error) {
 	cols := make([]string, len(t.columns))
 	for i, c := range t.columns {
 		cols[i] = quote(c)
@@ -74,7 +75,7 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 		params[i] = "$" + strconv.Itoa(i+1) + "::text::" + t.types[k]
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s FROM %s", strings.Join(cols, ", "), t.ident)
+	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.ident)
 	var args [][]byte
 	if after != nil {
 		fmt.Fprintf(&b, " WHERE (%s) > (%s)", strings.Join(keys, ", "), strings.Join(params, ", "))
@@ -90,11 +91,30 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 	for i, f := range fields {
 		oids[i] = f.DataTypeOID
 	}
+	// One read time for the rows of one query, which sdk.Snapshot keeps.
 	now := strconv.FormatInt(time.Now().UnixNano(), 10)
 	var recs []sdk.Record
 	var last []string
+	read := 0
 	for rr.NextRow() {
+		read++
 		vals := rr.Values()
+		version := string(vals[len(vals)-1])
+		vals = vals[:len(vals)-1]
+		last = make([]string, len(t.keys))
+		for i, k := range t.keys {
+			last[i] = string(vals[k])
+		}
+		if s.resume != nil {
+			xmin, err := strconv.ParseUint(version, 10, 32)
+			if err != nil {
+				rr.Close()
+				return nil, 0, nil, fmt.Errorf("read table %s: xmin %q is not a transaction ID", t.ident, version)
+			}
+			if !s.resume.first.saw(uint32(xmin), s.resume.horizon) {
+				continue // written since the first snapshot: replication streams it
+			}
+		}
 		after := make(sdk.StructuredData, len(vals))
 		for i, v := range vals {
 			if v == nil {
@@ -104,21 +124,15 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 			after[t.columns[i]] = value(oids[i], v)
 		}
 		key := make(sdk.StructuredData, len(t.keys))
-		last = make([]string, len(t.keys))
-		for i, k := range t.keys {
+		for _, k := range t.keys {
 			key[t.columns[k]] = after[t.columns[k]]
-			last[i] = string(vals[k])
 		}
-		recs = append(recs, sdk.Record{
-			Position:  position{Table: t.ident, Key: last}.bytes(),
-			Operation: sdk.OperationSnapshot,
-			Metadata:  sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now},
-			Key:       key,
-			Payload:   sdk.Change{After: after},
-		})
+		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now}
+		pos := position{Table: t.ident, Key: last, Version: version}
+		recs = append(recs, sdk.Snapshot(pos.bytes(), md, key, after))
 	}
 	if _, err := rr.Close(); err != nil {
-		return nil, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
+		return nil, 0, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
 	}
-	return recs, last, nil
+	return recs, read, last, nil
 }

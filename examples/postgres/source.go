@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -17,18 +19,19 @@ import (
 // SourceConfig is the source's configuration.
 type SourceConfig struct {
 	URL      string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db; the role needs the REPLICATION attribute. The password never appears in logs or errors."`
-	Tables   []string `param:"tables" validate:"required" desc:"Comma-separated tables to read, each table or schema.table; * for every table in public, schema.* for every table in schema. Every table needs a primary key."`
+	Tables   []string `param:"tables" validate:"required" desc:"Comma-separated tables to read, each table or schema.table; * for every table in public, schema.* for every table in schema (snapshot.stateTable left out). Every table needs a primary key."`
 	Snapshot struct {
-		Mode      string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
-		FetchSize int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query."`
+		Mode       string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
+		FetchSize  int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query, and about how many records the source holds ahead of Conduit."`
+		StateTable string `param:"stateTable" default:"connkit_snapshots" desc:"Table (table or schema.table, created when missing) where the source records, per slot, which transactions its snapshot sees, so that a snapshot resumed after a restart gives every record the position it had. If the role may not create it, a resumed snapshot delivers the rows changed since the snapshot began again, under new positions."`
 	} `param:"snapshot"`
 	Slot struct {
-		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing: lower-case letters, digits and underscores."`
+		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing (one reader at a time): lower-case letters, digits and underscores, at most 63."`
 	} `param:"slot"`
 	Publication struct {
-		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores."`
+		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores, at most 63."`
 	} `param:"publication"`
-	Cleanup bool `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication when the connector is deleted."`
+	Cleanup bool `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication, and delete the slot's row of snapshot.stateTable, when the connector is deleted."`
 }
 
 // Source reads a snapshot of tables, then their changes through logical
@@ -43,7 +46,9 @@ type Source struct {
 
 	snap  *snapshotFrom // where the snapshot resumes; nil: no snapshot
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
-	skip  position      // a transaction partly acked: its changes up to skip.Index are skipped
+	skip  position      // the last acked change: it and the changes before it are skipped
+
+	resume *resumed // the snapshot was resumed under a fresh one; nil: it was not
 
 	statusInterval time.Duration // see the package variable
 
@@ -73,7 +78,13 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if _, err := pgx.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
-	return &Source{cfg: cfg, statusInterval: statusInterval}, nil
+	// A config built in Go rather than from parameters may leave it empty.
+	cfg.Snapshot.StateTable = cmp.Or(cfg.Snapshot.StateTable, "connkit_snapshots")
+	s := &Source{cfg: cfg, statusInterval: statusInterval}
+	if _, err := s.stateTable(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *Source) errorf(format string, err error) error {
@@ -102,7 +113,8 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	if err := checkServer(ctx, s.conn); err != nil {
 		return err
 	}
-	if s.tables, err = resolveTables(ctx, s.conn, s.cfg.Tables); err != nil {
+	state, _ := s.stateTable() // checked by NewSource
+	if s.tables, err = resolveTables(ctx, s.conn, s.cfg.Tables, state); err != nil {
 		return err
 	}
 	s.byOID = make(map[uint32]*sourceTable, len(s.tables))
@@ -148,6 +160,13 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		if err := s.beginSnapshot(ctx, created.SnapshotName); err != nil {
 			return err
 		}
+		_, view, err := s.snapshotView(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.saveFirstSnapshot(ctx, view); err != nil {
+			return err
+		}
 		s.snap = &snapshotFrom{}
 	case from == nil:
 		if !slot.exists {
@@ -161,12 +180,37 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		}
 	case pos.snapshot():
 		// The slot's own snapshot is gone with the connection that created
-		// it; the rest of the tables is read under a fresh one. Replication
-		// still starts at the slot's consistent point, so every change since
-		// is streamed after the snapshot and the result is the same.
-		if err := s.beginSnapshot(ctx, ""); err != nil {
+		// it; the rest of the tables is read under a fresh one, exported by
+		// a temporary slot, keeping the row versions the first one saw.
+		// Replication still starts at the slot's consistent point (resume.go).
+		first, ok, err := s.loadFirstSnapshot(ctx)
+		if err != nil {
 			return err
 		}
+		if !ok {
+			sdk.Logger(ctx).Warn(fmt.Sprintf(`postgres: no record of slot %s's snapshot in %s (parameter "snapshot.stateTable"): the resumed snapshot reads every row, and delivers the rows changed since the snapshot began again, under new positions`, s.cfg.Slot.Name, s.cfg.Snapshot.StateTable))
+			first = txSnapshot{xmax: math.MaxUint64} // every version seen
+		}
+		tmp := freshSnapshotSlot(s.cfg.Slot.Name)
+		created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, tmp, "pgoutput",
+			pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, Temporary: true, SnapshotAction: "EXPORT_SNAPSHOT"})
+		if err != nil {
+			return s.errorf("create a temporary replication slot to resume the snapshot: %s", err)
+		}
+		if err := s.beginSnapshot(ctx, created.SnapshotName); err != nil {
+			return err
+		}
+		fresh, _, err := s.snapshotView(ctx)
+		if err != nil {
+			return err
+		}
+		until, _ := pglogrepl.ParseLSN(created.ConsistentPoint)
+		s.resume = &resumed{table: pos.Table, key: pos.Key, until: until, first: first, horizon: fresh.xmax, changed: map[string]bool{}}
+		// The imported snapshot outlives the slot, which would hold WAL.
+		if err := pglogrepl.DropReplicationSlot(ctx, s.repl, tmp, pglogrepl.DropReplicationSlotOptions{}); err != nil {
+			return s.errorf("drop the temporary replication slot: %s", err)
+		}
+		sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; rows written since the first snapshot come as changes", pos.Table, pos.Key), "table", pos.Table)
 		s.snap = &snapshotFrom{table: len(s.tables)}
 		for i, t := range s.tables {
 			if t.ident == pos.Table {
@@ -266,8 +310,9 @@ func (s *Source) Teardown(ctx context.Context) error {
 	return nil
 }
 
-// OnDeleted drops the replication slot and the publication, when cleanup
-// is set, so the server stops keeping WAL for a reader that is gone.
+// OnDeleted drops the replication slot and the publication, and deletes
+// the slot's row of snapshot.stateTable, when cleanup is set, so the
+// server stops keeping WAL for a reader that is gone.
 func (s *Source) OnDeleted(ctx context.Context) error {
 	if !s.cfg.Cleanup {
 		return nil
@@ -278,6 +323,9 @@ func (s *Source) OnDeleted(ctx context.Context) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if err := dropReplication(ctx, conn, s.cfg.Slot.Name, s.cfg.Publication.Name); err != nil {
+		return errors.New(redact(err, s.cfg.URL))
+	}
+	if err := s.forgetFirstSnapshot(ctx, conn); err != nil {
 		return errors.New(redact(err, s.cfg.URL))
 	}
 	return nil

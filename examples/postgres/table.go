@@ -11,14 +11,22 @@ import (
 )
 
 // table is what the destination knows of a table: read from the catalog
-// once, then cached.
+// once, then cached, and read again when a record names a column it does
+// not know (see [Destination.checkColumns]).
 type table struct {
 	name    string            // as configured, for messages
 	ident   string            // quoted, possibly schema-qualified
 	types   map[string]string // column name → type, as format_type spells it
 	bases   map[string]string // column name → its type without a modifier (character varying for varchar(10), bpchar for char(3)), which statements cast to so that assigning to the column checks the modifier
 	unique  [][]string        // the columns of each primary key or unique constraint, sorted
+	readIn  uint64            // the batch in which the catalog was last read
 	newRows insertFirst       // only Write touches it, and Write is never concurrent
+	// copyIn is set when COPY into the table does what INSERT does: a plain
+	// or partitioned table without rules (which COPY does not apply), row
+	// security (which COPY does not take) or columns GENERATED ALWAYS AS
+	// IDENTITY (which COPY overrides where INSERT refuses a value).
+	copyIn bool
+	noCopy bool // COPY failed for neither the data nor the system: statements only
 }
 
 // upsertable reports whether an upsert on keys (sorted) has a constraint
@@ -60,6 +68,7 @@ func (f *insertFirst) failed() {
 
 // table returns the table called name: "table" or "schema.table", each
 // part used as written (a part may be double-quoted to contain a dot).
+// It is read from the catalog the first time, then cached.
 func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	d.mu.Lock()
 	t, ok := d.tables[name]
@@ -67,6 +76,53 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	if ok {
 		return t, nil
 	}
+	t, err := d.readTable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	t.readIn = d.batch
+	d.mu.Lock()
+	d.tables[name] = t
+	d.mu.Unlock()
+	return t, nil
+}
+
+// checkColumns returns nil if table t has every column of columns. A
+// column it does not know of may have been added since t was read: t is
+// then read again, at most once per batch, and only a column still
+// missing is the record's fault.
+func (d *Destination) checkColumns(ctx context.Context, t *table, columns []string) error {
+	unknown := func() string {
+		for _, c := range columns {
+			if _, ok := t.types[c]; !ok {
+				return c
+			}
+		}
+		return ""
+	}
+	c := unknown()
+	if c == "" {
+		return nil
+	}
+	reread := t.readIn != d.batch
+	if reread {
+		fresh, err := d.readTable(ctx, t.name)
+		if err != nil {
+			if !sdk.IsRetryable(err) {
+				err = sdk.RecordFault(err) // the table is gone: so is the column
+			}
+			return err
+		}
+		t.types, t.bases, t.unique, t.copyIn, t.readIn = fresh.types, fresh.bases, fresh.unique, fresh.copyIn, d.batch
+		if c = unknown(); c == "" {
+			return nil
+		}
+	}
+	return sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s (as the catalog says in this batch)", c, t.name))
+}
+
+// readTable reads what the catalog says of the table called name.
+func (d *Destination) readTable(ctx context.Context, name string) (*table, error) {
 	parts, err := splitName(name)
 	if err != nil {
 		return nil, err
@@ -79,7 +135,7 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	if err != nil {
 		return nil, d.catalogError("read the columns of table", name, err)
 	}
-	t = &table{name: name, ident: ident, types: map[string]string{}, bases: map[string]string{}}
+	t := &table{name: name, ident: ident, types: map[string]string{}, bases: map[string]string{}}
 	for rows.Next() {
 		var col, typ, base string
 		if err := rows.Scan(&col, &typ, &base); err != nil {
@@ -106,9 +162,13 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	if t.unique, err = pgx.CollectRows(rows, pgx.RowTo[[]string]); err != nil {
 		return nil, d.catalogError("read the unique constraints of table", name, err)
 	}
-	d.mu.Lock()
-	d.tables[name] = t
-	d.mu.Unlock()
+	err = d.pool.QueryRow(ctx, `
+		SELECT c.relkind IN ('r', 'p') AND NOT c.relhasrules AND NOT c.relrowsecurity
+			AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attidentity = 'a' AND NOT a.attisdropped)
+		FROM pg_class c WHERE c.oid = to_regclass($1)`, ident).Scan(&t.copyIn)
+	if err != nil {
+		return nil, d.catalogError("read the kind of table", name, err)
+	}
 	return t, nil
 }
 

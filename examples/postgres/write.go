@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
@@ -60,6 +61,7 @@ func (r *run) same(o *run) bool {
 // plan groups records into runs. If a record cannot be planned, the runs
 // cover the records before it and the error names it.
 func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, error) {
+	d.batch++
 	var runs []*run
 	var next run // the record being planned, reused while it joins the last run
 	for i, rec := range records {
@@ -147,7 +149,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 		default:
 			r.class = create
 		}
-		if values, err = fields("payload", rec.Payload.After); err != nil {
+		if values, err = fields("payload.after", rec.Payload.After); err != nil {
 			return row{}, sdk.RecordFault(err)
 		}
 	}
@@ -163,10 +165,8 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	} else {
 		r.columns = sortedKeys(values, keys, last.columns)
 	}
-	for _, c := range r.columns {
-		if _, ok := t.types[c]; !ok {
-			return row{}, sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s", c, t.name))
-		}
+	if err := d.checkColumns(ctx, t, r.columns); err != nil {
+		return row{}, err
 	}
 	return row{position: rec.Position, key: key, values: values}, nil
 }
@@ -203,10 +203,15 @@ func sortedKeys(m map[string]any, extra []string, like []string) []string {
 }
 
 // fields returns structured data, or raw data holding a JSON object, as a
-// map. Other raw data is an error; no data is an empty map.
+// map. Other raw data is an error; no data is an empty map. what is where
+// the data is in the record ("key", "payload.after"), which an error names.
 func fields(what string, data sdk.Data) (map[string]any, error) {
 	f, err := sdk.FieldsOf(data)
-	if err != nil {
+	var text *sdk.InvalidUTF8Error
+	switch {
+	case errors.As(err, &text):
+		return nil, &sdk.InvalidUTF8Error{Field: what + "." + text.Field, Name: text.Name}
+	case err != nil:
 		return nil, fmt.Errorf("the %s: %w", what, err)
 	}
 	return f, nil
@@ -252,20 +257,41 @@ func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *
 	return nil
 }
 
-// exec writes the run's rows[lo:hi] with one statement of class c.
+// exec writes the run's rows[lo:hi] with one statement of class c: from
+// [copyMin] rows on through COPY (see [Destination.copyRows]), else, or if
+// COPY fails where a statement may not, with the rows' values as
+// parameters.
 func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumns, lo, hi int) error {
 	keep := r.dedupe(cols, lo, hi)
+	n := hi - lo
+	if keep != nil {
+		n = len(keep)
+	}
+	if n >= copyMin && !r.table.noCopy {
+		err := d.copyRows(ctx, r, c, cols, keep, lo, hi)
+		if err == nil || isDataError(err) || retryable(err) {
+			return err
+		}
+		// Not a failure the statements would have: COPY or the staging
+		// table may be what the table or the user does not allow (a
+		// privilege on temporary tables, say). The statements decide.
+		r.table.noCopy = true
+	}
 	var args []any
-	single := hi-lo == 1 || len(keep) == 1
+	from := arrays
 	switch {
-	case single && keep != nil:
-		args = cols.row(keep[0])
-	case single:
-		args = cols.row(lo)
+	case n == 1 && keep != nil:
+		args, from = cols.row(keep[0]), oneRow
+	case n == 1:
+		args, from = cols.row(lo), oneRow
 	default:
 		args = cols.args(keep, lo, hi)
 	}
-	_, err := d.pool.Exec(ctx, r.statement(c, single), args...)
+	sql := r.statement(c, from)
+	if d.written != nil {
+		return d.written.exec(ctx, d.pool, sql, args, positionsOf(r.rows[lo:hi]))
+	}
+	_, err := d.pool.Exec(ctx, sql, args...)
 	return err
 }
 
@@ -314,11 +340,12 @@ func (d *Destination) runFailed(ctx context.Context, r *run, cols textColumns, l
 
 // systemError is err, a failure that is not the data's, for the run's
 // record i and those after it: marked retryable when the database may be
-// asked again (see [retryable]).
+// asked again (see [retryable]). A plain insert that may have committed
+// is retried only in the exactly-once mode, which finds out whether it did.
 func (d *Destination) systemError(r *run, i int, err error) error {
 	e := fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, reason(err, d.cfg.URL))
 	switch {
-	case retryable(err) && (r.class != insert || !mayHaveCommitted(err)):
+	case retryable(err) && (r.class != insert || !mayHaveCommitted(err) || d.written != nil):
 		return sdk.Retryable(e)
 	case retryable(err):
 		return fmt.Errorf("%w (the connection broke after the statement was sent, so its rows may or may not be written; a plain insert is not retried, since it could write them twice)", e)
@@ -405,7 +432,7 @@ func (r *run) render() (textColumns, *runError) {
 		buf = buf[:0]
 		for i, rw := range r.rows[:n] {
 			v := rw.get(col, isKey)
-			if s, ok := v.(string); ok {
+			if s, ok := v.(string); ok && utf8.ValidString(s) {
 				values[i], ends[i] = s, -1
 				continue
 			}
@@ -545,22 +572,31 @@ func (a textArray) Index(i int) any {
 
 func (a textArray) IndexType() any { return new(string) }
 
-// statement returns the SQL writing the run's rows as class c, from one
-// text array per column or, for a single row, one text per column; each is
-// cast in SQL to its column's type without the modifier (varchar for
-// varchar(10), numeric for numeric(6,2)), and then assigned to the column,
-// which checks the modifier: a value too long for varchar(n) or char(n), or
-// a bit string of the wrong length, fails as assigning it would, where an
-// explicit cast to the column's type would cut or pad it. A delete compares
-// the unmodified value, so a key too long for its column matches no row
-// rather than the row it would be cut to. It depends only on the table, the
-// class, the columns and single, never on the values, so the prepared
-// statement cache serves every batch of the same shape. One row through
-// VALUES costs the database less than through unnest.
-func (r *run) statement(c class, single bool) string {
+// source is where a statement takes its rows from.
+type source int
+
+const (
+	oneRow source = iota // a text parameter per column
+	arrays               // a text[] parameter per column
+	staged               // the staging table of text columns (see [stagingTable])
+)
+
+// statement returns the SQL writing the run's rows as class c, from
+// text values (see [source]); each is cast in SQL to its column's type
+// without the modifier (varchar for varchar(10), numeric for
+// numeric(6,2)), and then assigned to the column, which checks the
+// modifier: a value too long for varchar(n) or char(n), or a bit string of
+// the wrong length, fails as assigning it would, where an explicit cast to
+// the column's type would cut or pad it. A delete compares the unmodified
+// value, so a key too long for its column matches no row rather than the
+// row it would be cut to. It depends only on the table, the class, the
+// columns and the source, never on the values, so the prepared statement
+// cache serves every batch of the same shape. One row through VALUES costs
+// the database less than through unnest.
+func (r *run) statement(c class, from source) string {
 	values := make([]string, len(r.columns)) // each column's value, cast
-	var source string                        // where they come from, for several rows
-	if single {
+	var rows string                          // where they come from, for several rows
+	if from == oneRow {
 		for i, col := range r.columns {
 			values[i] = "$" + strconv.Itoa(i+1) + "::text::" + r.table.bases[col]
 		}
@@ -572,13 +608,16 @@ func (r *run) statement(c class, single bool) string {
 			aliases[i] = "v" + strconv.Itoa(i+1)
 			values[i] = "s." + aliases[i] + "::" + r.table.bases[col]
 		}
-		source = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
+		rows = "unnest(" + strings.Join(params, ", ") + ") AS s(" + strings.Join(aliases, ", ") + ")"
+		if from == staged {
+			rows = stagingTable(len(r.columns)) + " AS s" // its columns are v1 to vn
+		}
 	}
 	var b strings.Builder
 	if c == remove {
 		b.WriteString("DELETE FROM " + r.table.ident + " AS t")
-		if !single {
-			b.WriteString(" USING " + source)
+		if from != oneRow {
+			b.WriteString(" USING " + rows)
 		}
 		b.WriteString(" WHERE ")
 		for i, col := range r.columns {
@@ -589,15 +628,11 @@ func (r *run) statement(c class, single bool) string {
 		}
 		return b.String()
 	}
-	cols := make([]string, len(r.columns))
-	for i, col := range r.columns {
-		cols[i] = quote(col)
-	}
-	b.WriteString("INSERT INTO " + r.table.ident + " (" + strings.Join(cols, ", ") + ")")
-	if single {
+	b.WriteString("INSERT INTO " + r.table.ident + " (" + r.columnList() + ")")
+	if from == oneRow {
 		b.WriteString(" VALUES (" + strings.Join(values, ", ") + ")")
 	} else {
-		b.WriteString(" SELECT " + strings.Join(values, ", ") + " FROM " + source)
+		b.WriteString(" SELECT " + strings.Join(values, ", ") + " FROM " + rows)
 	}
 	if c == upsert || c == create {
 		keys := make([]string, len(r.keys))

@@ -1,6 +1,6 @@
 // Package conduit runs a real Conduit server, as its users run it: a
 // binary with a connectors directory and a pipeline file, its HTTP API and
-// Prometheus metrics on free loopback ports, its log in a file. The
+// Prometheus metrics on loopback ports the kernel picks, its log in a file. The
 // end-to-end tests and the pipeline command share it.
 package conduit
 
@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,7 +24,7 @@ import (
 
 // Options says what to run. Conduit runs in Dir, laid out as a user's:
 // plugins in connectors/, pipeline files in pipelines/, processors/, its
-// log in conduit.log.
+// log in conduit.log (conduit-2.log for a second run in Dir, and so on).
 type Options struct {
 	Bin      string   // the Conduit binary
 	Dir      string   // Conduit's directory, empty or laid out already; the caller removes it
@@ -71,55 +70,30 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	// A free port can be taken by another process before Conduit binds it;
-	// then Conduit exits at once, and it is started again on other ports.
-	for attempt := 1; ; attempt++ {
-		s, err := start(opts)
-		if err != nil || attempt == 5 || !s.lostPort() {
-			return s, err
-		}
-	}
+	return start(opts)
 }
 
-// lostPort reports whether Conduit exited before its HTTP API started
-// because an address it was given was taken. It waits until either is
-// known.
-func (s *Server) lostPort() bool {
-	for {
-		select {
-		case <-s.done:
-			log := s.Log()
-			return !strings.Contains(log, `"http API started"`) && strings.Contains(log, "address already in use")
-		case <-time.After(20 * time.Millisecond):
-			if strings.Contains(s.Log(), `"http API started"`) {
-				return false
-			}
-		}
-	}
-}
+// apiStarted is the line Conduit logs once its HTTP API listens, with the
+// address it listens on.
+const apiStarted = `"http API started"`
 
-// start starts Conduit once, on ports free a moment ago.
+// start starts Conduit with its APIs on port 0, so that the kernel picks
+// free ports as Conduit binds them and no other process can take them
+// first, and returns once its HTTP API listens, at the address it logged.
 func start(opts Options) (*Server, error) {
-	httpAddr, err := freeAddr()
+	logFile, err := newLog(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	grpcAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{URL: "http://" + httpAddr, LogPath: filepath.Join(opts.Dir, "conduit.log"), done: make(chan struct{})}
-	if s.logFile, err = os.Create(s.LogPath); err != nil {
-		return nil, err
-	}
+	s := &Server{LogPath: logFile.Name(), logFile: logFile, done: make(chan struct{})}
 	args := append([]string{"run",
 		"--config.path", filepath.Join(opts.Dir, "conduit.yaml"),
 		"--connectors.path", filepath.Join(opts.Dir, "connectors"),
 		"--processors.path", filepath.Join(opts.Dir, "processors"),
 		"--pipelines.path", filepath.Join(opts.Dir, "pipelines"),
 		"--db.type", "inmemory",
-		"--api.http.address", httpAddr,
-		"--api.grpc.address", grpcAddr,
+		"--api.http.address", "127.0.0.1:0",
+		"--api.grpc.address", "127.0.0.1:0",
 		"--log.format", "json",
 		"--pipelines.exit-on-degraded",
 	}, opts.Flags...)
@@ -138,16 +112,53 @@ func start(opts Options) (*Server, error) {
 		s.logFile.Close()
 		close(s.done)
 	}()
+	addr, err := s.apiAddress()
+	if err != nil {
+		return nil, err
+	}
+	s.URL = "http://" + addr
 	return s, nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// newLog creates Conduit's log in dir: conduit.log, or conduit-2.log,
+// conduit-3.log… when Conduit ran in dir before, so that every run's log
+// is kept.
+func newLog(dir string) (*os.File, error) {
+	for n := 1; ; n++ {
+		name := "conduit.log"
+		if n > 1 {
+			name = fmt.Sprintf("conduit-%d.log", n)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, os.ErrExist) {
+			return f, err
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+}
+
+// apiAddress waits until Conduit logs that its HTTP API listens and
+// returns the address it logged. It returns an error with Conduit's log if
+// Conduit exits first.
+func (s *Server) apiAddress() (string, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for line := range strings.SplitSeq(s.Log(), "\n") {
+			if !strings.Contains(line, apiStarted) {
+				continue
+			}
+			var entry struct{ Address string }
+			if err := json.Unmarshal([]byte(line), &entry); err != nil || entry.Address == "" {
+				return "", fmt.Errorf("conduit: no address in the line that says its HTTP API started: %s", line)
+			}
+			return entry.Address, nil
+		}
+		select {
+		case <-s.done:
+			return "", fmt.Errorf("conduit: exited (%v) before its HTTP API started; its log %s:\n%s", s.err, s.LogPath, s.Log())
+		case <-tick.C:
+		}
+	}
 }
 
 // Pid returns the process id of Conduit, the parent of its plugins.

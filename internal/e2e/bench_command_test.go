@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/csv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,8 @@ func TestBenchCommand(t *testing.T) {
 	pgOut := run("postgres", "-plugin", binary("connkit-postgres"), "-url", url, "-batch-sizes", "1,10", "-records", "300", "-out", dir)
 	is.True(strings.Contains(pgOut, "| 10 |"))
 	is.True(!strings.Contains(pgOut, "failed")) // every run left its 300 rows
+	// Each run's share of the COPY beside it.
+	is.Equal(len(regexp.MustCompile(`\| \d+% of \d+ \|`).FindAllString(pgOut, -1)), 4)
 	_, err = os.Stat(filepath.Join(dir, "postgres.svg"))
 	is.NoErr(err)
 
@@ -82,8 +85,11 @@ func TestBenchCommand(t *testing.T) {
 }
 
 // TestBenchConduit runs the bench command's conduit mode, real Conduit
-// with both Postgres destinations, on one batch size in both engines for a
-// few hundred records per cell, and checks that its table has every cell.
+// with both Postgres destinations and the ceiling pipeline, on one batch
+// size in both engines for a 3 s window per cell (long enough for every
+// process to use some of /proc's 10 ms ticks), and checks that
+// its table has every cell, with what the processes used: present and
+// positive, never how fast.
 func TestBenchConduit(t *testing.T) {
 	is := is.New(t)
 	conduitPath, incumbent := conduitBin(t), incumbentBin(t)
@@ -96,16 +102,42 @@ func TestBenchConduit(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"conduit", "-conduit", conduitPath, "-url", url, "-out", dir,
 		"-plugin", binary("connkit-postgres"), "-vs-plugin", filepath.Join(incumbent, "postgres"),
-		"-batch-sizes", "100", "-engines", "default,v2", "-warmup", "0s", "-records", "300", "-duration", "1m"}
+		"-batch-sizes", "100", "-engines", "default,v2", "-idle-rate", "0", "-warmup", "0s", "-duration", "3s"}
 	out, err = exec.Command(bench, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench %v: %v\n%s", args, err, out)
 	}
 	report := string(out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(report)
+		}
+	})
+	positive := func(s string) bool {
+		v, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+		return err == nil && v > 0
+	}
 	for _, engine := range []string{"default", "v2"} {
-		// rows/s, mean and p99 for both plugins, and their ratio.
-		row := regexp.MustCompile(`\| ` + engine + ` \| 100 \|( [\d,]+ \| [\d.,]+ ms \| (> )?[\d.,]+ ms \|){2} [\d.]+x \|`)
-		is.True(row.MatchString(report)) // a row with every cell
+		// rows/s with its share of the ceiling, mean and p99 for both
+		// plugins, their ratio, and the ceiling's rows/s.
+		row := regexp.MustCompile(`\| ` + engine + ` \| 100 \|( [\d,]+ \((\d+)%\) \| [\d.,]+ ms \| (> )?[\d.,]+ ms \|){2} [\d.]+x \| ([\d,]+) \|`).FindStringSubmatch(report)
+		is.True(row != nil)                                    // a row with every cell
+		is.True(positive(row[2]) && positive(row[len(row)-1])) // a share of a ceiling that moved rows
+		// CPU per row and peak RSS of Conduit, the plugin and PostgreSQL
+		// for each plugin; of Conduit alone for the ceiling.
+		for _, p := range []string{"connkit", "incumbent"} {
+			m := regexp.MustCompile(`\| ` + engine + ` \| 100 \| ` + p + ` \| [\d,]+ \|` + strings.Repeat(` ([\d.,]+) µs/row \|`, 3) + strings.Repeat(` (\d+) MiB \|`, 3)).FindStringSubmatch(report)
+			is.True(m != nil) // a resource row for the plugin
+			for _, v := range m[1:4] {
+				is.True(positive(v)) // processor time per row
+			}
+			for _, v := range m[4:] {
+				is.True(positive(v)) // peak resident memory
+			}
+		}
+		m := regexp.MustCompile(`\| ` + engine + ` \| 100 \| ceiling \| [\d,]+ \| ([\d.,]+) µs/row \| – \| – \| (\d+) MiB \| – \| – \|`).FindStringSubmatch(report)
+		is.True(m != nil) // the ceiling's row: Conduit alone
+		is.True(positive(m[1]) && positive(m[2]))
 	}
 	is.True(!strings.Contains(report, "failed"))
 	md, err := os.ReadFile(filepath.Join(dir, "conduit.md"))
@@ -114,4 +146,24 @@ func TestBenchConduit(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(dir, "conduit.svg"))
 	is.NoErr(err)
 	is.Equal(strings.Count(string(svg), "<polyline"), 8) // two plugins × two engines × two charts
+
+	// The CSV has the same cells: a line for each pipeline in each engine,
+	// with positive figures wherever the pipeline has the process.
+	f, err := os.Open(filepath.Join(dir, "conduit.csv"))
+	is.NoErr(err)
+	defer f.Close()
+	lines, err := csv.NewReader(f).ReadAll()
+	is.NoErr(err)
+	is.Equal(len(lines), 1+2*3)
+	is.Equal(lines[0][0:5], []string{"engine", "batch", "pipeline", "rows_per_s", "ceiling_percent"})
+	for _, l := range lines[1:] {
+		is.Equal(l[len(l)-1], "") // no error
+		figures := l[3 : len(l)-1]
+		if l[2] == "ceiling" { // no plugin, no PostgreSQL
+			figures = []string{l[3], l[4], l[5], l[6], l[7], l[10]}
+		}
+		for _, v := range figures {
+			is.True(positive(v)) // every figure of the line
+		}
+	}
 }

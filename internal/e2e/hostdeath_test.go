@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -122,6 +123,119 @@ func TestConduitKilled(t *testing.T) {
 	c.checkProblems()
 }
 
+// TestConduitKilledAtRandom starts Conduit 50 times and kills it with
+// SIGKILL at a random point of each run: while it launches every plugin
+// in its connectors directory to read its specification, while it starts
+// the pipeline's, or while they run. The test adopts the orphans, as a
+// supervisor would, so a plugin that only watched its parent's pid would
+// see a live parent. 15 seconds after the last kill, none of the plugins
+// runs.
+func TestConduitKilledAtRandom(t *testing.T) {
+	const starts = 50
+	plugins := []string{binary("connkit-generator"), binary("connkit-log"), binary("connkit-postgres"), binary("connkit-jsonl")}
+	pipeline := pipelineFile(1_000_000, nil, "log", nil)
+	adoptOrphans(t)
+	bin := conduitBin(t)
+	t.Cleanup(func() { killAndReap(t, plugins) })
+	var atKill, beforeAPI int
+	for i := range starts {
+		// A fifth of the kills come as soon as Conduit runs, the rest
+		// within the 3 seconds in which it launches and runs its plugins.
+		delay := time.Duration(rand.Int64N(int64(3 * time.Second)))
+		if i%5 == 0 {
+			delay = 0
+		}
+		type result struct {
+			s   *conduitpkg.Server
+			err error
+		}
+		started := make(chan result, 1)
+		go func() {
+			s, err := conduitpkg.Start(conduitpkg.Options{Bin: bin, Dir: t.TempDir(), Pipeline: pipeline, Plugins: plugins})
+			started <- result{s, err}
+		}()
+		kill := time.After(delay)
+		for killed := false; !killed; {
+			select {
+			case r := <-started:
+				if r.err != nil {
+					t.Fatalf("start %d: %v", i, r.err)
+				}
+				<-kill
+				atKill += len(descendantsRunning(t, r.s.Pid(), plugins))
+				r.s.Kill()
+				killed = true
+			case <-kill:
+				// Conduit's API has not started yet: kill it as soon as it runs.
+				for !killed {
+					if pids := childrenRunning(t, os.Getpid(), bin); len(pids) > 0 {
+						atKill += len(descendantsRunning(t, pids[0], plugins))
+						is.New(t).NoErr(syscall.Kill(pids[0], syscall.SIGKILL))
+						killed = true
+						beforeAPI++
+					} else {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				if r := <-started; r.err == nil {
+					r.s.Kill() // it was killed as Start returned
+				}
+			}
+		}
+	}
+	t.Logf("%d starts of Conduit killed, %d before its API started; %d plugins were running at the kills", starts, beforeAPI, atKill)
+	time.Sleep(15 * time.Second)
+	var left []string
+	for _, p := range plugins {
+		for _, pid := range running(t, p) {
+			left = append(left, fmt.Sprintf("%s (pid %d)", filepath.Base(p), pid))
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("15 s after the last of %d kills of Conduit, %d plugins still run: %s", starts, len(left), strings.Join(left, ", "))
+	}
+}
+
+// descendantsRunning returns the running processes of bins that are
+// children of pid.
+func descendantsRunning(t *testing.T, pid int, bins []string) []int {
+	t.Helper()
+	var out []int
+	for _, b := range bins {
+		out = append(out, childrenRunning(t, pid, b)...)
+	}
+	return out
+}
+
+// running returns every running process of bin, whatever its parent.
+func running(t *testing.T, bin string) []int {
+	t.Helper()
+	return processes(t, bin, func(int) bool { return true })
+}
+
+// killAndReap kills the processes of bins still running and reaps the
+// test's exited children among them, so that the test leaves nothing
+// behind.
+func killAndReap(t *testing.T, bins []string) {
+	for _, b := range bins {
+		for _, pid := range running(t, b) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if ppid, _, ok := procStat(pid); ok && ppid == os.Getpid() && strings.HasPrefix(string(comm), "connkit-") {
+			var status syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &status, 0, nil)
+		}
+	}
+}
+
 // adoptOrphans makes the test process the subreaper of its descendants
 // for the rest of the test: a process whose parent dies becomes the test's
 // child, so the test can wait for it and see how it ended.
@@ -136,6 +250,13 @@ func adoptOrphans(t *testing.T) {
 
 // childrenRunning returns the processes running bin whose parent is ppid.
 func childrenRunning(t *testing.T, ppid int, bin string) []int {
+	t.Helper()
+	return processes(t, bin, func(parent int) bool { return parent == ppid })
+}
+
+// processes returns the running processes of bin whose parent pid
+// satisfies parentOK.
+func processes(t *testing.T, bin string, parentOK func(int) bool) []int {
 	t.Helper()
 	want, err := filepath.EvalSymlinks(bin)
 	if err != nil {
@@ -152,7 +273,7 @@ func childrenRunning(t *testing.T, ppid int, bin string) []int {
 			continue
 		}
 		parent, state, ok := procStat(pid)
-		if !ok || parent != ppid || state == "Z" {
+		if !ok || !parentOK(parent) || state == "Z" {
 			continue
 		}
 		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == want {

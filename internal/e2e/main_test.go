@@ -32,7 +32,8 @@ func run(m *testing.M) int {
 			"github.com/connkit/connkit/examples/generator/cmd/connkit-generator",
 			"github.com/connkit/connkit/examples/log/cmd/connkit-log",
 			"github.com/connkit/connkit/examples/postgres/cmd/connkit-postgres",
-			"github.com/connkit/connkit/examples/jsonl/cmd/connkit-jsonl")
+			"github.com/connkit/connkit/examples/jsonl/cmd/connkit-jsonl",
+			"github.com/connkit/connkit/examples/file/cmd/connkit-file")
 	}
 	testBin, err := os.MkdirTemp("", "connkit-e2e-")
 	if err != nil {

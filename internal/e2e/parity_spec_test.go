@@ -55,10 +55,12 @@ func sdkParams(params config.Parameters) map[string]config.Parameter {
 
 // TestSpecificationMatchesIncumbent holds connkit's sdk.* parameters to the
 // incumbent SDK's, as its generator (a source) and log (a destination)
-// plugins declare them over the protocol: a pipeline file written for the
-// incumbent names these parameters and relies on their defaults, so each
-// must exist in connkit with the same type and default. connkit may declare
-// more, listed here so that a new one is a decision, not an accident.
+// plugins declare them over the protocol, and the file connector's to the
+// incumbent's file connector's (its source turns schema extraction off by
+// default): a pipeline file written for the incumbent names these
+// parameters and relies on their defaults, so each must exist in connkit
+// with the same type and default. connkit may declare more, listed here so
+// that a new one is a decision, not an accident.
 //
 // Validations are not compared: connkit declares some the incumbent checks
 // only at Configure (sdk.record.format's formats) or not at all (a negative
@@ -79,6 +81,16 @@ func TestSpecificationMatchesIncumbent(t *testing.T) {
 		},
 		{
 			role: "destination", incumbent: "log", connkit: "connkit-log",
+			params:      func(s pconnector.Specification) config.Parameters { return s.DestinationParams },
+			onlyConnkit: []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"},
+		},
+		{
+			role: "file source", incumbent: "file", connkit: "connkit-file",
+			params:      func(s pconnector.Specification) config.Parameters { return s.SourceParams },
+			onlyConnkit: []string{"sdk.batch.bytes"},
+		},
+		{
+			role: "file destination", incumbent: "file", connkit: "connkit-file",
 			params:      func(s pconnector.Specification) config.Parameters { return s.DestinationParams },
 			onlyConnkit: []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"},
 		},

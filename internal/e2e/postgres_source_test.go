@@ -155,25 +155,38 @@ func TestPostgresSourceOverTheProtocol(t *testing.T) {
 	exec(`BEGIN; UPDATE items SET n = 2 WHERE id <= 5 OR id > 2995; DELETE FROM items WHERE id BETWEEN 1001 AND 1005; COMMIT`)
 
 	// Run 2: the rest of the snapshot, read under a fresh snapshot (the
-	// slot's went with the process), so it has the new rows too; then every
-	// change since the slot was created (10 inserts, 20 updates, 5
-	// deletes), acked up to the middle of the second transaction.
+	// slot's went with the process) that keeps only the rows the first
+	// one saw unchanged (1201 to 2995); then every change since the slot
+	// was created: the 10 inserts, then the 20 updates (rows 2996 to 3000
+	// come as their updates alone) and 5 deletes, acked up to the middle
+	// of the second transaction.
 	run = startSource(t, config, last)
-	recs = run.read(t, 1810+35)
+	recs = run.read(t, 1795+35)
 	is.Equal(recs[0].Key, opencdc.StructuredData{"id": float64(1201)}) // right after the last ack
-	is.Equal(recs[1809].Operation, opencdc.OperationSnapshot)
-	is.Equal(recs[1810].Operation, opencdc.OperationCreate)
-	run.ack(t, recs[:1810+20])
-	apply(t, table, recs[:1810+20])
-	last = recs[1810+19].Position
+	is.Equal(recs[1794].Operation, opencdc.OperationSnapshot)
+	is.Equal(recs[1794].Key, opencdc.StructuredData{"id": float64(2995)})
+	for i, r := range recs[1795:] {
+		want := opencdc.OperationCreate
+		switch {
+		case i >= 30:
+			want = opencdc.OperationDelete
+		case i >= 10:
+			want = opencdc.OperationUpdate
+		}
+		is.Equal(r.Operation, want)
+	}
+	run.ack(t, recs[:1795+22])
+	apply(t, table, recs[:1795+22])
+	last = recs[1795+21].Position
 	run.p.Kill()
 
 	exec(`DELETE FROM items WHERE id = 3001`)
 
-	// Run 3: the second transaction's last 15 changes, then the delete.
+	// Run 3: the second transaction's last 13 changes, then the delete.
 	run = startSource(t, config, last)
-	recs = run.read(t, 16)
-	is.Equal(recs[15].Operation, opencdc.OperationDelete)
+	recs = run.read(t, 14)
+	is.Equal(recs[13].Operation, opencdc.OperationDelete)
+	is.Equal(recs[13].Key, opencdc.StructuredData{"id": float64(3001)})
 	apply(t, table, recs)
 	run.ack(t, recs)
 	is.Equal(table, tableState(t, conn))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,5 +94,41 @@ func TestReadmeCommands(t *testing.T) {
 	is.NoErr(err)
 	if !strings.Contains(string(cmd), "`"+string(sql[1])+"`") {
 		t.Errorf("README's table is not the pipeline command's:\n%s", sql[1])
+	}
+}
+
+var updateReadmes = flag.Bool("update-readmes", false, "rewrite the parameter tables of examples/*/README.md from the plugins' specifications")
+
+// TestExampleReadmeParameters holds the parameter table of each example's
+// README, between the markers, to what its plugin prints with
+// `spec -format markdown`. Run with -update-readmes to rewrite them.
+func TestExampleReadmeParameters(t *testing.T) {
+	const begin, end = "<!-- spec -format markdown -->\n", "<!-- /spec -->\n"
+	for _, name := range []string{"generator", "log", "postgres", "jsonl", "file"} {
+		t.Run(name, func(t *testing.T) {
+			table, err := exec.Command(binary("connkit-"+name), "spec", "-format", "markdown").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("..", "..", "examples", name, "README.md")
+			readme, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, rest, ok1 := strings.Cut(string(readme), begin)
+			current, after, ok2 := strings.Cut(rest, end)
+			if !ok1 || !ok2 {
+				t.Fatalf("%s has no %q ... %q markers around its parameter table", path, begin, end)
+			}
+			if current == string(table) {
+				return
+			}
+			if !*updateReadmes {
+				t.Fatalf("%s's parameter table is not what connkit-%s spec -format markdown prints; rewrite it with go test ./internal/e2e -run TestExampleReadmeParameters -update-readmes\nwant:\n%s", path, name, table)
+			}
+			if err := os.WriteFile(path, []byte(before+begin+string(table)+end+after), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

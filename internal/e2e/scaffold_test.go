@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +48,7 @@ func TestScaffold(t *testing.T) {
 	testTime := step("the generated CI script", dir, "./.ci/run")
 	buildTime := step("make build", dir, "make", "build")
 
-	checkParametersTable(t, dir, filepath.Join(dir, "bin", "lines"))
+	checkParametersTable(t, dir, filepath.Join(dir, "bin", "lines"), env)
 
 	const lines = 1000
 	var input strings.Builder
@@ -86,45 +85,50 @@ func TestScaffold(t *testing.T) {
 	c.checkProblems()
 }
 
-// checkParametersTable checks that the README in dir has a row for each of
-// the plugin's own parameters, as its specification gives them, and no
-// other: name, role, default (or required) and description.
-func checkParametersTable(t *testing.T, dir, plugin string) {
+// checkParametersTable checks that the README in dir has, between its
+// markers, the table of parameters the plugin prints, and that the
+// module's make readme rewrites it so: it breaks the table first.
+func checkParametersTable(t *testing.T, dir, plugin string, env []string) {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), plugin, "spec").Output()
+	const begin, end = "<!-- spec -format markdown -->\n", "<!-- /spec -->\n"
+	want, err := exec.CommandContext(t.Context(), plugin, "spec", "-format", "markdown").Output()
 	if err != nil {
-		t.Fatalf("%s spec: %v", plugin, err)
+		t.Fatalf("%s spec -format markdown: %v", plugin, err)
 	}
-	var spec sdk.Specification
-	if err := json.Unmarshal(out, &spec); err != nil {
-		t.Fatalf("%s spec: %v\n%s", plugin, err, out)
-	}
-	var want []string
-	for role, params := range map[string][]sdk.Parameter{"source": spec.SourceParameters, "destination": spec.DestinationParameters} {
-		for _, p := range params {
-			if strings.HasPrefix(p.Name, "sdk.") {
-				continue
-			}
-			def := "`" + p.Default + "`"
-			if p.Required {
-				def = "required"
-			}
-			want = append(want, fmt.Sprintf("| `%s` | %s | %s | %s |", p.Name, role, def, p.Description))
+	table := func() string {
+		t.Helper()
+		readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		_, rest, ok1 := strings.Cut(string(readme), begin)
+		table, _, ok2 := strings.Cut(rest, end)
+		if !ok1 || !ok2 {
+			t.Fatalf("the README has no %q ... %q markers around its parameters", begin, end)
+		}
+		return table
 	}
-	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if got := table(); got != string(want) {
+		t.Errorf("the README's parameters are\n%s\nthe plugin's specification says\n%s", got, want)
+	}
+	readme := filepath.Join(dir, "README.md")
+	old, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
-	for line := range strings.Lines(readmeSection(t, readme, "## Parameters")) {
-		if strings.HasPrefix(line, "| `") {
-			rows = append(rows, strings.TrimSpace(line))
-		}
+	if err := os.WriteFile(readme, []byte(strings.Replace(string(old), "| `path` |", "| `stale` |", 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(want)
-	slices.Sort(rows)
-	if !slices.Equal(rows, want) {
-		t.Errorf("the README's parameters are\n%s\nthe plugin's specification says\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	cmd := exec.CommandContext(t.Context(), "make", "readme", "connector.yaml")
+	cmd.Dir, cmd.Env = dir, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make readme connector.yaml: %v\n%s", err, out)
+	}
+	if got := table(); got != string(want) {
+		t.Errorf("make readme left the parameters as\n%s\nthe plugin's specification says\n%s", got, want)
+	}
+	yaml, err := os.ReadFile(filepath.Join(dir, "connector.yaml"))
+	if err != nil || !strings.Contains(string(yaml), "specification:") {
+		t.Errorf("make connector.yaml wrote no specification: %v\n%s", err, yaml)
 	}
 }

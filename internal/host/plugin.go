@@ -6,9 +6,12 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/client"
@@ -197,6 +200,26 @@ func (p *Plugin) Kill() {
 	if p.schemas != nil {
 		p.schemas.Stop()
 	}
+}
+
+// Crash kills the plugin process with SIGKILL, as the kernel's OOM killer
+// or a power cut would: the plugin gets no Stop, no Teardown and no chance
+// to flush or acknowledge anything. It returns once the process is gone and
+// what Kill releases is released; Kill after Crash does nothing more.
+func (p *Plugin) Crash() error {
+	rc := p.client.ReattachConfig()
+	if rc == nil || rc.Pid == 0 {
+		return errors.New("host: crash the plugin: its process is not running")
+	}
+	proc, err := os.FindProcess(rc.Pid)
+	if err == nil {
+		err = proc.Signal(syscall.SIGKILL)
+	}
+	if err != nil {
+		return fmt.Errorf("host: kill -9 the plugin (pid %d): %w", rc.Pid, err)
+	}
+	p.Kill() // waits for the process to end, then cleans up
+	return nil
 }
 
 // stdWriterFix accepts the nil options the protocol's client passes to

@@ -22,6 +22,18 @@ import (
 // same shape share their keys' strings. It is not safe for concurrent use.
 type recordDecoder struct {
 	names map[string]string
+
+	// fields and values hold a structure's fields and a list's values
+	// while they are decoded, so that its map or slice is made at its
+	// size once it is known, instead of grown field by field. Nested ones
+	// stack up behind their parent's; each is cleared when it is made.
+	fields []structField
+	values []any
+}
+
+type structField struct {
+	key   string
+	value any
 }
 
 // maxNames bounds the names a decoder remembers; past it, it starts over.
@@ -159,9 +171,10 @@ func (d *recordDecoder) data(b []byte) (opencdc.Data, error) {
 	return out, err
 }
 
-// structure decodes a google.protobuf.Struct.
+// structure decodes a google.protobuf.Struct. Its fields go in the map in
+// wire order, so that of a name given twice the last wins.
 func (d *recordDecoder) structure(b []byte) (map[string]any, error) {
-	m := map[string]any{}
+	start := len(d.fields)
 	err := wire.Fields(b, func(f wire.Field) error {
 		if f.Num != structFields || f.Type != protowire.BytesType {
 			return nil
@@ -185,9 +198,16 @@ func (d *recordDecoder) structure(b []byte) (map[string]any, error) {
 			}
 			return nil
 		})
-		m[key] = value
+		d.fields = append(d.fields, structField{key, value})
 		return err
 	})
+	fields := d.fields[start:]
+	m := make(map[string]any, len(fields))
+	for _, f := range fields {
+		m[f.key] = f.value
+	}
+	clear(fields) // nothing of the records stays reachable from the decoder
+	d.fields = d.fields[:start]
 	return m, err
 }
 
@@ -233,6 +253,8 @@ func bytesOrNil(b []byte) []byte {
 // gives them.
 func number(f float64) any {
 	switch {
+	case f >= 0 && f < float64(len(wholeNumbers)) && f == math.Trunc(f) && !math.Signbit(f):
+		return wholeNumbers[int(f)]
 	case math.IsNaN(f):
 		return "NaN"
 	case math.IsInf(f, 1):
@@ -243,16 +265,30 @@ func number(f float64) any {
 	return f
 }
 
+// wholeNumbers are the whole numbers from 0 to 1023, each boxed once:
+// putting a float64 in an interface allocates, and small whole numbers
+// (counts, codes, ages, quantities) are most of the numbers rows carry.
+// Records may share them, as an interface's value cannot be changed.
+var wholeNumbers = func() (a [1024]any) {
+	for i := range a {
+		a[i] = float64(i)
+	}
+	return a
+}()
+
 func (d *recordDecoder) list(b []byte) ([]any, error) {
-	out := []any{}
+	start := len(d.values)
 	err := wire.Fields(b, func(f wire.Field) error {
 		if f.Num != listValues || f.Type != protowire.BytesType {
 			return nil
 		}
 		x, err := d.value(f.Bytes)
-		out = append(out, x)
+		d.values = append(d.values, x)
 		return err
 	})
+	out := append([]any{}, d.values[start:]...)
+	clear(d.values[start:])
+	d.values = d.values[:start]
 	return out, err
 }
 

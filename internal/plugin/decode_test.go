@@ -102,6 +102,55 @@ func TestRecordDecoderMatchesProtocol(t *testing.T) {
 	is.Equal(again, got)
 }
 
+// Numbers decode to float64s of exactly their bits, those boxed once
+// (small whole numbers) as the others, and each record's map is its own
+// however many fields it has.
+func TestRecordDecoderNumbersAndMaps(t *testing.T) {
+	is := is.New(t)
+	numbers := []float64{0, math.Copysign(0, -1), 1, 7, 1023, 1023.5, 1024, -1, 0.25, 1e300, math.SmallestNonzeroFloat64}
+	after := opencdc.StructuredData{}
+	list := make([]any, len(numbers))
+	for i, n := range numbers {
+		after[fmt.Sprint("n", i)] = n
+		list[i] = n
+	}
+	after["list"] = list
+	after["nested"] = map[string]any{"list": list, "n": 3.0}
+	b := marshalRequest(t, []opencdc.Record{{Payload: opencdc.Change{After: after}}, {Payload: opencdc.Change{After: after}}})
+	var d recordDecoder
+	got, err := d.runRequest(b, nil)
+	is.NoErr(err)
+	is.Equal(len(got), 2)
+	is.Equal(got, viaProto(t, b))
+	bits := func(v any) uint64 {
+		f, ok := v.(float64)
+		is.True(ok) // a float64
+		return math.Float64bits(f)
+	}
+	m := got[0].Payload.After.(opencdc.StructuredData)
+	is.Equal(len(m), len(numbers)+2)
+	for i, n := range numbers {
+		is.Equal(bits(m[fmt.Sprint("n", i)]), math.Float64bits(n)) // the map's number, bit for bit
+		is.Equal(bits(m["list"].([]any)[i]), math.Float64bits(n))  // the list's number, bit for bit
+	}
+	is.Equal(len(m["list"].([]any)), len(numbers))
+	is.Equal(len(m["nested"].(map[string]any)), 2)
+
+	// Changing one record's data leaves the other's alone.
+	m["n0"], m["list"].([]any)[0] = "changed", "changed"
+	other := got[1].Payload.After.(opencdc.StructuredData)
+	is.Equal(other["n0"], 0.0)
+	is.Equal(other["list"].([]any)[0], 0.0)
+	// Nothing of the records stays reachable from the decoder.
+	is.Equal(len(d.fields)+len(d.values), 0)
+	for _, f := range d.fields[:cap(d.fields)] {
+		is.True(f.key == "" && f.value == nil) // a field cleared
+	}
+	for _, v := range d.values[:cap(d.values)] {
+		is.True(v == nil) // a list value cleared
+	}
+}
+
 // Fields the format does not know, and known fields with another wire type,
 // are skipped as the generated code skips them.
 func TestRecordDecoderSkipsUnknownFields(t *testing.T) {
@@ -274,5 +323,55 @@ func BenchmarkDecodeRunRequest(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
+	})
+}
+
+// BenchmarkDecodeRows decodes messages of one record each, as Conduit's
+// default engine sends them, of rows of growing width: a numeric key and
+// a payload of text and number columns (and, in the last, a list).
+func BenchmarkDecodeRows(b *testing.B) {
+	row := func(i, width int) opencdc.Record {
+		after := opencdc.StructuredData{}
+		for c := range width {
+			if c%2 == 0 {
+				after[fmt.Sprint("text_", c)] = fmt.Sprint("value ", i, " of column ", c)
+			} else {
+				after[fmt.Sprint("number_", c)] = float64(i % 100)
+			}
+		}
+		return opencdc.Record{
+			Position:  opencdc.Position(fmt.Sprint(i)),
+			Operation: opencdc.OperationCreate,
+			Metadata:  opencdc.Metadata{"opencdc.collection": "bench", "opencdc.readAt": "1764064000000000000"},
+			Key:       opencdc.StructuredData{"id": float64(i)},
+			Payload:   opencdc.Change{After: after},
+		}
+	}
+	for _, width := range []int{4, 16, 64} {
+		b.Run(fmt.Sprint("columns=", width), func(b *testing.B) {
+			msgs := make([][]byte, 100)
+			for i := range msgs {
+				msgs[i] = marshalRequest(b, []opencdc.Record{row(i, width)})
+			}
+			var d recordDecoder
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := d.runRequest(msgs[i%len(msgs)], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("list", func(b *testing.B) {
+		r := row(1, 4)
+		r.Payload.After.(opencdc.StructuredData)["tags"] = []any{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", 1.0, 2.0}
+		msg := marshalRequest(b, []opencdc.Record{r})
+		var d recordDecoder
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.runRequest(msg, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -13,62 +12,10 @@ import (
 	"google.golang.org/grpc"
 )
 
-// A plugin dies with its host. Conduit v0.14 starts a plugin with
-// hashicorp/go-plugin, which gives the child Conduit's own stdin (not a pipe
-// Conduit holds, so its end of file says nothing; it may even be /dev/null)
-// and sets no parent-death signal. A Conduit killed with SIGKILL therefore
-// leaves its plugins running, holding what their connectors hold: a
-// Postgres source's replication slot stays in use, and every restart of
-// the pipeline fails on it.
-//
-// The plugin watches its parent instead: when the process that started it
-// exits, the kernel gives it a new parent (init, or a subreaper), so
-// os.Getppid changes. That is the host's death and nothing else, whatever
-// ended it. The end of the plugin's gRPC connections is not used: gRPC
-// clients close an idle connection (after 30 minutes by default) and dial
-// again for the next call, so a closed connection does not mean a dead host.
-
-// parentAtStart is the process that started the plugin, read as early as
-// the process can.
-var parentAtStart = os.Getppid()
-
-// parentPoll is how often the plugin looks at its parent process.
-const parentPoll = 500 * time.Millisecond
-
 // orphanTeardown bounds the teardown of a plugin's connectors once its host
 // is gone: whatever a connector has not released by then, the process's exit
 // releases.
 const orphanTeardown = 15 * time.Second
-
-// parentGone returns once getppid, asked at every tick, no longer returns
-// parent, saying why; it returns "" if ctx ends first.
-func parentGone(ctx context.Context, parent int, getppid func() int, ticks <-chan time.Time) string {
-	for {
-		select {
-		case <-ctx.Done():
-			return ""
-		case <-ticks:
-			if now := getppid(); now != parent {
-				return fmt.Sprintf("the process that started the plugin (pid %d) has exited; its parent is now pid %d", parent, now)
-			}
-		}
-	}
-}
-
-// watchParent returns a function that waits until the parent process has
-// gone, as parentGone does, polling os.Getppid. It returns nil when the
-// parent is pid 1, whose death no process outlives for long: a plugin
-// started by init, or by a host that already exited, cannot tell.
-func watchParent(parent int, getppid func() int) func(context.Context) string {
-	if parent <= 1 {
-		return nil
-	}
-	return func(ctx context.Context) string {
-		t := time.NewTicker(parentPoll)
-		defer t.Stop()
-		return parentGone(ctx, parent, getppid, t.C)
-	}
-}
 
 // liveConnectors keeps the source and destination servers a plugin process
 // serves, and its gRPC server, so that they can be torn down and stopped

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,41 +15,6 @@ import (
 	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
-
-// The parent is gone at the first tick that finds another one, and not
-// before.
-func TestParentGone(t *testing.T) {
-	is := is.New(t)
-	ppids := []int{100, 100, 1}
-	var calls atomic.Int32
-	getppid := func() int { return ppids[calls.Add(1)-1] }
-	ticks := make(chan time.Time)
-	gone := make(chan string, 1)
-	go func() { gone <- parentGone(t.Context(), 100, getppid, ticks) }()
-	for range ppids {
-		ticks <- time.Time{} // taken only while parentGone still waits
-	}
-	why := <-gone
-	is.True(strings.Contains(why, "(pid 100) has exited"))
-	is.True(strings.Contains(why, "now pid 1"))
-	is.Equal(calls.Load(), int32(3))
-}
-
-func TestParentGoneEndsWithContext(t *testing.T) {
-	is := is.New(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	is.Equal(parentGone(ctx, 100, func() int { return 100 }, nil), "")
-}
-
-// A plugin whose parent is init cannot tell when its host exits, and does
-// not watch.
-func TestWatchParentOfInit(t *testing.T) {
-	is := is.New(t)
-	is.True(watchParent(1, func() int { return 1 }) == nil)
-	is.True(watchParent(0, func() int { return 0 }) == nil)
-	is.True(watchParent(42, func() int { return 42 }) != nil)
-}
 
 // hostDeath is a plugin's server state with a running source and a
 // configured destination, as Conduit leaves it when it dies.

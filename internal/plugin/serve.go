@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
@@ -55,6 +56,11 @@ func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 // outlives its host. Logs go to stderr as JSON lines Conduit re-logs at
 // their level.
 func Serve(c Connector, s Settings, stderr io.Writer) error {
+	return serve(c, s, stderr, hostConnectTimeout)
+}
+
+// serve is Serve with the time the host has to connect.
+func serve(c Connector, s Settings, stderr io.Writer, connectTimeout time.Duration) error {
 	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
 	// Conduit reads the plugin's stderr through a pipe. Once Conduit is
 	// gone, a write to it would end the process with SIGPIPE, in the
@@ -66,6 +72,7 @@ func Serve(c Connector, s Settings, stderr io.Writer) error {
 	newDestination := func() pconnector.DestinationPlugin {
 		return live.destination(newDestinationServer(destinationOrNot(c.NewDestination), log))
 	}
+	conns := newConnections()
 	served := make(chan error, 1)
 	go func() {
 		served <- server.Serve(
@@ -75,22 +82,29 @@ func Serve(c Connector, s Settings, stderr io.Writer) error {
 			server.WithGRPCServerOptions(ServerOptions(s, log)...),
 			recordsOnTheWireV2(newSource, newDestination, s.MaxReceiveSize),
 			serveOption(func(cfg *goplugin.ServeConfig) error {
-				cfg.GRPCServer = live.grpcServer(cfg.GRPCServer)
+				newServer := cfg.GRPCServer
+				cfg.GRPCServer = live.grpcServer(func(opts []grpc.ServerOption) *grpc.Server {
+					return newServer(append(opts, grpc.StatsHandler(conns)))
+				})
 				return nil
 			}),
 		)
 	}()
-	hostGone := make(chan string, 1)
-	if watch := watchParent(parentAtStart, os.Getppid); watch != nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hostGone := make(chan string, 2)
+	watch := func(gone func(context.Context) string) {
 		go func() {
-			if why := watch(ctx); why != "" {
+			if why := gone(ctx); why != "" {
 				hostGone <- why
 			}
 		}()
+	}
+	watch(func(ctx context.Context) string { return noHostWithin(ctx, conns, connectTimeout) })
+	if parent := watchParent(parentAtStart, os.Getppid); parent != nil {
+		watch(parent)
 	} else {
-		log.Debug("the plugin's parent is pid 1: it cannot tell when its host exits")
+		log.Debug("the plugin's parent is pid 1: it cannot tell when its host exits, once connected")
 	}
 	return untilHostGone(s.context(context.Background(), log), served, hostGone, live, log, orphanTeardown)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 )
@@ -135,9 +136,9 @@ func (e *encoder) debezium(head []byte, r opencdc.Record, before, after map[stri
 	return nil
 }
 
-// structured returns data as a map: raw data holding a JSON object is
-// parsed, other raw data goes under the raw data key, empty raw data is
-// nil.
+// structured returns data as a map: raw data holding a JSON object in
+// valid UTF-8 is parsed, other raw data goes under the raw data key, empty
+// raw data is nil.
 func (d debeziumJSON) structured(data opencdc.Data) (map[string]any, error) {
 	switch data := data.(type) {
 	case nil:
@@ -148,8 +149,10 @@ func (d debeziumJSON) structured(data opencdc.Data) (map[string]any, error) {
 		if len(data) == 0 {
 			return nil, nil
 		}
+		// Parsing text that is not valid UTF-8 would replace its invalid
+		// bytes with U+FFFD: such data goes as bytes, unchanged.
 		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
+		if !utf8.Valid(data) || json.Unmarshal(data, &m) != nil {
 			return map[string]any{d.rawDataKey: []byte(data)}, nil
 		}
 		return m, nil

@@ -27,6 +27,17 @@
 //   - [Template] (template): the options are a Go [text/template] executed
 //     on the [opencdc.Record]; a missing map key is an error.
 //
+// # Text that is not valid UTF-8
+//
+// JSON holds only valid text. Raw data keeps every byte: it is written as
+// base64 (debezium/json parses raw data as a JSON object only when it is
+// valid UTF-8). A structured string's invalid bytes are written as
+// U+FFFD, as conduit-commons' Record.Bytes writes them, and since
+// Record.Bytes falls back to that on any serializer error, a serializer
+// cannot refuse the record: a destination that must not change text
+// refuses such records itself before it serializes them
+// (github.com/connkit/connkit/sdk.CheckUTF8 names the field).
+//
 // # Templates
 //
 // The incumbent SDK gives templates the sprig function library. This

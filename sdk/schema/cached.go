@@ -3,9 +3,9 @@ package schema
 import "context"
 
 // Cached returns a [Registry] that asks r for each schema once: Get results
-// are kept by subject and version, Create results by subject, type and text,
-// for the life of the registry (registered schemas never change), and a
-// schema Create returns also answers Get. A failed call is not kept.
+// are kept by subject and version, Create results by subject, type and text
+// (registered schemas never change), up to [CacheSize] of each, the ones
+// most used, and a schema Create returns also answers Get. A failed call is not kept.
 // Concurrent calls for the same missing entry make one call to r and share
 // its result. Cached of a registry Cached returned is that registry.
 func Cached(r Registry) Registry {

@@ -17,6 +17,12 @@ type Codec struct {
 	// wrapped is set when some union's values travel through hamba/avro
 	// wrapped in a map (see unwrapUnions).
 	wrapped bool
+	// api is avroConfig for this codec alone: hamba/avro keeps the decoders
+	// and encoders it builds for a schema in its configuration, for good,
+	// so a configuration shared by every codec would grow with every schema
+	// a process sees. decoders read with it.
+	api      avro.API
+	decoders sync.Pool // of *decoder
 }
 
 // avroConfig is hamba/avro's default configuration, the one conduit-commons'
@@ -24,7 +30,7 @@ type Codec struct {
 // malformed input cannot make Decode allocate without limit. Strings and
 // bytes keep the default bound of 1 MiB a value, the one Conduit and its SDK
 // decode with.
-var avroConfig = avro.Config{MaxSliceAllocSize: maxArrayElements}.Freeze()
+var avroConfig = avro.Config{MaxSliceAllocSize: maxArrayElements}
 
 // maxArrayElements is the most elements Decode accepts in one array.
 const maxArrayElements = 1 << 20
@@ -35,8 +41,6 @@ type decoder struct {
 	r   *avro.Reader
 	out opencdc.StructuredData
 }
-
-var decoders = sync.Pool{New: func() any { return &decoder{r: avro.NewReader(nil, 0, avro.WithReaderConfig(avroConfig))} }}
 
 // NewCodec parses s, which must be an Avro schema of a record (or a map),
 // the shapes structured data takes.
@@ -51,7 +55,9 @@ func NewCodec(s Schema) (*Codec, error) {
 	if t := parsed.Type(); t != avro.Record && t != avro.Map {
 		return nil, fmt.Errorf("schema subject %q version %d: top-level type %s, want record or map: %w", s.Subject, s.Version, t, ErrInvalidSchema)
 	}
-	return &Codec{schema: s, avro: parsed, wrapped: hasWrappedUnion(parsed, map[string]bool{})}, nil
+	c := &Codec{schema: s, avro: parsed, wrapped: hasWrappedUnion(parsed, map[string]bool{}), api: avroConfig.Freeze()}
+	c.decoders.New = func() any { return &decoder{r: avro.NewReader(nil, 0, avro.WithReaderConfig(c.api))} }
+	return c, nil
 }
 
 // Schema returns the schema c was made from.
@@ -62,8 +68,8 @@ func (c *Codec) Schema() Schema { return c.schema }
 // result does not share memory with b. An array claiming more than 2^20
 // elements, or a string or bytes value over 1 MiB, is an error.
 func (c *Codec) Decode(b []byte) (opencdc.StructuredData, error) {
-	dec := decoders.Get().(*decoder)
-	defer decoders.Put(dec)
+	dec := c.decoders.Get().(*decoder)
+	defer c.decoders.Put(dec)
 	r := dec.r
 	r.Reset(b)
 	r.Error = nil
@@ -90,7 +96,7 @@ func (c *Codec) Encode(d opencdc.StructuredData) ([]byte, error) {
 	if c.wrapped {
 		v = wrapUnions(c.avro, d)
 	}
-	b, err := avroConfig.Marshal(c.avro, v)
+	b, err := c.api.Marshal(c.avro, v)
 	if err != nil {
 		return nil, fmt.Errorf("encode with schema subject %q version %d: %w", c.schema.Subject, c.schema.Version, err)
 	}

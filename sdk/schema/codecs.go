@@ -2,20 +2,18 @@ package schema
 
 import (
 	"context"
-	"sync"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 )
 
 // Codecs is a cache of [Codec]s for the schemas of one [Registry]. It parses
-// each schema once and keeps it for good. It is safe for concurrent use.
+// each schema once and keeps up to [CacheSize] codecs of each kind, the
+// ones most used. It is safe for concurrent use.
 type Codecs struct {
 	r        Registry
 	versions flights[getKey, *Codec]
 	shapes   flights[shapeKey, *Codec]
-
-	mu   sync.RWMutex
-	last map[string]*shape // per subject, the last flat shape ForData saw
+	last     flights[string, *shape] // per subject, the last flat shape ForData saw
 }
 
 type shapeKey struct {
@@ -46,10 +44,7 @@ func (c *Codecs) Get(ctx context.Context, subject string, version int) (*Codec, 
 // strings, []byte, time.Time) with the same names and Go types as the
 // previous such record for the subject skips extraction.
 func (c *Codecs) ForData(ctx context.Context, subject string, d opencdc.StructuredData) (Schema, *Codec, error) {
-	c.mu.RLock()
-	last := c.last[subject]
-	c.mu.RUnlock()
-	if last != nil && last.matches(d) {
+	if last, ok := c.last.lookup(subject); ok && last.matches(d) {
 		return last.schema, last.codec, nil
 	}
 	text, err := Extract(d)
@@ -72,12 +67,7 @@ func (c *Codecs) ForData(ctx context.Context, subject string, d opencdc.Structur
 		return Schema{}, nil, err
 	}
 	if types := flatShape(d); types != nil {
-		c.mu.Lock()
-		if c.last == nil {
-			c.last = make(map[string]*shape)
-		}
-		c.last[subject] = &shape{types: types, schema: codec.schema, codec: codec}
-		c.mu.Unlock()
+		c.last.set(subject, &shape{types: types, schema: codec.schema, codec: codec})
 	}
 	return codec.schema, codec, nil
 }

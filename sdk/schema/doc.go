@@ -25,6 +25,10 @@
 // Schemas Extract produces are the ones Conduit's SDK would register for the
 // same data, so connectors on either side read each other's records.
 //
+// Each cache keeps at most [CacheSize] entries, so that a pipeline that goes
+// through many schema versions runs in bounded memory; a hit takes only a
+// shared read lock.
+//
 // # Decoded values
 //
 // [Codec.Decode] returns these Go types:

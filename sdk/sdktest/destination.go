@@ -22,12 +22,16 @@ func runDestination(t tb, s DestinationSuite) {
 	if s.Record == nil {
 		s.Record = TestRecord
 	}
-	runSuite(t, destinationRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check {
+	runSuite(t, destinationRole(s), options{plugin: s.Plugin, skip: s.Skip, timeout: s.Timeout, ignore: s.IgnoreGoroutines}, func(run runner) []check {
 		checks := destinationChecks(s, run)
-		if _, ok := run.(inProcess); ok {
+		switch run := run.(type) {
+		case inProcess:
 			checks = append(checks,
 				check{"WriteContract", func(t tb, ctx context.Context) { checkWriteContract(t, ctx, s) }},
 				check{"Write/Failure", func(t tb, ctx context.Context) { checkWriteFailure(t, ctx, s) }})
+		case outOfProcess:
+			checks = append(checks,
+				check{"Crash/Write", func(t tb, ctx context.Context) { checkCrashWrite(t, ctx, s, run) }})
 		}
 		return checks
 	})
@@ -44,6 +48,12 @@ type dstInstance struct {
 func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string) *dstInstance {
 	t.Helper()
 	c, writes := r.destination(t)
+	return openDestinationClient(t, ctx, c, writes, cfg)
+}
+
+// openDestinationClient configures, opens and runs the destination c.
+func openDestinationClient(t tb, ctx context.Context, c host.DestinationClient, writes *writeLog, cfg map[string]string) *dstInstance {
+	t.Helper()
 	if _, err := c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg}); err != nil {
 		t.Fatalf("Configure fails: %v", err)
 	}
@@ -298,15 +308,20 @@ func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []open
 		t.Errorf("%d records were written more than once: %s", len(duplicated), firstOf(duplicated))
 	}
 	if len(differ) > 0 {
-		more := ""
-		switch n := len(differ) - 1; {
-		case n == 1:
-			more = "; 1 more record differs"
-		case n > 1:
-			more = fmt.Sprintf("; %d more records differ", n)
-		}
-		t.Errorf("records read back differ from what was written: %s%s", differ[0], more)
+		t.Errorf("records read back differ from what was written: %s", differences(differ))
 	}
+}
+
+// differences says how records read back differ, as [DiffRecords] does:
+// the first difference, then how many more records differ.
+func differences(differ []string) string {
+	switch n := len(differ) - 1; {
+	case n == 1:
+		return differ[0] + "; 1 more record differs"
+	case n > 1:
+		return fmt.Sprintf("%s; %d more records differ", differ[0], n)
+	}
+	return differ[0]
 }
 
 // checkWriteContract calls the configured destination's Write directly and

@@ -17,11 +17,15 @@
 //
 // A suite is meant to run on its own, not in parallel with other tests:
 // its leak check counts every goroutine started while it runs, including
-// those of a ReadBack.
+// those of a ReadBack. A library's worker that, once started, lives as long
+// as the process (a file watcher, say) is no leak: name its function in
+// the suite's IgnoreGoroutines.
 //
 // Every check is a subtest with a stable name, so one can be run alone
 // (go test -run 'TestConformance/InProcess/Stop') or skipped through the
-// suite's Skip field; a failure says what to fix.
+// suite's Skip field, which takes any check's name below, or its first
+// part ("Batching"); a name that is none of them fails the suite, listing
+// those it takes. A failure says what to fix.
 //
 // The runtime checks run in process: the connector is served by the same
 // plugin server a plugin binary runs, over gRPC inside the test process,
@@ -61,6 +65,12 @@
 //   - Stop: Stop returns promptly with the position of the last record
 //     sent; that record arrives; acks after Stop are accepted; Teardown
 //     succeeds. With sdk.batch.size, Stop sends the partial batch.
+//   - Crash/Read (Plugin only): the plugin binary is killed with SIGKILL
+//     at the points of SourceSuite.Crash, with records in flight, and a
+//     fresh one opened at the last acknowledged position, as Conduit
+//     restarts a pipeline: the records sent after it come again, first and
+//     in order, none acknowledged before it; the test log says how many
+//     were due again and which came again.
 //
 // Destinations:
 //   - Write/Operations: creates, updates, snapshots and deletes, with raw
@@ -79,6 +89,16 @@
 //     a batch ([FailAt] between the plugin server and the connector), the
 //     records before it are acknowledged, and written, and the failure
 //     reaches Conduit in the nack.
+//   - Crash/Write (Plugin and ReadBack only): the plugin binary is killed
+//     with SIGKILL at the points of DestinationSuite.Crash, inside a batch
+//     not yet acknowledged, and with the acknowledgements of the batch
+//     written before it lost, as when Conduit dies too; a fresh one gets
+//     every record not acknowledged, in order, as Conduit sends them
+//     again, written ones included: every record
+//     acknowledged before a kill, and in the end every record, is in the
+//     destination's system; records found more than once fail the check
+//     if [Delivery] is [Idempotent] or [ExactlyOnce] and are reported in
+//     the test log if it is [AtLeastOnce], as are the records sent again.
 //
 // A failure that compares records names the first record that differs
 // (its index and position) and its first field that differs, such as

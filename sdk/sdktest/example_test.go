@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"testing"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/sdktest"
@@ -53,4 +54,20 @@ func ExampleDiffRecords() {
 	got[15] = sdktest.TestRecord(15, sdk.OperationCreate, false)
 	fmt.Println(sdktest.DiffRecords(got, want))
 	// Output: record 12 (position "sdktest-12"): operation: got update, want create; 1 more record differs
+}
+
+// A connector built on a library that starts a goroutine for the life of
+// the process, such as the tail library's inotify watcher, names that
+// goroutine's function so that the leak check does not count it; Skip
+// turns a check off, saying why, and refuses a name that is no check's.
+func ExampleSourceSuite_ignoreGoroutines() {
+	var tailSource sdk.Connector // a source that follows a file with github.com/nxadm/tail
+	_ = func(t *testing.T) {
+		sdktest.Source(t, sdktest.SourceSuite{
+			Connector:        tailSource,
+			Config:           map[string]string{"path": "testdata/in.txt"},
+			IgnoreGoroutines: []string{"github.com/nxadm/tail/watch.(*InotifyTracker).run"},
+			Skip:             map[string]string{"Batching": "the source reads one line at a time"},
+		})
+	}
 }

@@ -16,6 +16,9 @@ import (
 type fakeConfig struct {
 	Mode  string `param:"mode" default:"normal" validate:"inclusion=normal|other" desc:"What the fake does."`
 	Count int    `param:"count" default:"0" validate:"gt=-1" desc:"A number."`
+	// The broken plugin's parameters, which the fakes accept and ignore.
+	Bug  string `param:"bug" desc:"The broken plugin's bug."`
+	Path string `param:"path" desc:"The broken plugin's file."`
 }
 
 // sourceBug is how a fake source is broken.

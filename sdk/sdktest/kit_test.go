@@ -86,6 +86,45 @@ func TestSuiteFindsGoroutineLeaks(t *testing.T) {
 	is.True(strings.Contains(messages, "fakeSource).Open")) // the leaked goroutine's stack
 }
 
+func TestSuiteSkipsAndIgnoresGoroutineLeaks(t *testing.T) {
+	defer func(g time.Duration) { leakGrace = g }(leakGrace)
+	leakGrace = 500 * time.Millisecond
+	leak := make(chan struct{})
+	defer close(leak)
+	tests := []struct {
+		name string
+		s    SourceSuite
+	}{
+		{"skipped", SourceSuite{Skip: map[string]string{"NoGoroutineLeaks": "the library's watcher"}}},
+		{"its function ignored", SourceSuite{IgnoreGoroutines: []string{"github.com/connkit/connkit/sdk/sdktest.(*fakeSource).Open.func1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			tt.s.Connector, tt.s.Records = sourceConnector(sourceLeaks, leak), 5
+			res := runSourceSuite(t, tt.s)
+			is.Equal(res.failedChecks(), nil) // the leak is not reported
+			_, skipped := res.skipped["Suite/NoGoroutineLeaks"]
+			is.Equal(skipped, tt.s.Skip != nil) // skipped only when Skip says so
+		})
+	}
+}
+
+func TestSuiteRefusesUnknownSkipNames(t *testing.T) {
+	is := is.New(t)
+	res := runSourceSuite(t, SourceSuite{
+		Connector: sourceConnector(sourceOK, nil),
+		Skip:      map[string]string{"Batching/Size": "slow", "NoLeaks": "typo", "Resumes": "typo"},
+	})
+	checks, messages := res.failures("Suite")
+	is.Equal(checks, []string{"Suite"}) // the suite itself fails
+	is.Equal(len(res.ran), 1)           // before any check runs
+	is.True(strings.Contains(messages, `SourceSuite.Skip names no check of this suite: "NoLeaks", "Resumes"`))
+	for _, valid := range []string{"Batching", "Batching/Size", "Configure/BadValues", "NoGoroutineLeaks", "Resume", "Specify"} {
+		is.True(strings.Contains(messages, " "+valid+",")) // the valid names are listed
+	}
+}
+
 func TestSpecificationChecks(t *testing.T) {
 	type undocumented struct {
 		Mode string `param:"mode"`

@@ -29,12 +29,13 @@ type recorder struct {
 type results struct {
 	mu      sync.Mutex
 	fails   map[string][]string
+	logs    map[string][]string
 	skipped map[string]string
 	ran     []string
 }
 
 func newRecorder(t *testing.T) (*recorder, *results) {
-	res := &results{fails: map[string][]string{}, skipped: map[string]string{}}
+	res := &results{fails: map[string][]string{}, logs: map[string][]string{}, skipped: map[string]string{}}
 	ctx, cancel := context.WithCancel(t.Context())
 	return &recorder{t: t, root: res, ctx: ctx, cancel: cancel}, res
 }
@@ -45,7 +46,11 @@ func (r *recorder) TempDir() string          { return r.t.TempDir() }
 func (r *recorder) Context() context.Context { return r.ctx }
 
 func (r *recorder) Logf(format string, args ...any) {
-	r.t.Logf("%s: %s", r.name, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	r.t.Logf("%s: %s", r.name, msg)
+	r.root.mu.Lock()
+	r.root.logs[r.name] = append(r.root.logs[r.name], msg)
+	r.root.mu.Unlock()
 }
 
 func (r *recorder) Errorf(format string, args ...any) {
@@ -135,6 +140,13 @@ func (res *results) failures(suffix string) (checks []string, messages string) {
 	}
 	slices.Sort(checks)
 	return checks, strings.Join(msgs, "\n")
+}
+
+// logged returns what the check named check logged, joined.
+func (res *results) logged(check string) string {
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	return strings.Join(res.logs[check], "\n")
 }
 
 // mustFail fails t unless check failed, saying message.

@@ -156,20 +156,37 @@ func (r outOfProcess) launch(t tb) *host.Plugin {
 
 func (r outOfProcess) source(t tb) host.SourceClient {
 	t.Helper()
-	src, err := r.launch(t).Source()
+	_, src := r.launchSource(t)
+	return src
+}
+
+// launchSource returns the source of a freshly launched plugin process,
+// and the process, for the crash check to kill.
+func (r outOfProcess) launchSource(t tb) (*host.Plugin, host.SourceClient) {
+	t.Helper()
+	p := r.launch(t)
+	src, err := p.Source()
 	if err != nil {
 		t.Fatalf("plugin %s: dispense the source: %v", r.binary, err)
 	}
-	return src
+	return p, src
 }
 
 func (r outOfProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
-	dst, err := r.launch(t).Destination()
+	_, dst := r.launchDestination(t)
+	return dst, nil
+}
+
+// launchDestination is launchSource for a destination.
+func (r outOfProcess) launchDestination(t tb) (*host.Plugin, host.DestinationClient) {
+	t.Helper()
+	p := r.launch(t)
+	dst, err := p.Destination()
 	if err != nil {
 		t.Fatalf("plugin %s: dispense the destination: %v", r.binary, err)
 	}
-	return dst, nil
+	return p, dst
 }
 
 func (r outOfProcess) specifier(t tb) pconnector.SpecifierPlugin {

@@ -22,7 +22,14 @@ func runSource(t tb, s SourceSuite) {
 	t.Helper()
 	s.Records = max(withDefault(s.Records, 20), 2)
 	s.Timeout = withDefault(s.Timeout, time.Minute)
-	runSuite(t, sourceRole(s), s.Plugin, s.Skip, s.Timeout, func(run runner) []check { return sourceChecks(s, run) })
+	o := options{plugin: s.Plugin, skip: s.Skip, timeout: s.Timeout, ignore: s.IgnoreGoroutines}
+	runSuite(t, sourceRole(s), o, func(run runner) []check {
+		checks := sourceChecks(s, run)
+		if run, ok := run.(outOfProcess); ok {
+			checks = append(checks, check{"Crash/Read", func(t tb, ctx context.Context) { checkCrashRead(t, ctx, s, run) }})
+		}
+		return checks
+	})
 }
 
 // srcInstance is a configured and opened source.
@@ -34,7 +41,12 @@ type srcInstance struct {
 
 func openSource(t tb, ctx context.Context, r runner, cfg map[string]string, from opencdc.Position) *srcInstance {
 	t.Helper()
-	c := r.source(t)
+	return openSourceClient(t, ctx, r.source(t), cfg, from)
+}
+
+// openSourceClient configures and opens the source c.
+func openSourceClient(t tb, ctx context.Context, c host.SourceClient, cfg map[string]string, from opencdc.Position) *srcInstance {
+	t.Helper()
 	if _, err := c.Configure(ctx, pconnector.SourceConfigureRequest{Config: cfg}); err != nil {
 		t.Fatalf("Configure fails: %v", err)
 	}

@@ -2,7 +2,10 @@ package sdktest
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +37,23 @@ type SourceSuite struct {
 	Records int
 	// Invalid lists further configurations Configure must reject.
 	Invalid []Invalid
+	// Crash shapes the crash check (Crash/Read, Plugin only). The source
+	// must produce Crash.Records records with Config from the start, and,
+	// as for Resume, the same records with the same positions again after
+	// any position it gave.
+	Crash Crashes
 	// Timeout bounds each check; default one minute.
 	Timeout time.Duration
 	// Skip names checks not to run, each with the reason, which the test
 	// log shows: "Resume": "the source cannot restart from a position".
 	// A name skips the checks under it too ("Batching"), in both modes.
+	// The suite fails at once on a name that is not a check's.
 	Skip map[string]string
+	// IgnoreGoroutines names functions whose goroutines the leak check
+	// does not count, for a library's worker that, once started, runs for
+	// the life of the process: the full name a stack trace shows, such as
+	// "github.com/nxadm/tail/watch.(*InotifyTracker).run".
+	IgnoreGoroutines []string
 }
 
 // DestinationSuite describes a destination for [Destination].
@@ -67,12 +81,19 @@ type DestinationSuite struct {
 	Keyed bool
 	// Records is how many records a check writes; default 20.
 	Records int
+	// Delivery is what the destination promises for records Conduit
+	// sends again after a crash; the crash check (Crash/Write, Plugin and
+	// ReadBack only) holds it to that.
+	Delivery Delivery
+	// Crash shapes the crash check.
+	Crash Crashes
 	// Invalid lists further configurations Configure must reject.
 	Invalid []Invalid
 	// Timeout bounds each check; default one minute.
 	Timeout time.Duration
-	// Skip names checks not to run, each with the reason.
-	Skip map[string]string
+	// Skip and IgnoreGoroutines are as in [SourceSuite].
+	Skip             map[string]string
+	IgnoreGoroutines []string
 }
 
 // check is one named check of a suite.
@@ -81,27 +102,60 @@ type check struct {
 	run  func(t tb, ctx context.Context)
 }
 
+// options are what both suites let the author set for the whole suite.
+type options struct {
+	plugin  string
+	skip    map[string]string
+	timeout time.Duration
+	ignore  []string // functions whose goroutines the leak check ignores
+}
+
 // runSuite runs a suite: the specification checks, then the runtime checks
-// that checks gives for each runner, in process and, if plugin is set, on
-// the plugin binary, where Specify leads them, and last the leak check.
-func runSuite(t tb, r role, plugin string, skip map[string]string, timeout time.Duration, checks func(runner) []check) {
+// that checks gives for each runner, in process and, if o.plugin is set, on
+// the plugin binary, and last the leak check. A Skip name that is not a
+// check's fails the suite before any check runs.
+func runSuite(t tb, r role, o options, checks func(runner) []check) {
 	t.Helper()
 	before := leakcheck.Snapshot()
-	runChecks(t, specChecks(r), skip, timeout)
-	runners := []runner{inProcess{c: r.c}}
-	if plugin != "" {
-		runners = append(runners, outOfProcess{buildPlugin(t, plugin)})
+	if err := checkSkip(o.skip, plan(r, []runner{inProcess{}, outOfProcess{}}, checks, before, nil)); err != nil {
+		t.Fatalf("%s.%v", r.suite, err)
 	}
-	for _, run := range runners {
-		t.Run(run.name(), func(t tb) {
-			cs := checks(run)
-			if _, ok := run.(outOfProcess); ok {
-				cs = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, cs...)
-			}
-			runChecks(t, cs, skip, timeout)
+	runners := []runner{inProcess{c: r.c}}
+	if o.plugin != "" {
+		runners = append(runners, outOfProcess{buildPlugin(t, o.plugin)})
+	} else {
+		t.Run("Plugin", func(t tb) {
+			t.Skipf("set the suite's Plugin to run the checks on the plugin binary too, and the crash checks (Crash/Write, Crash/Read), which kill it")
 		})
 	}
-	noLeaks(t, before)
+	for _, st := range plan(r, runners, checks, before, o.ignore) {
+		if st.runner == "" {
+			runChecks(t, st.checks, o.skip, o.timeout)
+			continue
+		}
+		t.Run(st.runner, func(t tb) { runChecks(t, st.checks, o.skip, o.timeout) })
+	}
+}
+
+// stage is checks that run in turn, under a runner's subtest or none.
+type stage struct {
+	runner string
+	checks []check
+}
+
+// plan returns every check of a suite, in the order they run: a check
+// added to any of the lists it draws on is run, and can be skipped, with
+// nothing else to change.
+func plan(r role, runners []runner, checks func(runner) []check, before leakcheck.Goroutines, ignore []string) []stage {
+	stages := []stage{{checks: specChecks(r)}}
+	for _, run := range runners {
+		cs := checks(run)
+		if _, ok := run.(outOfProcess); ok {
+			cs = append([]check{{"Specify", func(t tb, ctx context.Context) { checkSpecify(t, ctx, r, run) }}}, cs...)
+		}
+		stages = append(stages, stage{run.name(), cs})
+	}
+	return append(stages, stage{checks: []check{leakCheck(before, ignore)}})
 }
 
 func runChecks(t tb, checks []check, skip map[string]string, timeout time.Duration) {
@@ -109,7 +163,7 @@ func runChecks(t tb, checks []check, skip map[string]string, timeout time.Durati
 	for _, c := range checks {
 		t.Run(c.name, func(t tb) {
 			for name, why := range skip {
-				if name == c.name || strings.HasPrefix(c.name, name+"/") {
+				if covers(name, c.name) {
 					t.Skipf("skipped by the suite: %s", why)
 				}
 			}
@@ -120,14 +174,60 @@ func runChecks(t tb, checks []check, skip map[string]string, timeout time.Durati
 	}
 }
 
-// noLeaks checks that the goroutines the suite's checks started have ended.
-func noLeaks(t tb, before leakcheck.Goroutines) {
-	t.Run("NoGoroutineLeaks", func(t tb) {
-		if leaked := before.Leaked(leakGrace); len(leaked) > 0 {
-			t.Errorf("%d goroutines started during the suite are still running after every connector was torn down: Teardown must stop what Open and the other calls started, and Read and Write must return when their context is done. Their stacks:\n\n%s",
+// covers reports whether a Skip name stands for the check: it is the
+// check's name or a leading part of it ("Batching" of "Batching/Size").
+func covers(skip, check string) bool {
+	return skip == check || strings.HasPrefix(check, skip+"/")
+}
+
+// checkSkip returns an error if a name in skip covers none of the checks,
+// listing the names that would.
+func checkSkip(skip map[string]string, stages []stage) error {
+	var valid []string
+	for _, st := range stages {
+		for _, c := range st.checks {
+			for name := range pathPrefixes(c.name) {
+				if !slices.Contains(valid, name) {
+					valid = append(valid, name)
+				}
+			}
+		}
+	}
+	var unknown []string
+	for name := range skip {
+		if !slices.Contains(valid, name) {
+			unknown = append(unknown, strconv.Quote(name))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	slices.Sort(valid)
+	return fmt.Errorf("Skip names no check of this suite: %s; the checks are %s", strings.Join(unknown, ", "), strings.Join(valid, ", "))
+}
+
+// pathPrefixes yields "a", "a/b" and "a/b/c" for "a/b/c".
+func pathPrefixes(name string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for i, r := range name {
+			if r == '/' && !yield(name[:i]) {
+				return
+			}
+		}
+		yield(name)
+	}
+}
+
+// leakCheck is the check that the goroutines the suite's checks started
+// have ended.
+func leakCheck(before leakcheck.Goroutines, ignore []string) check {
+	return check{"NoGoroutineLeaks", func(t tb, _ context.Context) {
+		if leaked := before.Leaked(leakGrace, ignore...); len(leaked) > 0 {
+			t.Errorf("%d goroutines started during the suite are still running after every connector was torn down: Teardown must stop what Open and the other calls started, and Read and Write must return when their context is done; a library's worker that runs for the life of the process can be named in IgnoreGoroutines. Their stacks:\n\n%s",
 				len(leaked), strings.Join(leaked, "\n\n"))
 		}
-	})
+	}}
 }
 
 func merge(base map[string]string, more ...map[string]string) map[string]string {

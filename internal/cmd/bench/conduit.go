@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/connkit/connkit/internal/chart"
 	"github.com/connkit/connkit/internal/conduit"
-	"github.com/jackc/pgx/v5"
 )
 
 // conduitTable is the table of the published batching experiment: the
@@ -30,9 +28,9 @@ const conduitTable = `CREATE TABLE IF NOT EXISTS batch_test (id bigint PRIMARY K
 // making structured records as fast as it can (its schema extraction on, as
 // by default), the key hoisted from the payload by Conduit's builtin
 // processors (field.exclude drops the generator's random raw key, so that
-// field.set can build a structured one: {"id": "<id>"}), and a standalone
-// Postgres destination. %[1]s is the database URL, %[2]s and %[3]s the
-// source's and the destination's extra settings.
+// field.set can build a structured one: {"id": "<id>"}), and a destination.
+// %[1]s is the source's extra settings, %[2]s the destination connector:
+// postgresDestination or ceilingDestination.
 const conduitPipeline = `version: "2.2"
 pipelines:
   - id: batch
@@ -46,13 +44,7 @@ pipelines:
           format.options.id: int
           format.options.first_name: string
           format.options.last_name: string
-%[2]s      - id: postgres
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %[1]q
-          table: batch_test
-%[3]s    processors:
+%[1]s%[2]s    processors:
       - id: drop-key
         plugin: field.exclude
         settings:
@@ -67,52 +59,33 @@ pipelines:
           value: "{{ .Payload.After.id }}"
 `
 
-// generatorPipeline measures a source: a standalone generator making the
-// same structured records as fast as it can, into Conduit's builtin log
-// destination, which logs them at trace, below Conduit's level, so that it
-// costs little. %[2]s and %[3]s are the source's and the destination's
-// extra settings.
-const generatorPipeline = `version: "2.2"
-pipelines:
-  - id: batch
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: standalone:generator
+// postgresDestination is the standalone Postgres destination of the
+// experiment: %[1]s is the database URL, %[2]s its extra settings.
+const postgresDestination = `      - id: postgres
+        type: destination
+        plugin: standalone:postgres
         settings:
-          format.type: structured
-          format.options.id: int
-          format.options.first_name: string
-          format.options.last_name: string
-%[2]s      - id: log
+          url: %[1]q
+          table: batch_test
+%[2]s`
+
+// ceilingDestination is Conduit's builtin log destination logging at trace
+// level, below Conduit's own, decoding nothing (a standalone destination
+// decodes in its own process) and batching nothing (the builtin log's SDK
+// batches at a cost no plugin's would show in Conduit): it does nothing with
+// a record, so that its pipeline carries what Conduit itself can.
+const ceilingDestination = `      - id: log
         type: destination
         plugin: builtin:log
         settings:
           level: trace
-%[3]s`
+          sdk.schema.extract.key.enabled: "false"
+          sdk.schema.extract.payload.enabled: "false"
+`
 
-// experiment is a pipeline `bench conduit` measures, with the plugins in
-// one of its roles.
-type experiment struct {
-	pipeline    string // the pipeline file, for fmt: %[1]s the database URL, %[2]s and %[3]s the source's and destination's extra settings
-	source      bool   // the plugins measured are the source, not the destination
-	plugin      string // connkit's plugin
-	description string // the pipeline, for the report
-	title       string // the pipeline, for the chart
-}
-
-// experiments are the pipelines of -pipeline.
-var experiments = map[string]experiment{
-	"postgres": {
-		pipeline: conduitPipeline, plugin: "bin/connkit-postgres", title: "Conduit → Postgres",
-		description: "builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text)",
-	},
-	"generator": {
-		pipeline: generatorPipeline, source: true, plugin: "bin/connkit-generator", title: "generator → Conduit",
-		description: "standalone generator (structured id, first_name, last_name; schema extraction on, as by default) → builtin log destination at level trace",
-	},
-}
+// ceiling is the name of the pipeline into ceilingDestination among the
+// plugins of a run.
+const ceiling = "ceiling"
 
 // load is a row of the experiment: a batch size (0: no batch settings)
 // under the generator's rate (0: as fast as it can).
@@ -136,24 +109,27 @@ type conduitCell struct {
 
 	records, elapsed float64 // records through the pipeline in the window, and its seconds
 	hist             histogram
-	rows             int64  // rows in the table when Conduit has stopped
-	note             string // what went wrong after the window, if anything
-	err              error
+	rows             int64 // rows in the table when Conduit has stopped
+	// What Conduit, the plugin and PostgreSQL (its postmaster and
+	// backends) used in the window.
+	conduitUse, pluginUse, postgresUse resourceUse
+	note                               string // what went wrong after the window, if anything
+	err                                error
 }
 
 func (c *conduitCell) rate() float64 { return c.records / c.elapsed }
 
 // conduitMode runs the published batching experiment in real Conduit, one
-// Conduit per cell, each plugin in turn, and reports rows per second and
-// latency from Conduit's own metrics over a window after a warm-up.
+// Conduit per cell, each plugin in turn and the ceiling pipeline after
+// them, and reports rows per second and latency from Conduit's own metrics
+// over a window after a warm-up, and what each process used meanwhile.
 func conduitMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("conduit", flag.ExitOnError)
 	a, b := pair{name: "connkit"}, pair{}
 	bin := fs.String("conduit", defaultConduit(), "Conduit binary (default $CONDUIT_BIN, else the one `make conduit` builds)")
-	pipelineName := fs.String("pipeline", "postgres", "postgres: builtin generator → the plugin, a Postgres destination named postgres; generator: the plugin, a generator source named generator → builtin log")
-	fs.StringVar(&a.destination, "plugin", "", "the plugin measured (default bin/connkit-postgres, or bin/connkit-generator with -pipeline generator)")
+	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "Postgres destination plugin named postgres")
 	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
-	fs.StringVar(&b.destination, "vs-plugin", "", "second plugin, in the same role, measured side by side")
+	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin named postgres, measured side by side")
 	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
 	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
 	batches := fs.String("batch-sizes", "0,1,10,100,1000,10000", "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
@@ -163,17 +139,11 @@ func conduitMode(ctx context.Context, args []string) error {
 	warmup := fs.Duration("warmup", 5*time.Second, "time after the first record that a cell leaves out of its measurement")
 	duration := fs.Duration("duration", 30*time.Second, "measurement window of a cell")
 	records := fs.Int64("records", 0, "end a cell's window after this many records, if that comes before -duration; 0: -duration alone")
+	withCeiling := fs.Bool("ceiling", true, "measure the ceiling too, the same pipeline, engine and source settings into Conduit's builtin log destination doing nothing, in every engine and load")
 	idle := fs.Float64("idle-rate", 10, "records per second of an idle pipeline, measured with no batch settings as a last row; 0 leaves it out")
-	out := fs.String("out", "bench/results", "directory for conduit.md and conduit.svg")
+	out := fs.String("out", "bench/results", "directory for conduit.md, conduit.csv and conduit.svg")
 	_ = fs.Parse(args)
 
-	exp, ok := experiments[*pipelineName]
-	if !ok {
-		return fmt.Errorf("-pipeline: got %q, expected postgres or generator", *pipelineName)
-	}
-	if a.destination == "" {
-		a.destination = exp.plugin
-	}
 	sizes, err := batchSizes(*batches)
 	if err != nil {
 		return err
@@ -201,14 +171,21 @@ func conduitMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	var conn *pgx.Conn
-	if !exp.source {
-		var closeDB func()
-		conn, closeDB, err = database(ctx, url, conduitTable)
-		if err != nil {
-			return err
-		}
-		defer closeDB()
+	conn, closeDB, err := database(ctx, url, conduitTable)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	// PostgreSQL's usage is that of the server behind this connection's
+	// backend, if it runs on this machine.
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return err
+	}
+	pgServer := postmaster(backend)
+	measured := pairs
+	if *withCeiling {
+		measured = append(slices.Clip(pairs), pair{name: ceiling})
 	}
 
 	// The plugins alternate cell by cell, so that whatever the machine
@@ -216,7 +193,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	var cells []*conduitCell
 	for _, e := range engineList {
 		for _, l := range loads {
-			for _, p := range pairs {
+			for _, p := range measured {
 				cells = append(cells, &conduitCell{engine: e, load: l, plugin: p})
 			}
 		}
@@ -225,21 +202,22 @@ func conduitMode(ctx context.Context, args []string) error {
 	for i, c := range cells {
 		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s engine, batch %s, %s ...", i+1, len(cells), time.Since(start).Round(time.Second),
 			c.engine, c.label(), c.plugin.name)
-		if conn != nil {
-			if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
-				return err
-			}
+		if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
+			return err
 		}
-		source, destination := batchSettings(c.engine, *v2Batching, exp.source, c.batch, *delay)
+		source, destination := batchSettings(c.engine, *v2Batching, c.batch, *delay)
 		if c.sourceRate > 0 {
 			source = fmt.Sprintf("          rate: \"%g\"\n", c.sourceRate) + source
 		}
-		pipeline := fmt.Sprintf(exp.pipeline, *url, source, destination)
-		c.runIn(ctx, *bin, pipeline, *warmup, *duration, *records)
+		to := fmt.Sprintf(postgresDestination, *url, destination)
+		if c.plugin.name == ceiling {
+			to = ceilingDestination
+		}
+		c.runIn(ctx, *bin, fmt.Sprintf(conduitPipeline, source, to), pgServer, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if c.err == nil && conn != nil {
+		if c.err == nil && c.plugin.name != ceiling {
 			if err := conn.QueryRow(ctx, "SELECT count(*) FROM batch_test").Scan(&c.rows); err != nil {
 				return err
 			}
@@ -250,16 +228,18 @@ func conduitMode(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
 
-	table := conduitReport(exp, cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
-	svg := conduitChart(exp, cells, pairs, engineList, sizes, *delay)
-	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.svg": svg})
+	table := conduitReport(cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
+	svg := conduitChart(cells, pairs, engineList, sizes, *delay)
+	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.csv": conduitCSV(cells), "conduit.svg": svg})
 }
 
 // runIn starts Conduit with the pipeline and the cell's plugin alone in its
 // connectors directory, waits for the first record and the warm-up, and
 // measures the window as the difference of two readings of Conduit's
-// histogram, so that start-up and warm-up are left out.
-func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, duration time.Duration, records int64) {
+// histogram, so that start-up and warm-up are left out, and what Conduit,
+// the plugin and the PostgreSQL server pgServer (0: not measured) used
+// between them.
+func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer int, warmup, duration time.Duration, records int64) {
 	dir, err := os.MkdirTemp("", "connkit-bench-conduit-")
 	if err != nil {
 		c.err = err
@@ -267,17 +247,21 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 	}
 	defer os.RemoveAll(dir)
 	// The file's name does not matter: Conduit knows a plugin by the name
-	// in its specification, the same for both plugins of a cell.
+	// in its specification, postgres for both.
 	abs, err := filepath.Abs(c.plugin.destination)
 	if err != nil {
 		c.err = err
 		return
 	}
+	var plugins []string
+	if c.plugin.name != ceiling {
+		plugins = []string{abs}
+	}
 	var flags []string
 	if c.engine == "v2" {
 		flags = append(flags, "--preview.pipeline-arch-v2")
 	}
-	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: []string{abs}, Flags: flags})
+	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: plugins, Flags: flags})
 	if err != nil {
 		c.err = err
 		return
@@ -323,8 +307,14 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 	if !wait("during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) }) {
 		return
 	}
+	postgres := processes()
+	if pgServer != 0 && c.plugin.name != ceiling {
+		postgres = processTree(pgServer)
+	}
+	sampling := startSampling(100*time.Millisecond, processes(s.Pid()), processes(pluginPids(dir)...), postgres)
 	before, t0, err := readHistogram(s.URL, "batch")
 	if err != nil {
+		sampling.finish()
 		c.err = err
 		return
 	}
@@ -340,9 +330,12 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 		return count-before.count >= float64(records)
 	}
 	if !wait("during the measurement", duration+time.Second, done) {
+		sampling.finish()
 		return
 	}
 	after, t1, err := readHistogram(s.URL, "batch")
+	used := sampling.finish()
+	c.conduitUse, c.pluginUse, c.postgresUse = used[0], used[1], used[2]
 	if err != nil {
 		c.err = err
 		return
@@ -360,18 +353,15 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, warmup, d
 }
 
 // batchSettings returns the pipeline file's extra source and destination
-// settings for a batch size: none for 0; on the source if onSource (the
-// plugin measured is the source); else sdk.batch.size and sdk.batch.delay
-// on the destination in the default engine, and where v2Batching says in
-// the v2 engine, whose batches are made by the source.
-func batchSettings(engine, v2Batching string, onSource bool, batch int, delay time.Duration) (source, destination string) {
+// settings for a batch size: none for 0; else sdk.batch.size and
+// sdk.batch.delay on the destination in the default engine, and where
+// v2Batching says in the v2 engine, whose batches are made by the source.
+func batchSettings(engine, v2Batching string, batch int, delay time.Duration) (source, destination string) {
 	if batch == 0 {
 		return "", ""
 	}
 	s := fmt.Sprintf("          sdk.batch.size: \"%d\"\n          sdk.batch.delay: %q\n", batch, delay.String())
 	switch {
-	case onSource:
-		return s, ""
 	case engine == "default" || v2Batching == "destination":
 		return "", s
 	case v2Batching == "source":
@@ -386,16 +376,8 @@ func batchSettings(engine, v2Batching string, onSource bool, batch int, delay ti
 // stopped, its plugins live on, and one writing into the table would
 // disturb the next cell.
 func killPlugins(dir string) {
-	prefix := []byte(filepath.Join(dir, "connectors") + "/")
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, path := range procs {
-		cmdline, err := os.ReadFile(path)
-		if err != nil || !bytes.HasPrefix(cmdline, prefix) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	for _, pid := range pluginPids(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -540,27 +522,42 @@ func thousands(v float64) string {
 	return s
 }
 
-func conduitReport(exp experiment, cells []*conduitCell, pairs []pair, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
+func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
 	var t strings.Builder
 	window := duration.String()
 	if records > 0 {
 		window = fmt.Sprintf("%v or %d records, whichever came first", duration, records)
 	}
-	fmt.Fprintf(&t, "Real Conduit v0.14.0: %s. ", exp.description)
-	if exp.source {
-		fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v, on the source in both engines; \"not set\" means no batch parameters at all.\n\n", delay)
-	} else {
-		fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
-			map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
-	}
+	fmt.Fprintf(&t, "Real Conduit v0.14.0: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ")
+	fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
+		map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
 	if l := loads[len(loads)-1]; l.sourceRate > 0 {
 		fmt.Fprintf(&t, "The idle row has the generator make %g records per second, no batch settings: how long a lone record takes through the pipeline.\n\n", l.sourceRate)
 	}
 	fmt.Fprintf(&t, "One Conduit per cell, the plugins alternating; a cell measures %s after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds histogram (from the source's read to the destination's ack). ", window, warmup)
 	t.WriteString("rows/s is its count over the window; mean is its sum over its count; p99 is estimated from its buckets (1 ms … 5 s) as Prometheus's histogram_quantile does, interpolating linearly inside the bucket that holds the 99th percentile; \"> 5,000 ms\" means beyond the last bucket. ")
 	t.WriteString("On a busy machine (two shared cores run Conduit, the plugin, PostgreSQL and whatever else runs there), the ratio of a row, its cells measured one after the other, says more than its absolute figures.\n\n")
+	measured := pairs
+	if c := findCell(cells, engines[0], loads[0], ceiling); c.engine != "" {
+		measured = append(slices.Clip(pairs), c.plugin)
+		t.WriteString("The ceiling is the same pipeline, same engine and source settings, into Conduit's builtin log destination at trace level, with no batch settings, decoding nothing and writing nothing: no plugin, no PostgreSQL, what Conduit itself can carry (its batch column is the plugins' setting; in the default engine, where those go to the destination alone, the ceiling is the same pipeline in every row, measured again beside each). The percentage beside a plugin's rows/s is its share of the ceiling's.\n\n")
+	}
 
-	writeTableHead(&t, "| engine | batch |", pairs, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", "rows/s ratio")
+	withCeiling := len(measured) > len(pairs)
+	t.WriteString("| engine | batch |")
+	for _, p := range pairs {
+		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", p.name)
+	}
+	cols := 2 + 3*len(pairs)
+	if len(pairs) == 2 {
+		t.WriteString(" rows/s ratio |")
+		cols++
+	}
+	if withCeiling {
+		t.WriteString(" ceiling rows/s |")
+		cols++
+	}
+	t.WriteString("\n|" + strings.Repeat("---|", cols) + "\n")
 	var notes []string
 	for _, e := range engines {
 		for _, l := range loads {
@@ -578,7 +575,7 @@ func conduitReport(exp experiment, cells []*conduitCell, pairs []pair, engines [
 				if above {
 					gt = "> "
 				}
-				fmt.Fprintf(&t, " %s | %s | %s%s |", thousands(c.rate()), millis(c.hist.mean()), gt, millis(p99))
+				fmt.Fprintf(&t, " %s%s | %s | %s%s |", thousands(c.rate()), shareOf(c, findCell(cells, e, l, ceiling)), millis(c.hist.mean()), gt, millis(p99))
 				if c.note != "" {
 					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, l.label(), p.name, c.note))
 				}
@@ -590,9 +587,17 @@ func conduitReport(exp experiment, cells []*conduitCell, pairs []pair, engines [
 					t.WriteString(" |")
 				}
 			}
+			if withCeiling {
+				if c := findCell(cells, e, l, ceiling); c.err == nil {
+					fmt.Fprintf(&t, " %s |", thousands(c.rate()))
+				} else {
+					fmt.Fprintf(&t, " failed: %s |", oneLine(c.err))
+				}
+			}
 			t.WriteString("\n")
 		}
 	}
+	writeResourceTable(&t, cells, measured, engines, loads)
 	if len(notes) > 0 {
 		t.WriteString("\nAfter the window (not measured):\n\n")
 		for _, n := range notes {
@@ -614,7 +619,7 @@ func findCell(cells []*conduitCell, engine string, l load, plugin string) *condu
 // conduitChart draws rows per second and mean latency by batch size side
 // by side, as the published experiment does: a colour per plugin, solid for
 // the default engine and dashed for v2.
-func conduitChart(exp experiment, cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration) string {
+func conduitChart(cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration) string {
 	var tp, lat []chart.Series
 	for pi, p := range pairs {
 		for ei, e := range engines {
@@ -638,7 +643,7 @@ func conduitChart(exp experiment, cells []*conduitCell, pairs []pair, engines []
 	}
 	x := fmt.Sprintf("sdk.batch.size (sdk.batch.delay %v)", delay)
 	return chart.Panels(
-		chart.Line(exp.title+": rows per second", x, "rows/s", labels, tp, false),
-		chart.Line(exp.title+": mean latency", x, "ms (log scale)", labels, lat, true),
+		chart.Line("Conduit → Postgres: rows per second", x, "rows/s", labels, tp, false),
+		chart.Line("Conduit → Postgres: mean latency", x, "ms (log scale)", labels, lat, true),
 	)
 }

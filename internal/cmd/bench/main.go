@@ -4,7 +4,7 @@
 //	bench source      -plugin BIN [-config k=v ...] [-records N]
 //	bench destination -plugin BIN [-config k=v ...] [-records N] [-payload BYTES | -fields id=int,...] [-per-message N]
 //	bench sweep       -source BIN -destination BIN [-vs-source BIN -vs-destination BIN] [-out DIR] ...
-//	bench postgres    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
+//	bench postgres    -plugin BIN [-vs-plugin BIN] [-vs-config k=v ...] [-keyless] [-operation create|update] [-rounds N] [-url URL] [-out DIR] ...
 //	bench pgsource    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
 //	bench conduit     -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //
@@ -15,14 +15,19 @@
 // of batch sizes and payload sizes, optionally for a second pair of plugins
 // side by side, and writes a table and SVG charts. postgres measures Postgres
 // destinations into a 4-column table over a range of batch sizes, checking
-// the rows each run leaves, and writes a table and an SVG chart. pgsource
+// the rows each run leaves, beside a binary COPY of the same rows into the
+// same table (each plugin's rows/s as a share of COPY's from the same
+// round), and writes a table and an SVG chart. pgsource
 // measures Postgres sources: records per second of a snapshot and of
 // changes streamed through logical replication, and writes a table and an
 // SVG chart. conduit runs the published batching experiment in real
 // Conduit (builtin generator → key hoisted by builtin processors → a
-// standalone Postgres destination) over batch sizes and both engines, and
-// reports rows/s, mean and p99 latency from Conduit's own metrics as a table
-// and an SVG chart.
+// standalone Postgres destination) over batch sizes and both engines, with
+// a ceiling pipeline into Conduit's builtin log destination beside them, and
+// reports rows/s (also as a share of the ceiling's), mean and p99 latency
+// from Conduit's own metrics, and the processor time per row and peak
+// memory of Conduit, the plugin and PostgreSQL, as a table, a CSV file and
+// an SVG chart.
 package main
 
 import (

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -24,6 +25,10 @@ import (
 // columns and an int.
 const benchTable = `CREATE TABLE IF NOT EXISTS bench (id bigint PRIMARY KEY, a text, b text, n int)`
 
+// keylessTable is benchTable without a key, for records without one,
+// which the destination writes with plain inserts.
+const keylessTable = `DROP TABLE IF EXISTS bench; CREATE TABLE bench (id bigint, a text, b text, n int)`
+
 // postgresMode measures Postgres destinations: rows per second into
 // benchTable, one record per message as Conduit's default engine sends them,
 // with sdk.batch.size set to each batch size, for one or two plugins side by
@@ -41,16 +46,23 @@ func postgresMode(ctx context.Context, args []string) error {
 	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin, measured side by side")
 	fs.Var(b.destCfg, "vs-config", "second plugin's extra parameter (repeatable)")
 	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
-	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes")
+	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes; 0 sets no sdk.batch.size, the destination's default")
+	keyless := fs.Bool("keyless", false, "records without a key (id in the payload) into a table without one: plain inserts; needs -schemas off")
 	records := fs.Int64("records", 50000, "rows per run")
-	out := fs.String("out", "bench/results", "directory for postgres.md and postgres.svg")
+	out := fs.String("out", "bench/results", "directory for postgres.md and postgres.svg (postgres-update.* with -operation update, postgres-keyless.* with -keyless)")
 	perMessage := fs.Int("per-message", 1, "records per message: 1 as Conduit's default engine sends them; 0 for messages of the batch size, as the v2 engine carries a source's batches")
+	operation := fs.String("operation", "create", "operation of the keyed records: create (the destination may try a plain insert first) or update (every record an upsert)")
+	rounds := fs.Int("rounds", 1, "rounds of runs, alternating COPY and the plugins; the table shows the round with the median share of COPY")
 	modes := fs.String("schemas", "off,on", "comma-separated: off sends structured records; on sends Avro, its schemas in the host's schema service")
 	_ = fs.Parse(args)
 
-	batchSizes, err := ints("-batch-sizes", *batches)
-	if err != nil {
-		return err
+	var batchSizes []int
+	for s := range strings.SplitSeq(*batches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return fmt.Errorf("-batch-sizes: %q is not a batch size (0 for the default, or a positive integer)", s)
+		}
+		batchSizes = append(batchSizes, n)
 	}
 	var schemaModes []string
 	for m := range strings.SplitSeq(*modes, ",") {
@@ -59,7 +71,29 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		schemaModes = append(schemaModes, m)
 	}
-	conn, closeDB, err := database(ctx, url, benchTable)
+	op := opencdc.OperationCreate
+	switch *operation {
+	case "create":
+	case "update":
+		op = opencdc.OperationUpdate
+	default:
+		return fmt.Errorf("-operation: got %q, expected create or update", *operation)
+	}
+	if *rounds < 1 {
+		return fmt.Errorf("-rounds: got %d, expected 1 or more", *rounds)
+	}
+	ddl, record := benchTable, func(i int64) opencdc.Record {
+		r := pgRecord(i)
+		r.Operation = op
+		return r
+	}
+	if *keyless {
+		if slices.Contains(schemaModes, "on") {
+			return errors.New("-keyless: records without a key are sent with schemas off only; add -schemas off")
+		}
+		ddl, record = keylessTable, keylessRecord
+	}
+	conn, closeDB, err := database(ctx, url, ddl)
 	if err != nil {
 		return err
 	}
@@ -68,74 +102,127 @@ func postgresMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	makers := map[string]func(int64) opencdc.Record{"off": pgRecord}
+	makers := map[string]func(int64) opencdc.Record{"off": record}
 	if slices.Contains(schemaModes, "on") {
-		if makers["on"], err = avroRecords(ctx, schemas.Registry); err != nil {
+		if makers["on"], err = avroRecords(ctx, schemas.Registry, record); err != nil {
 			return err
 		}
 	}
 
-	type result struct {
-		st   host.Stats
-		cpu  time.Duration // the plugin's processor time
-		err  error
-		note string
-	}
 	type run struct {
 		plugin, schemas string
 		batch           int
 	}
-	results := map[run]result{}
-	total, done := len(batchSizes)*len(schemaModes)*len(pairs), 0
-	for _, batch := range batchSizes {
-		for _, mode := range schemaModes {
-			for _, p := range pairs {
-				done++
-				fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, schemas %s, %s ...", done, total, batch, mode, p.name)
+	results := map[run][]pgResult{} // a result per round
+	total, done := *rounds*len(batchSizes)*len(schemaModes)*(1+len(pairs)), 0
+	progress := func(batch int, mode, name string) {
+		done++
+		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, schemas %s, %s ...", done, total, batch, mode, name)
+	}
+	// check returns an error unless the table holds the rows sent.
+	check := func() error {
+		var rows, right int64
+		if err := conn.QueryRow(ctx, benchCheck).Scan(&rows, &right); err != nil {
+			return err
+		}
+		if rows != *records || right != *records {
+			return fmt.Errorf("%d rows in the table, %d of them with the values sent, expected %d", rows, right, *records)
+		}
+		return nil
+	}
+	for range *rounds {
+		for _, batch := range batchSizes {
+			for _, mode := range schemaModes {
+				progress(batch, mode, "COPY")
 				if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
 					return err
 				}
-				cfg := host.Settings{"url": *url, "table": "bench", "sdk.batch.size": strconv.Itoa(batch)}
-				for k, v := range p.destCfg {
-					cfg[k] = v
+				copyRate, err := copyRows(ctx, conn, *records)
+				if err == nil {
+					err = check()
 				}
-				var r result
-				per := *perMessage
-				if per == 0 {
-					per = batch
+				if err != nil {
+					return fmt.Errorf("COPY: %w", err)
 				}
-				r.st, r.cpu, r.err = feedPostgres(ctx, p.destination, cfg, *records, per, makers[mode])
-				var stopErr *host.StopError
-				if errors.As(r.err, &stopErr) {
-					r.note, r.err = "Stop failed after every ack: "+oneLine(stopErr.Err), nil
-				}
-				if r.err == nil {
-					var rows, right int64
-					if err := conn.QueryRow(ctx, benchCheck).Scan(&rows, &right); err != nil {
+				for _, p := range pairs {
+					progress(batch, mode, p.name)
+					cfg := host.Settings{"url": *url, "table": "bench"}
+					if batch > 0 {
+						cfg["sdk.batch.size"] = strconv.Itoa(batch)
+					}
+					for k, v := range p.destCfg {
+						cfg[k] = v
+					}
+					// Every run sends the same positions: an exactly-once
+					// destination must not find the last run's.
+					positions := cmp.Or(cfg["exactlyOnce.table"], "connkit_positions")
+					if _, err := conn.Exec(ctx, "TRUNCATE bench; DROP TABLE IF EXISTS "+pgx.Identifier(strings.Split(positions, ".")).Sanitize()); err != nil {
 						return err
 					}
-					if rows != *records || right != *records {
-						r.err = fmt.Errorf("%d rows in the table, %d of them with the values sent, expected %d", rows, right, *records)
+					r := pgResult{copy: copyRate}
+					per := *perMessage
+					if per == 0 {
+						per = batch
 					}
-				}
-				results[run{p.name, mode, batch}] = r
-				if ctx.Err() != nil {
-					return ctx.Err()
+					r.st, r.cpu, r.err = feedPostgres(ctx, p.destination, cfg, *records, per, makers[mode])
+					var stopErr *host.StopError
+					if errors.As(r.err, &stopErr) {
+						r.note, r.err = "Stop failed after every ack: "+oneLine(stopErr.Err), nil
+					}
+					if r.err == nil {
+						r.err = check()
+					}
+					k := run{p.name, mode, batch}
+					results[k] = append(results[k], r)
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
 				}
 			}
 		}
 	}
 	fmt.Fprintln(os.Stderr, "\r\033[Kdone")
 
+	// typical is the round of the median share of COPY, the first failed
+	// round if one failed.
+	typical := func(rs []pgResult) pgResult {
+		for _, r := range rs {
+			if r.err != nil {
+				return r
+			}
+		}
+		sorted := slices.Clone(rs)
+		slices.SortFunc(sorted, func(a, b pgResult) int { return cmp.Compare(a.share(), b.share()) })
+		return sorted[len(sorted)/2]
+	}
 	var t strings.Builder
 	msgs := "one record per message"
 	if *perMessage != 1 {
 		msgs = fmt.Sprintf("%d records per message (0: the batch size)", *perMessage)
 	}
-	fmt.Fprintf(&t, "%d rows per run into (id bigint PRIMARY KEY, a text, b text, n int), %s, sdk.batch.size on the destination.\n\n", *records, msgs)
+	into := fmt.Sprintf("(id bigint PRIMARY KEY, a text, b text, n int), keyed %s records (upserts on the key)", op)
+	if *keyless {
+		into = "(id bigint, a text, b text, n int), records without a key (plain inserts)"
+	}
+	fmt.Fprintf(&t, "%d rows per run into %s, %s, sdk.batch.size on the destination (0: not set).\n\n", *records, into, msgs)
+	t.WriteString("COPY is the database's own limit: a binary `COPY bench FROM STDIN` of the same rows through pgx, into the same empty table, timed from its start to its end, just before each plugin's run; a plugin's share is its rows/s over that COPY's.\n\n")
 	t.WriteString("Schemas off: keys and payloads are structured data. Schemas on: they are Avro, named by their schemas' subject and version in metadata, the schemas in the host's schema service, as Conduit's sources send them; the destinations decode them with their sdk.schema.extract.* parameters at the defaults.\n\n")
 	t.WriteString("The plugin's processor time per row counts the plugin process alone, not the database or the host; it varies less than rows/s on a busy machine.\n\n")
-	writeTableHead(&t, "| batch | schemas |", pairs, " %[1]s rows/s | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", "ratio")
+	if *rounds > 1 {
+		fmt.Fprintf(&t, "Each figure is from the round (of %d, alternating) with the median share of COPY.\n\n", *rounds)
+	}
+	t.WriteString("| batch | schemas |")
+	for _, p := range pairs {
+		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s share of COPY | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", p.name)
+	}
+	if len(pairs) == 2 {
+		t.WriteString(" ratio |")
+	}
+	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|---|", len(pairs)))
+	if len(pairs) == 2 {
+		t.WriteString("---|")
+	}
+	t.WriteString("\n")
 	var series []chart.Series
 	for _, mode := range schemaModes {
 		for i, p := range pairs {
@@ -153,9 +240,9 @@ func postgresMode(ctx context.Context, args []string) error {
 			fmt.Fprintf(&t, "| %d | %s |", batch, mode)
 			for i, p := range pairs {
 				i := mi*len(pairs) + i
-				r := results[run{p.name, mode, batch}]
+				r := typical(results[run{p.name, mode, batch}])
 				if r.err != nil {
-					fmt.Fprintf(&t, " failed: %s | | |", oneLine(r.err))
+					fmt.Fprintf(&t, " failed: %s | | | |", oneLine(r.err))
 					series[i].Values = append(series[i].Values, math.NaN())
 					continue
 				}
@@ -163,14 +250,14 @@ func postgresMode(ctx context.Context, args []string) error {
 				if r.note != "" {
 					note = " (" + r.note + ")"
 				}
-				fmt.Fprintf(&t, " %.0f%s | %s / %s | %.1f |", r.st.RecordsPerSecond(), note, ms(r.st.Latency(0.5)), ms(r.st.Latency(0.99)),
-					float64(r.cpu.Microseconds())/float64(r.st.Records))
+				fmt.Fprintf(&t, " %.0f%s | %.0f%% of %.0f | %s / %s | %.1f |", r.st.RecordsPerSecond(), note, 100*r.share(), r.copy,
+					ms(r.st.Latency(0.5)), ms(r.st.Latency(0.99)), float64(r.cpu.Microseconds())/float64(r.st.Records))
 				series[i].Values = append(series[i].Values, r.st.RecordsPerSecond())
 			}
 			if len(pairs) == 2 {
-				ra, rb := results[run{pairs[0].name, mode, batch}], results[run{pairs[1].name, mode, batch}]
+				ra, rb := typical(results[run{pairs[0].name, mode, batch}]), typical(results[run{pairs[1].name, mode, batch}])
 				if ra.err == nil && rb.err == nil {
-					fmt.Fprintf(&t, " %.1fx |", ra.st.RecordsPerSecond()/rb.st.RecordsPerSecond())
+					fmt.Fprintf(&t, " %.1fx |", ra.share()/rb.share())
 				} else {
 					t.WriteString(" |")
 				}
@@ -179,8 +266,42 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 	}
 	svg := chart.Line("Postgres destination: rows per second by batch size", "batch size", "rows/s (log scale)", labels, series, true)
-	return publish(*out, t.String(), map[string]string{"postgres.md": t.String(), "postgres.svg": svg})
+	name := "postgres" // keyed creates; the other kinds of rows have files of their own
+	switch {
+	case *keyless:
+		name += "-keyless"
+	case op == opencdc.OperationUpdate:
+		name += "-update"
+	}
+	return publish(*out, t.String(), map[string]string{name + ".md": t.String(), name + ".svg": svg})
 }
+
+// copyRows copies rows 1 to n of pgRecord's values into the bench table
+// with a binary COPY, and returns how many rows per second it wrote. As
+// host.Feed does for the plugins, it makes the rows before it starts the
+// clock.
+func copyRows(ctx context.Context, conn *pgx.Conn, n int64) (float64, error) {
+	rows := make([][]any, n)
+	for i := range n {
+		id := i + 1
+		rows[i] = []any{id, "row-" + strconv.FormatInt(id, 10), "a text column of moderate length", id % 1000}
+	}
+	start := time.Now()
+	_, err := conn.CopyFrom(ctx, pgx.Identifier{"bench"}, []string{"id", "a", "b", "n"}, pgx.CopyFromRows(rows))
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
+// pgResult is a plugin's run in the postgres mode.
+type pgResult struct {
+	st   host.Stats
+	cpu  time.Duration // the plugin's processor time
+	err  error
+	note string
+	copy float64 // COPY's rows/s, measured just before, into the same table
+}
+
+// share is the run's rows/s as a share of COPY's.
+func (r pgResult) share() float64 { return r.st.RecordsPerSecond() / r.copy }
 
 // database connects to *url or, if it is empty, to a throwaway server it
 // starts from the machine's binaries, setting *url, and runs ddl, which
@@ -225,10 +346,19 @@ func pgRecord(i int64) opencdc.Record {
 	}
 }
 
+// keylessRecord is pgRecord without a key, its id in the payload.
+func keylessRecord(i int64) opencdc.Record {
+	r := pgRecord(i)
+	r.Payload.After.(opencdc.StructuredData)["id"] = i
+	r.Key = nil
+	return r
+}
+
 // avroRecords registers the schemas of pgRecord's key and payload with reg
-// and returns a function making pgRecord's records with key and payload
-// encoded as Avro and named in metadata, as a Conduit source sends them.
-func avroRecords(ctx context.Context, reg schema.Registry) (func(int64) opencdc.Record, error) {
+// and returns a function making record's records (pgRecord's, of some
+// operation) with key and payload encoded as Avro and named in metadata,
+// as a Conduit source sends them.
+func avroRecords(ctx context.Context, reg schema.Registry, record func(int64) opencdc.Record) (func(int64) opencdc.Record, error) {
 	codec := func(subject string, d opencdc.StructuredData) (*schema.Codec, error) {
 		text, err := schema.Extract(d)
 		if err != nil {
@@ -250,7 +380,7 @@ func avroRecords(ctx context.Context, reg schema.Registry) (func(int64) opencdc.
 		return nil, err
 	}
 	return func(i int64) opencdc.Record {
-		r := pgRecord(i)
+		r := record(i)
 		k, kerr := key.Encode(r.Key.(opencdc.StructuredData))
 		p, perr := payload.Encode(r.Payload.After.(opencdc.StructuredData))
 		if kerr != nil || perr != nil {

@@ -6,6 +6,7 @@ module github.com/connkit/connkit/internal/e2e/incumbent
 go 1.26
 
 tool (
+	github.com/conduitio/conduit-connector-file/cmd/connector
 	github.com/conduitio/conduit-connector-generator/cmd/connector
 	github.com/conduitio/conduit-connector-log/cmd/connector
 	github.com/conduitio/conduit-connector-postgres/cmd/connector
@@ -51,6 +52,7 @@ require (
 	github.com/chavacava/garif v0.1.0 // indirect
 	github.com/ckaznocha/intrange v0.3.0 // indirect
 	github.com/conduitio/conduit-commons v0.6.0 // indirect
+	github.com/conduitio/conduit-connector-file v0.10.3 // indirect
 	github.com/conduitio/conduit-connector-generator v0.10.4 // indirect
 	github.com/conduitio/conduit-connector-log v0.7.3 // indirect
 	github.com/conduitio/conduit-connector-postgres v0.14.0 // indirect
@@ -159,6 +161,7 @@ require (
 	github.com/nishanths/exhaustive v0.12.0 // indirect
 	github.com/nishanths/predeclared v0.2.2 // indirect
 	github.com/nunnatsa/ginkgolinter v0.19.1 // indirect
+	github.com/nxadm/tail v1.4.11 // indirect
 	github.com/oklog/run v1.1.0 // indirect
 	github.com/olekukonko/tablewriter v0.0.5 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.3 // indirect
@@ -242,6 +245,7 @@ require (
 	google.golang.org/grpc v1.73.0 // indirect
 	google.golang.org/protobuf v1.36.6 // indirect
 	gopkg.in/ini.v1 v1.67.0 // indirect
+	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 	gopkg.in/tomb.v2 v2.0.0-20161208151619-d5d1b5820637 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

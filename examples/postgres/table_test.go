@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/connkit/connkit/sdk"
+	"github.com/matryer/is"
+)
+
+// Columns added to a table while the destination runs are found: the
+// table is read again when a record names a column not yet seen, and
+// only a column that is still missing is the record's fault.
+func TestColumnsAddedWhileRunning(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY, n int)`, map[string]string{"table": "t"})
+	n, err := d.Write(ctx, []sdk.Record{rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, sdk.StructuredData{"n": 1})})
+	is.NoErr(err)
+	is.Equal(n, 1)
+
+	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN c2 text`)
+	is.NoErr(err)
+	batch := []sdk.Record{
+		rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, sdk.StructuredData{"n": 2, "c2": "two"}),
+		rec("3", sdk.OperationUpdate, sdk.StructuredData{"id": 1}, sdk.RawData(`{"n": 1, "c2": "one"}`)),
+		rec("4", sdk.OperationCreate, sdk.StructuredData{"id": 4}, sdk.StructuredData{"n": 4, "c3": "never added"}),
+		rec("5", sdk.OperationCreate, sdk.StructuredData{"id": 5}, sdk.StructuredData{"n": 5}),
+	}
+	n, err = d.Write(ctx, batch)
+	is.Equal(n, 2)
+	is.True(sdk.IsRecordFault(err))
+	is.True(strings.Contains(err.Error(), `record at position "4": column "c3" does not exist in table t`))
+	n, err = d.Write(ctx, batch[3:])
+	is.NoErr(err)
+	is.Equal(n, 1)
+	is.Equal(rows(t, conn, `SELECT id, n, c2 FROM t ORDER BY id`), []string{"1|1|one", "2|2|two", "5|5|<nil>"})
+}
+
+// The catalog is read again at most once per batch for a table.
+func TestColumnsReadAgainOncePerBatch(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, nil)
+	d.batch++
+	tbl, err := d.table(ctx, "t")
+	is.NoErr(err)
+	is.NoErr(d.checkColumns(ctx, tbl, []string{"id"}))
+
+	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN a int`)
+	is.NoErr(err)
+	err = d.checkColumns(ctx, tbl, []string{"a", "id"}) // read in this batch already
+	is.True(sdk.IsRecordFault(err))
+	is.Equal(err.Error(), `column "a" does not exist in table t (as the catalog says in this batch)`)
+
+	d.batch++
+	is.NoErr(d.checkColumns(ctx, tbl, []string{"a", "id"})) // read again
+	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN b int`)
+	is.NoErr(err)
+	is.True(sdk.IsRecordFault(d.checkColumns(ctx, tbl, []string{"b"}))) // not twice
+
+	_, err = conn.Exec(ctx, `DROP TABLE t`)
+	is.NoErr(err)
+	d.batch++
+	err = d.checkColumns(ctx, tbl, []string{"c"})
+	is.True(sdk.IsRecordFault(err))
+	is.Equal(err.Error(), "table t does not exist (or has no columns)")
+}
+
+// A column dropped while the destination runs is the fault of the records
+// that name it, alone; once it is added again, they are written.
+func TestColumnDroppedAndAddedAgain(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY, c2 text)`, map[string]string{"table": "t"})
+	write := func(recs ...sdk.Record) (int, error) { return d.Write(ctx, recs) }
+	_, err := write(rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, sdk.StructuredData{"c2": "one"}))
+	is.NoErr(err)
+
+	_, err = conn.Exec(ctx, `ALTER TABLE t DROP COLUMN c2`)
+	is.NoErr(err)
+	n, err := write(
+		rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, sdk.StructuredData{"c2": "two"}),
+		rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 3}, nil))
+	is.Equal(n, 0)
+	is.True(sdk.IsRecordFault(err))
+	is.True(strings.Contains(err.Error(), `record at position "2": table t: column "c2" of relation "t" does not exist`))
+	n, err = write(rec("3", sdk.OperationCreate, sdk.StructuredData{"id": 3}, nil))
+	is.NoErr(err)
+	is.Equal(n, 1)
+
+	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN c2 text`)
+	is.NoErr(err)
+	n, err = write(rec("4", sdk.OperationCreate, sdk.StructuredData{"id": 4}, sdk.StructuredData{"c2": "four"}))
+	is.NoErr(err)
+	is.Equal(n, 1)
+	is.Equal(rows(t, conn, `SELECT id, c2 FROM t ORDER BY id`), []string{"1|<nil>", "3|<nil>", "4|four"})
+}

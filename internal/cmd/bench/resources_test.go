@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// A busy child counts in its parent's tree, while it runs and once it has
+// ended and been waited for; the tree's resident set includes the child's.
+func TestSamplingProcessTree(t *testing.T) {
+	is := is.New(t)
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip(err)
+	}
+	alone, tree := processes(os.Getpid()), processTree(os.Getpid())
+	s := startSampling(10*time.Millisecond, alone, tree, processes())
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	is.NoErr(cmd.Start())
+	time.Sleep(50 * time.Millisecond) // sampled while the child runs
+	is.NoErr(cmd.Wait())
+	used := s.finish()
+	is.True(used[0].ok && used[1].ok)
+	is.True(used[1].cpu > used[0].cpu)         // the child's time, in the tree alone
+	is.True(used[1].peakRSS > used[0].peakRSS) // the child's resident set too
+	is.True(used[0].peakRSS > 1<<20)
+	is.True(!used[2].ok) // no processes: not measured
+}
+
+func TestConduitCSV(t *testing.T) {
+	is := is.New(t)
+	h := histogram{count: 1000, sum: 2, bounds: []float64{.01, 1}, cumulative: []float64{500, 1000}}
+	cell := func(name string, records float64, conduitCPU time.Duration) *conduitCell {
+		return &conduitCell{engine: "default", load: load{batch: 1}, plugin: pair{name: name}, records: records, elapsed: 10, hist: h,
+			conduitUse: resourceUse{cpu: conduitCPU, peakRSS: 64 << 20, ok: true}}
+	}
+	pg := cell("connkit", 1000, time.Second)
+	pg.pluginUse = resourceUse{cpu: 500 * time.Millisecond, peakRSS: 30 << 20, ok: true}
+	cells := []*conduitCell{pg, cell(ceiling, 4000, 2*time.Second), {engine: "v2", load: load{batch: 1}, plugin: pair{name: "connkit"}, err: errors.New("degraded")}}
+	lines := strings.Split(strings.TrimSpace(conduitCSV(cells)), "\n")
+	is.Equal(len(lines), 4)
+	is.True(strings.HasPrefix(lines[0], "engine,batch,pipeline,rows_per_s,ceiling_percent,"))
+	// p99 interpolates in the bucket (10 ms, 1 s]: 10 + 990 × 490/500 ms.
+	is.Equal(lines[1], "default,1,connkit,100,25,2,980.2,1000,500,,67108864,31457280,,")
+	is.Equal(lines[2], "default,1,ceiling,400,100,2,980.2,500,,,67108864,,,")
+	is.Equal(lines[3], "v2,1,connkit,,,,,,,,,,,degraded")
+}

@@ -1,0 +1,26 @@
+package plugin
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+)
+
+// servePluginEnv, set, makes the test binary a plugin process that serves
+// an empty connector, giving its host a second to connect.
+const servePluginEnv = "CONNKIT_TEST_SERVE_PLUGIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(servePluginEnv) != "" {
+		c := Connector{Spec: pconnector.Specification{Name: "test", Version: "v0.1.0"}}
+		if err := serve(c, Settings{MaxReceiveSize: DefaultMaxReceiveSize}, os.Stderr, time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
