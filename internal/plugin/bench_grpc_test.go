@@ -23,12 +23,12 @@ import (
 // per message with the protocol's own client, as fast as the stream takes
 // them, batches of up to 1000 and a connector that writes nothing. Each
 // flow-control window is a sub-benchmark (gRPC's minimum, the plugin's,
-// and gRPC's bandwidth-delay estimate): rec/s is the throughput and
+// 1 MiB, and gRPC's bandwidth-delay estimate): rec/s is the throughput and
 // ack-p50-ms the median time from sending a record to receiving its ack.
 // The client sends as fast as it can, so what waits in the window and the
 // hold bound is latency here.
 func BenchmarkDestinationOverGRPC(b *testing.B) {
-	for _, w := range []int32{64 << 10, windowSize, 0} {
+	for _, w := range []int32{64 << 10, windowSize, 1 << 20, 0} {
 		name := "window=bdp"
 		if w > 0 {
 			name = "window=" + strconv.Itoa(int(w>>10)) + "KiB"
