@@ -3,13 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/sdk"
-	"github.com/connkit/connkit/sdk/sdktest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/matryer/is"
@@ -264,32 +262,9 @@ func TestCopyExactlyOnce(t *testing.T) {
 func TestCopyExactlyOnceLostCommit(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	t.Setenv(pconnector.EnvConduitConnectorID, "pipeline:destination")
 	// A deferred constraint trigger runs at COMMIT: the test holds the
 	// lock it waits for while it breaks the connection.
-	dbURL, conn := server.Database(t, `CREATE TABLE items (n int);
-		CREATE FUNCTION wait_for_test() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_advisory_xact_lock(42); RETURN NULL; END $$;
-		CREATE CONSTRAINT TRIGGER wait_for_test AFTER INSERT ON items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_test()`)
-	u, err := url.Parse(dbURL)
-	is.NoErr(err)
-	proxy, err := sdktest.NewProxy(u.Host)
-	is.NoErr(err)
-	defer proxy.Close()
-	u.Host = proxy.Addr()
-	d, err := New(Config{URL: u.String(), Table: "items"})
-	is.NoErr(err)
-	d.cfg.ExactlyOnce.Enabled, d.cfg.ExactlyOnce.Table, d.cfg.ExactlyOnce.Window = true, "connkit_positions", 1000
-	is.NoErr(d.Open(ctx))
-	defer d.Teardown(context.Background())
-
-	lock, err := pgx.Connect(ctx, dbURL)
-	is.NoErr(err)
-	defer lock.Close(context.Background())
-	tx, err := lock.Begin(ctx)
-	is.NoErr(err)
-	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(42)`)
-	is.NoErr(err)
+	d, proxy, tx, conn := lostCommitSetup(t, `CREATE CONSTRAINT TRIGGER wait_for_test AFTER INSERT ON items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_test()`, 1000)
 	type result struct {
 		n   int
 		err error

@@ -123,32 +123,9 @@ func TestExactlyOnceNeedsTheConnectorID(t *testing.T) {
 func TestExactlyOnceLostCommit(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	t.Setenv(pconnector.EnvConduitConnectorID, "pipeline:destination")
-	dbURL, conn := server.Database(t, `CREATE TABLE items (n int);
-		CREATE FUNCTION wait_for_test() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_advisory_xact_lock(42); RETURN NULL; END $$;
-		CREATE TRIGGER wait_for_test AFTER INSERT ON items FOR EACH STATEMENT EXECUTE FUNCTION wait_for_test()`)
-	u, err := url.Parse(dbURL)
-	is.NoErr(err)
-	proxy, err := sdktest.NewProxy(u.Host)
-	is.NoErr(err)
-	defer proxy.Close()
-	u.Host = proxy.Addr()
-	d, err := New(Config{URL: u.String(), Table: "items"})
-	is.NoErr(err)
-	d.cfg.ExactlyOnce.Enabled, d.cfg.ExactlyOnce.Table, d.cfg.ExactlyOnce.Window = true, "connkit_positions", 100
-	is.NoErr(d.Open(ctx))
-	defer d.Teardown(context.Background())
-
 	// The test holds the lock the insert's trigger waits for, breaks the
 	// connection while it waits, then lets it commit.
-	lock, err := pgx.Connect(ctx, dbURL)
-	is.NoErr(err)
-	defer lock.Close(context.Background())
-	tx, err := lock.Begin(ctx)
-	is.NoErr(err)
-	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(42)`)
-	is.NoErr(err)
+	d, proxy, tx, conn := lostCommitSetup(t, `CREATE TRIGGER wait_for_test AFTER INSERT ON items FOR EACH STATEMENT EXECUTE FUNCTION wait_for_test()`, 100)
 	type result struct {
 		n   int
 		err error
@@ -185,4 +162,39 @@ func TestExactlyOnceLostCommit(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(n, 7)
 	is.Equal(rows(t, conn, `SELECT n FROM items ORDER BY n`), []string{"1", "2", "3", "4", "5", "6", "7"})
+}
+
+// lostCommitSetup opens a destination in the exactly-once mode (window
+// positions) on a table items (n int) whose trigger, created by the
+// statement given, calls wait_for_test, which waits for advisory lock 42.
+// The destination connects through a proxy the test can drop, and the
+// returned transaction holds the lock; conn is the database's own.
+func lostCommitSetup(t *testing.T, trigger string, window int) (*Destination, *sdktest.Proxy, pgx.Tx, *pgx.Conn) {
+	t.Helper()
+	is := is.New(t)
+	ctx := t.Context()
+	t.Setenv(pconnector.EnvConduitConnectorID, "pipeline:destination")
+	dbURL, conn := server.Database(t, `CREATE TABLE items (n int);
+		CREATE FUNCTION wait_for_test() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_advisory_xact_lock(42); RETURN NULL; END $$;
+		`+trigger)
+	u, err := url.Parse(dbURL)
+	is.NoErr(err)
+	proxy, err := sdktest.NewProxy(u.Host)
+	is.NoErr(err)
+	t.Cleanup(func() { proxy.Close() })
+	u.Host = proxy.Addr()
+	d, err := New(Config{URL: u.String(), Table: "items"})
+	is.NoErr(err)
+	d.cfg.ExactlyOnce.Enabled, d.cfg.ExactlyOnce.Table, d.cfg.ExactlyOnce.Window = true, "connkit_positions", window
+	is.NoErr(d.Open(ctx))
+	t.Cleanup(func() { d.Teardown(context.Background()) })
+	lock, err := pgx.Connect(ctx, dbURL)
+	is.NoErr(err)
+	t.Cleanup(func() { lock.Close(context.Background()) })
+	tx, err := lock.Begin(ctx)
+	is.NoErr(err)
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(42)`)
+	is.NoErr(err)
+	return d, proxy, tx, conn
 }
