@@ -22,10 +22,7 @@ import (
 // records nothing: a resumed snapshot then delivers again the rows changed
 // since the first one.
 func (s *Source) saveFirstSnapshot(ctx context.Context, view string) error {
-	ident, err := s.stateTable()
-	if err != nil {
-		return err
-	}
+	ident := s.stateIdent
 	conn, err := pgx.Connect(ctx, s.cfg.URL)
 	if err != nil {
 		return s.errorf("connect to PostgreSQL to record the snapshot: %s", err)
@@ -58,20 +55,9 @@ func (s *Source) saveFirstSnapshot(ctx context.Context, view string) error {
 // loadFirstSnapshot returns the snapshot recorded for the slot; false
 // when there is none (the table could not be created, or was dropped).
 func (s *Source) loadFirstSnapshot(ctx context.Context) (txSnapshot, bool, error) {
-	ident, err := s.stateTable()
-	if err != nil {
-		return txSnapshot{}, false, err
-	}
-	var exists bool
-	if err := s.conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, ident).Scan(&exists); err != nil {
-		return txSnapshot{}, false, s.errorf(`parameter "snapshot.stateTable": look up the table: %s`, err)
-	}
-	if !exists {
-		return txSnapshot{}, false, nil
-	}
 	var view string
-	err = s.conn.QueryRow(ctx, `SELECT snapshot FROM `+ident+` WHERE slot = $1`, s.cfg.Slot.Name).Scan(&view)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err := s.conn.QueryRow(ctx, `SELECT snapshot FROM `+s.stateIdent+` WHERE slot = $1`, s.cfg.Slot.Name).Scan(&view)
+	if errors.Is(err, pgx.ErrNoRows) || undefinedTable(err) {
 		return txSnapshot{}, false, nil
 	}
 	if err != nil {
@@ -86,25 +72,24 @@ func (s *Source) loadFirstSnapshot(ctx context.Context) (txSnapshot, bool, error
 
 // forgetFirstSnapshot deletes the slot's row, if there is one.
 func (s *Source) forgetFirstSnapshot(ctx context.Context, conn *pgx.Conn) error {
-	ident, err := s.stateTable()
-	if err != nil {
-		return err
-	}
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, ident).Scan(&exists); err != nil || !exists {
-		return err
-	}
-	if _, err := conn.Exec(ctx, `DELETE FROM `+ident+` WHERE slot = $1`, s.cfg.Slot.Name); err != nil {
+	if _, err := conn.Exec(ctx, `DELETE FROM `+s.stateIdent+` WHERE slot = $1`, s.cfg.Slot.Name); err != nil && !undefinedTable(err) {
 		return fmt.Errorf(`parameter "snapshot.stateTable": delete the slot's row: %w`, err)
 	}
 	return nil
 }
 
-// stateTable is the table's name, quoted.
-func (s *Source) stateTable() (string, error) {
-	parts, err := splitName(s.cfg.Snapshot.StateTable)
+// stateTable returns the table's name, quoted.
+func stateTable(name string) (string, error) {
+	parts, err := splitName(name)
 	if err != nil {
 		return "", fmt.Errorf(`parameter "snapshot.stateTable": %w`, err)
 	}
 	return pgx.Identifier(parts).Sanitize(), nil
+}
+
+// undefinedTable reports whether err is PostgreSQL's for a table that does
+// not exist (42P01).
+func undefinedTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
 }

@@ -48,7 +48,8 @@ type Source struct {
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
 	skip  position      // the last acked change: it and the changes before it are skipped
 
-	resume *resumed // the snapshot was resumed under a fresh one; nil: it was not
+	resume     *resumed // the snapshot was resumed under a fresh one; nil: it was not
+	stateIdent string   // snapshot.stateTable, quoted (snapstate.go)
 
 	statusInterval time.Duration // see the package variable
 
@@ -80,11 +81,11 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	}
 	// A config built in Go rather than from parameters may leave it empty.
 	cfg.Snapshot.StateTable = cmp.Or(cfg.Snapshot.StateTable, "connkit_snapshots")
-	s := &Source{cfg: cfg, statusInterval: statusInterval}
-	if _, err := s.stateTable(); err != nil {
+	state, err := stateTable(cfg.Snapshot.StateTable)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Source{cfg: cfg, stateIdent: state, statusInterval: statusInterval}, nil
 }
 
 func (s *Source) errorf(format string, err error) error {
@@ -113,8 +114,7 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	if err := checkServer(ctx, s.conn); err != nil {
 		return err
 	}
-	state, _ := s.stateTable() // checked by NewSource
-	if s.tables, err = resolveTables(ctx, s.conn, s.cfg.Tables, state); err != nil {
+	if s.tables, err = resolveTables(ctx, s.conn, s.cfg.Tables, s.stateIdent); err != nil {
 		return err
 	}
 	s.byOID = make(map[uint32]*sourceTable, len(s.tables))
