@@ -7,6 +7,7 @@
 //	bench postgres    -plugin BIN [-vs-plugin BIN] [-vs-config k=v ...] [-keyless] [-operation create|update] [-rounds N] [-url URL] [-out DIR] ...
 //	bench pgsource    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
 //	bench conduit     -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
+//	bench replicate   -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -27,7 +28,10 @@
 // reports rows/s (also as a share of the ceiling's), mean and p99 latency
 // from Conduit's own metrics, and the processor time per row and peak
 // memory of Conduit, the plugin and PostgreSQL, as a table, a CSV file and
-// an SVG chart.
+// an SVG chart. replicate runs Postgres source → Postgres destination
+// pipelines in real Conduit with no batch settings, in both engines, and
+// reports rows/s and latency of the snapshot and of the changes streamed
+// after it, and what each process used.
 package main
 
 import (
@@ -71,6 +75,8 @@ func main() {
 		err = pgsourceMode(ctx, os.Args[2:])
 	case "conduit":
 		err = conduitMode(ctx, os.Args[2:])
+	case "replicate":
+		err = replicateMode(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -81,7 +87,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit [flags]; bench MODE -h lists a mode's flags")
+	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit|replicate [flags]; bench MODE -h lists a mode's flags")
 	os.Exit(2)
 }
 
