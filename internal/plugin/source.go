@@ -23,8 +23,9 @@ import (
 // it only while what is read and not yet sent is within bounds; the sender
 // sends one message at a time; the acker receives Conduit's acks, checks
 // they come in the order records were sent, and passes them to the
-// connector. Whenever the sender is free, the owner hands it everything
-// read so far, up to the batching limits. Stop ends the reader and has the
+// connector. Whenever the sender is free and Conduit ready (see
+// sourceFlow), the owner hands it everything read so far, up to the
+// batching limits. Stop ends the reader and has the
 // owner send what it holds; the acker keeps running until Conduit closes
 // the stream.
 type sourceServer struct {
@@ -124,12 +125,13 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	}()
 	ackFailed := make(chan error, 1)
 	ackDone := make(chan struct{})
+	acked := newAckCount()
 	go func() {
 		defer close(ackDone)
-		ackFailed <- s.ack(ctx, src, stream.Server())
+		ackFailed <- s.ack(ctx, src, stream.Server(), acked)
 	}()
 
-	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, flushes: flushes}
+	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, acked: acked, flushes: flushes}
 	err = f.run()
 	close(quit)
 	stopRead()
@@ -224,8 +226,9 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
-// the records were sent. It returns when the stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) error {
+// the records were sent, and counts them in acked. It returns when the
+// stream ends.
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, acked *ackCount) error {
 	ack := src.Ack
 	for {
 		req, err := stream.Recv()
@@ -250,6 +253,7 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 				return fmt.Errorf("ack position %q: %w", pos, err)
 			}
 		}
+		acked.add(len(req.AckPositions))
 	}
 }
 

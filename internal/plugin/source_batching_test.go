@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
@@ -167,6 +168,92 @@ func TestSourceStopNeverDiscardsRecords(t *testing.T) {
 		cancel()
 		is.NoErr(<-runDone)
 		_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+	})
+}
+
+// pacedSource is a fakeSource that reads a record every millisecond.
+type pacedSource struct{ *fakeSource }
+
+func (s pacedSource) Read(ctx context.Context) (opencdc.Record, error) {
+	select {
+	case <-time.After(time.Millisecond):
+	case <-ctx.Done():
+		return opencdc.Record{}, ctx.Err()
+	}
+	return s.fakeSource.Read(ctx)
+}
+
+// TestSourceBatchesWhileConduitWorks plays Conduit's v2 engine, which
+// takes a message only once it has acked the last, taking 5 ms per
+// message, against a source reading a record every millisecond and no
+// batch settings: the records read while Conduit works on a message
+// travel together in the next, not each in a message of its own waiting
+// in the stream.
+func TestSourceBatchesWhileConduitWorks(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		s := batchedSourceServer(t, pacedSource{&fakeSource{limit: 200}}, batcher.Policy{})
+		ctx, cancel := context.WithCancel(t.Context())
+		st, runDone := runSource(ctx, s)
+		var got []string
+		messages := 0
+		for len(got) < 200 {
+			m := <-st.out
+			messages++
+			got = append(got, positions(m)...)
+			time.Sleep(5 * time.Millisecond)
+			var acks []opencdc.Position
+			for _, r := range m.Records {
+				acks = append(acks, r.Position)
+			}
+			st.in <- pconnector.SourceRunRequest{AckPositions: acks}
+		}
+		is.Equal(got[199], "200")
+		// About 5 records a message once the first is acked.
+		if messages > 200/3 {
+			t.Errorf("200 records came in %d messages, expected at most %d", messages, 200/3)
+		}
+		cancel()
+		is.NoErr(<-runDone)
+		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+	})
+}
+
+// TestSourceHoldsBackBriefly plays a host that acks the first message
+// late and then no more until it has every record: records wait for its
+// acks at most maxHoldBack, never for records to come.
+func TestSourceHoldsBackBriefly(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		s := batchedSourceServer(t, pacedSource{&fakeSource{limit: 100}}, batcher.Policy{})
+		ctx, cancel := context.WithCancel(t.Context())
+		start := time.Now()
+		st, runDone := runSource(ctx, s)
+		first := <-st.out
+		go func() {
+			time.Sleep(50 * time.Millisecond) // a round trip longer than maxHoldBack
+			st.in <- pconnector.SourceRunRequest{AckPositions: []opencdc.Position{first.Records[0].Position}}
+		}()
+		got := positions(first)
+		for len(got) < 100 {
+			m := <-st.out
+			for _, p := range positions(m) {
+				n, _ := strconv.Atoi(p)
+				// Record n was read n ms after the start.
+				if late := time.Since(start) - time.Duration(n)*time.Millisecond; late > maxHoldBack {
+					t.Errorf("record %d sent %v after it was read, expected at most %v", n, late, maxHoldBack)
+				}
+				got = append(got, p)
+			}
+		}
+		is.Equal(got[99], "100")
+		cancel()
+		is.NoErr(<-runDone)
+		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
 		is.NoErr(err)
 	})
 }
