@@ -11,7 +11,8 @@
 #                   destination (schemas off and on) and source runs, connkit's
 #                   plugins side by side with the incumbent's, and the batching
 #                   experiment in real Conduit with its ceiling (about 30 minutes
-#                   of it), into bench/results/
+#                   of it) and Postgres → Postgres in real Conduit, into
+#                   bench/results/
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -107,6 +108,8 @@ bench: build conduit incumbent
 	$(GO) run ./internal/cmd/bench pgsource -out bench/results -records 200000 -changes 200000 \
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-config $(kv) -vs-config $(kv))
 	$(GO) run ./internal/cmd/bench conduit -out bench/results -conduit $(CONDUIT_BIN) \
+		-vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench replicate -out bench/results -conduit $(CONDUIT_BIN) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
 
 check:
