@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,16 +16,16 @@ import (
 // while the hold bound has room, and hands the sender a batch whenever the
 // sender is free, a batch is due and Conduit is ready for it.
 //
-// Conduit is ready when it has acked every message sent. Conduit's v2
-// engine takes a source's next message only once it has acked the last, so
-// a message sent earlier would only wait in gRPC's buffers and travel as a
-// small batch; held back instead, it grows by what is read meanwhile (group
-// commit). A due batch waits for the acks no longer than the last message
-// took to be acked, and never more than maxHoldBack: an engine that reads
-// on without acking, or a destination that waits for records before it
-// acks, gets them after that. Before the first message is acked nothing
-// waits; neither does a batch that fills the hold bound, nor one sent after
-// Stop or the reader's end.
+// Conduit's v2 engine takes a source's next message only once it has acked
+// the last, and acks a message whole, in one request. A message sent
+// earlier would only wait in gRPC's buffers and travel as a small batch; so
+// while Conduit acks messages whole, a due batch waits for the last
+// message's acks, and grows by what is read meanwhile (group commit). It
+// waits no longer than the last message took to be acked, and never more
+// than maxHoldBack: a destination may wait for records before it acks.
+// Conduit's default engine reads on and acks record by record: there, as
+// before the first ack, for a complete batch, after Stop and at the
+// reader's end, nothing waits.
 type sourceFlow struct {
 	stream    pconnector.SourceRunStreamServer
 	out       *batcher.Batcher[opencdc.Record]
@@ -32,7 +33,7 @@ type sourceFlow struct {
 	reads     <-chan []opencdc.Record // closed when the reader has returned
 	readErr   *error                  // why the reader returned, once reads is closed
 	ackFailed <-chan error
-	acked     *ackCount
+	acks      *conduitAcks
 	flushes   <-chan chan struct{}
 
 	sent      []sentMessage // messages not wholly acked yet, oldest first
@@ -50,16 +51,50 @@ type sentMessage struct {
 	at   time.Time
 }
 
-// ackCount counts the records Conduit has acked. The acker adds; the owner
-// loop reads the count when notified.
-type ackCount struct {
-	n      atomic.Int64
-	notice chan struct{} // holds one notice at most: the owner reads the count, not the notices
+// conduitAcks is what the acker learns of Conduit's acks for the owner
+// loop: how many records are acked, and whether Conduit acks a message
+// whole. The owner says what it sends; it reads the rest when notified.
+type conduitAcks struct {
+	n         atomic.Int64
+	byMessage atomic.Bool   // the last message of several records was acked in one request
+	notice    chan struct{} // holds one notice at most: the owner reads the state, not the notices
+
+	mu    sync.Mutex
+	sizes []int // records in each message sent and not wholly acked, oldest first
+	done  int   // records of sizes[0] acked
 }
 
-func newAckCount() *ackCount { return &ackCount{notice: make(chan struct{}, 1)} }
+func newConduitAcks() *conduitAcks {
+	a := &conduitAcks{notice: make(chan struct{}, 1)}
+	a.byMessage.Store(true) // until a message is seen acked record by record
+	return a
+}
 
-func (a *ackCount) add(n int) {
+// sent notes a message of n records sent.
+func (a *conduitAcks) sent(n int) {
+	a.mu.Lock()
+	a.sizes = append(a.sizes, n)
+	a.mu.Unlock()
+}
+
+// acked notes one ack request of n records.
+func (a *conduitAcks) acked(n int) {
+	a.mu.Lock()
+	for left := n; left > 0 && len(a.sizes) > 0; {
+		size := a.sizes[0]
+		k := min(left, size-a.done)
+		whole := a.done == 0 && k == size
+		a.done += k
+		left -= k
+		if a.done < size {
+			break
+		}
+		if size > 1 {
+			a.byMessage.Store(whole)
+		}
+		a.sizes, a.done = a.sizes[1:], 0
+	}
+	a.mu.Unlock()
 	a.n.Add(int64(n))
 	select {
 	case a.notice <- struct{}{}:
@@ -70,7 +105,7 @@ func (a *ackCount) add(n int) {
 // holdBack returns how much longer a due batch waits for Conduit's acks
 // at now: 0 if it goes now.
 func (f *sourceFlow) holdBack(now time.Time, draining bool) time.Duration {
-	if draining || len(f.sent) == 0 || !f.out.Room() {
+	if draining || len(f.sent) == 0 || f.out.Complete() || !f.acks.byMessage.Load() {
 		return 0
 	}
 	if f.heldSince.IsZero() {
@@ -127,6 +162,7 @@ func (f *sourceFlow) run() error {
 				batch := f.out.Take()
 				f.nSent += int64(len(batch))
 				f.sent = append(f.sent, sentMessage{upTo: f.nSent, at: now})
+				f.acks.sent(len(batch)) // before its acks can come
 				batches <- batch
 				continue
 			}
@@ -174,8 +210,8 @@ func (f *sourceFlow) run() error {
 		case w := <-f.flushes:
 			draining = true
 			waiting = append(waiting, w)
-		case <-f.acked.notice:
-			f.ackedUpTo(f.acked.n.Load(), time.Now())
+		case <-f.acks.notice:
+			f.ackedUpTo(f.acks.n.Load(), time.Now())
 		case err := <-f.ackFailed:
 			return err
 		case <-ctxDone:

@@ -125,13 +125,13 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	}()
 	ackFailed := make(chan error, 1)
 	ackDone := make(chan struct{})
-	acked := newAckCount()
+	acks := newConduitAcks()
 	go func() {
 		defer close(ackDone)
-		ackFailed <- s.ack(ctx, src, stream.Server(), acked)
+		ackFailed <- s.ack(ctx, src, stream.Server(), acks)
 	}()
 
-	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, acked: acked, flushes: flushes}
+	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, acks: acks, flushes: flushes}
 	err = f.run()
 	close(quit)
 	stopRead()
@@ -226,9 +226,9 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
-// the records were sent, and counts them in acked. It returns when the
-// stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, acked *ackCount) error {
+// the records were sent, and notes each request in acks. It returns when
+// the stream ends.
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, acks *conduitAcks) error {
 	ack := src.Ack
 	for {
 		req, err := stream.Recv()
@@ -253,7 +253,7 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 				return fmt.Errorf("ack position %q: %w", pos, err)
 			}
 		}
-		acked.add(len(req.AckPositions))
+		acks.acked(len(req.AckPositions))
 	}
 }
 

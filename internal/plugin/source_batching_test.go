@@ -257,3 +257,54 @@ func TestSourceHoldsBackBriefly(t *testing.T) {
 		is.NoErr(err)
 	})
 }
+
+// TestSourceRecordByRecordAcksHoldNothing plays Conduit's default engine,
+// which takes every message at once and acks record by record, 5 ms after
+// it took them: once it has acked a message of several records so,
+// records go as they are read, none waiting for acks.
+func TestSourceRecordByRecordAcksHoldNothing(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		s := batchedSourceServer(t, pacedSource{&fakeSource{limit: 100}}, batcher.Policy{})
+		ctx, cancel := context.WithCancel(t.Context())
+		start := time.Now()
+		st, runDone := runSource(ctx, s)
+		type due struct {
+			at        time.Time
+			positions []opencdc.Position
+		}
+		toAck := make(chan due, 100)
+		ackerDone := make(chan struct{})
+		go func() {
+			defer close(ackerDone)
+			for d := range toAck {
+				time.Sleep(time.Until(d.at))
+				for _, p := range d.positions {
+					st.in <- pconnector.SourceRunRequest{AckPositions: []opencdc.Position{p}}
+				}
+			}
+		}()
+		var got []string
+		for len(got) < 100 {
+			m := <-st.out
+			var ps []opencdc.Position
+			for _, r := range m.Records {
+				ps = append(ps, r.Position)
+				n, _ := strconv.Atoi(string(r.Position))
+				if late := time.Since(start) - time.Duration(n)*time.Millisecond; n > 20 && late > 0 {
+					t.Errorf("record %d sent %v after it was read, expected at once", n, late)
+				}
+				got = append(got, string(r.Position))
+			}
+			toAck <- due{time.Now().Add(5 * time.Millisecond), ps}
+		}
+		close(toAck)
+		<-ackerDone
+		is.Equal(got[99], "100")
+		cancel()
+		is.NoErr(<-runDone)
+		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		is.NoErr(err)
+	})
+}
