@@ -18,7 +18,7 @@ import (
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run is one owner loop (see flow.go) with three goroutines: the reader
+// Run is one owner loop (see flow_source.go) with three goroutines: the reader
 // calls Read or ReadBatch and hands what it read to the owner, which takes
 // it only while what is read and not yet sent is within bounds; the sender
 // sends one message at a time; the acker receives Conduit's acks, checks
