@@ -20,9 +20,9 @@ import (
 // says it may. What a plugin holds ahead of its connector is bounded (two
 // batches' worth; 2048 records and 8 MiB when Size and Bytes set no
 // limit): while it is full, the plugin stops receiving, and gRPC's flow
-// control pushes back on Conduit (a destination receives at most 256
-// records or 256 KiB beyond the bound before it stops). Stop and Teardown
-// write or send what is held without waiting.
+// control pushes back on Conduit (a plugin receives or reads at most
+// about 256 records or 256 KiB beyond the bound before it stops). Stop and
+// Teardown write or send what is held without waiting.
 //
 // The values a [Connector] gives are the parameters' defaults, which a
 // pipeline may override; the SDK's are [DefaultBatching]'s: no count

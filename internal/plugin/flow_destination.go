@@ -23,9 +23,10 @@ const (
 
 // holdFor returns the bound on what a server holds under policy p: two
 // batches' worth, one being written while the next is collected. A
-// destination passes it by what its reader's inbox may hold when the owner
-// takes it, and again by what the reader receives after that: each less
-// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message.
+// server passes it by what its reader's inbox may hold when the owner takes
+// it, and again by what the reader receives or reads after that: each less
+// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message
+// or Read.
 func holdFor(p batcher.Policy) batcher.Hold {
 	h := batcher.Hold{Count: defaultHoldCount, Bytes: defaultHoldBytes}
 	if p.Count > 0 {

@@ -6,23 +6,23 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 )
 
-// What a destination's reader may receive ahead of its owner loop: it
-// receives no further message while its inbox holds this many records or
-// bytes (as recordSize measures them). A 1 KiB record per message comes in
-// every few microseconds; the owner takes the whole inbox at its next
-// wake-up, so the cap is reached only when the owner has no room, and then
-// it is what passes the hold bound (see holdFor). It is half of what gRPC's
+// What a Run's reader may receive (destination) or read (source) ahead of
+// its owner loop: it goes on no further while its inbox holds this many
+// records or bytes (as recordSize measures them). The owner takes the
+// whole inbox at its next wake-up, so unless a message or read brings more
+// at once, the cap is reached only when the owner has no room, and then it
+// is what passes the hold bound (see holdFor). It is half of what gRPC's
 // flow-control window lets Conduit send ahead (see windowSize).
 const (
 	inboxCount = 128
 	inboxBytes = 128 << 10
 )
 
-// inbox is what a destination's reader has received and its owner loop
-// not yet taken, and, once the reader has ended, why. The reader puts each
-// message's records in as it receives them and goes on receiving; the
-// owner takes everything waiting at once, so that a burst of messages
-// costs it one wake-up, and a lone message reaches it at once.
+// inbox is what a Run's reader has received or read and its owner loop not
+// yet taken, and, once the reader has ended, why. The reader puts records
+// in as they come and goes on; the owner takes everything waiting at once,
+// so that a burst of messages or reads costs it one wake-up, and a lone
+// one reaches it at once.
 type inbox struct {
 	ready chan struct{} // holds a signal while there may be something to take
 	taken chan struct{} // holds a signal once the owner has taken, for a full inbox
