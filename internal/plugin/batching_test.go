@@ -369,9 +369,7 @@ func TestBatchFailures(t *testing.T) {
 }
 
 // TestSlowWritesKeepCollecting checks that the next batch is collected while
-// one is written, that the hold bound (two batches) stops reading from the
-// stream and a finished write releases it, and that Write never runs
-// concurrently with itself.
+// one is written, and that Write never runs concurrently with itself.
 func TestSlowWritesKeepCollecting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
@@ -379,26 +377,58 @@ func TestSlowWritesKeepCollecting(t *testing.T) {
 		d := batchedServer(t, batcher.Policy{Count: 2}, w)
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runDestination(ctx, d)
-		sent := make(chan time.Duration, 10)
-		go func() {
-			for i := 1; i <= 6; i++ {
-				st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
-				sent <- time.Since(w.start)
-			}
-		}()
-		synctest.Wait()
-		// [1] is being written (the writer was free); 2, 3 and 4 were
-		// collected meanwhile, which fills the bound of 4; the reader
-		// received 5 and waits to hand it over, so 6 is not received.
-		is.Equal(len(sent), 5)
-		time.Sleep(time.Second)
-		synctest.Wait()
-		// The write returned: [2 3] is written, and 5 and 6 come in.
-		is.Equal(len(sent), 6)
-		time.Sleep(2 * time.Second)
+		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 1)}
+		synctest.Wait() // [1] is being written: the writer was free
+		for i := 2; i <= 6; i++ {
+			st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
+		}
+		time.Sleep(3 * time.Second)
 		acks := finish(t, d, st, cancel, runDone, "6")
 		is.Equal(acks, []string{"1", "2", "3", "4", "5", "6"})
 		is.Equal(w.got(), []string{"[1]@0s", "[2 3]@1s", "[4 5]@2s", "[6]@3s"})
+	})
+}
+
+// TestHoldBoundStopsReceiving checks that while the hold bound is reached,
+// the server stops receiving once its inbox is full, so that flow control
+// pushes back on Conduit: it receives the bound and one full inbox at
+// least, since the reader receives until the inbox is full, and two at
+// most, since the owner takes a whole inbox whenever the bound has room.
+// Finished writes make room again, and every record is written once, in
+// order.
+func TestHoldBoundStopsReceiving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const n = 3 * inboxCount
+		w := &writeLog{t: t, start: time.Now(), delay: time.Second}
+		p := batcher.Policy{Count: 2}
+		d := batchedServer(t, p, w)
+		ctx, cancel := context.WithCancel(t.Context())
+		st, runDone := runDestination(ctx, d)
+		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 1)}
+		synctest.Wait() // [1] is being written
+		sent := make(chan struct{}, n)
+		go func() {
+			for i := 2; i <= n; i++ {
+				st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
+				sent <- struct{}{}
+			}
+		}()
+		synctest.Wait()
+		received := 1 + len(sent)
+		bound := holdFor(p).Count
+		if received < bound+inboxCount || received > bound-1+2*inboxCount {
+			t.Fatalf("%d records received while the writer is busy, want %d to %d", received, bound+inboxCount, bound-1+2*inboxCount)
+		}
+		time.Sleep(n / 2 * time.Second) // the writes of n records, 2 a second
+		acks := finish(t, d, st, cancel, runDone, strconv.Itoa(n))
+		is.Equal(len(acks), n)
+		var want []string
+		for i := 1; i <= n; i++ {
+			want = append(want, strconv.Itoa(i))
+		}
+		is.Equal(acks, want)
+		is.Equal(len(w.got()), n/2+1) // [1], then pairs, then the last alone
 	})
 }
 

@@ -68,3 +68,33 @@ func fmtPolicy(p batcher.Policy) string {
 	}
 	return "count=" + strconv.Itoa(p.Count) + ",bytes=" + strconv.Itoa(p.Bytes) + ",delay=" + p.Delay.String()
 }
+
+// BenchmarkSourcePath measures the server's source path per record for a
+// source that reads one record per Read, as sources without ReadBatch do:
+// read, collect, send. The in-memory stream's channel hand-offs are part of
+// the figure.
+func BenchmarkSourcePath(b *testing.B) {
+	src := &fakeSource{limit: b.N}
+	s := newSourceServer(func(map[string]string) (Source, error) {
+		return sourceOf(src, batcher.Policy{Count: 1000}), nil
+	}, discard)
+	if _, err := s.Configure(b.Context(), pconnector.SourceConfigureRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Open(b.Context(), pconnector.SourceOpenRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	b.ReportAllocs()
+	b.ResetTimer()
+	st, runDone := runSource(ctx, s)
+	for n := 0; n < b.N; {
+		n += len((<-st.out).Records)
+	}
+	b.StopTimer()
+	cancel()
+	<-runDone
+	if _, err := s.Teardown(b.Context(), pconnector.SourceTeardownRequest{}); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -17,12 +17,13 @@ import (
 
 // destinationServer serves one destination connector instance to Conduit.
 //
-// Run is one owner loop (see flow.go) with a reader that receives Conduit's
-// messages and a writer that calls Write and sends the acks: whenever the
-// writer is free, everything received so far, up to the batching limits,
-// is written in one call (group commit). What has been received and not
-// yet acked is bounded; while the bound is reached, the reader's messages
-// wait, Recv is not called, and gRPC's flow control pushes back on Conduit.
+// Run is one owner loop (see flow_destination.go) with a reader that
+// receives Conduit's messages and a writer that calls Write and sends the
+// acks: whenever the writer is free, everything received so far, up to the
+// batching limits, is written in one call (group commit). What has been
+// received and not yet acked is bounded; while the bound is reached, the
+// reader's messages wait in its inbox, Recv is not called once the inbox
+// is full, and gRPC's flow control pushes back on Conduit.
 //
 // Stop asks the owner to write what it holds without waiting for a batch
 // to fill, and returns once the last position Conduit sent has been acked.

@@ -67,6 +67,7 @@ func TestDestinationLifecycle(t *testing.T) {
 		st, runDone := runDestination(ctx, d)
 
 		st.in <- pconnector.DestinationRunRequest{Records: records("1")}
+		synctest.Wait() // written before the next message comes
 		st.in <- pconnector.DestinationRunRequest{Records: records("2", "3")}
 		is.Equal(ackTexts(<-st.out, <-st.out), []string{"1", "2", "3"})
 
@@ -174,6 +175,7 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				st, runDone := runDestination(ctx, d)
 				st.in <- pconnector.DestinationRunRequest{Records: records("a", "b", "c")}
+				synctest.Wait() // written alone, before the next message comes
 				st.in <- pconnector.DestinationRunRequest{Records: records("d")}
 				is.Equal(ackTexts(<-st.out, <-st.out), tt.want)
 				cancel()

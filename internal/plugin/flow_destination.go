@@ -22,7 +22,11 @@ const (
 )
 
 // holdFor returns the bound on what a server holds under policy p: two
-// batches' worth, one being written while the next is collected.
+// batches' worth, one being written while the next is collected. A
+// server passes it by what its reader's inbox may hold when the owner takes
+// it, and again by what the reader receives or reads after that: each less
+// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message
+// or Read.
 func holdFor(p batcher.Policy) batcher.Hold {
 	h := batcher.Hold{Count: defaultHoldCount, Bytes: defaultHoldBytes}
 	if p.Count > 0 {
@@ -36,10 +40,11 @@ func holdFor(p batcher.Policy) batcher.Hold {
 
 // destinationFlow is one destination Run: the owner loop, run by run, and
 // the reader and writer goroutines it starts. The owner alone touches the
-// batcher and decides: it takes a message from the reader only while the
-// hold bound has room, hands the writer a batch whenever the writer is free
-// and a batch is due, and waits for the batch's delay when nothing else
-// happens.
+// batcher and decides: it takes everything waiting in the reader's inbox
+// at once, only while the hold bound has room, hands the writer a batch
+// whenever the writer is free and a batch is due, and waits for the
+// batch's delay when nothing else happens. It reads the clock once per
+// wake-up.
 type destinationFlow struct {
 	server   *destinationServer
 	dst      *Destination
@@ -62,23 +67,18 @@ func (f *destinationFlow) run() error {
 	quit := make(chan struct{})
 	defer close(quit)
 
-	// The reader receives messages and hands each to the owner, which only
-	// takes it while there is room: until then Recv is not called again.
-	messages := make(chan []opencdc.Record)
-	received := make(chan error, 1)
+	// The reader receives messages into the inbox, which the owner empties
+	// only while there is room: once the inbox is full, Recv is not called
+	// again until it has.
+	inbox := newInbox()
 	go func() {
 		for {
 			req, err := f.stream.Recv()
 			if err != nil {
-				received <- err
+				inbox.end(err)
 				return
 			}
-			if len(req.Records) == 0 {
-				continue
-			}
-			select {
-			case messages <- req.Records:
-			case <-quit:
+			if len(req.Records) > 0 && !inbox.put(req.Records, quit) {
 				return
 			}
 		}
@@ -109,6 +109,7 @@ func (f *destinationFlow) run() error {
 		nAcked    int   // records acked or nacked
 		lastRecv  opencdc.Position
 		stops     []pendingStop
+		spare     []opencdc.Record // the records last taken from the inbox, done with at the next take
 		ctxDone   = f.ctx.Done()
 		tornDown  = f.writeCtx.Done()
 		stopping  = f.server.halt.stopping() // Stop was called, maybe before Run
@@ -126,8 +127,8 @@ func (f *destinationFlow) run() error {
 		}
 		stops = kept
 	}
+	now := time.Now()
 	for {
-		now := time.Now()
 		if !busy && !halt && (f.in.Due(now) || (draining && f.in.Len() > 0)) {
 			batch := f.in.Take()
 			busy, busyCount = true, len(batch)
@@ -143,9 +144,9 @@ func (f *destinationFlow) run() error {
 			}
 			return recvErr
 		}
-		var take chan []opencdc.Record
+		var take chan struct{}
 		if !recvDone && !halt && f.in.Room() {
-			take = messages
+			take = inbox.ready
 		}
 		var wake <-chan time.Time
 		if !busy && !halt && !draining {
@@ -155,8 +156,10 @@ func (f *destinationFlow) run() error {
 			}
 		}
 		select {
-		case recs := <-take:
-			now := time.Now() // the select may have waited
+		case <-take:
+			now = time.Now() // the select may have waited
+			recs, ended, err := inbox.take(spare)
+			spare = recs
 			for _, r := range recs {
 				f.in.Add(r, now)
 			}
@@ -171,7 +174,17 @@ func (f *destinationFlow) run() error {
 				}
 			}
 			nReceived += len(recs)
-			lastRecv = recs[len(recs)-1].Position
+			if len(recs) > 0 {
+				lastRecv = recs[len(recs)-1].Position
+			}
+			if ended {
+				recvDone, recvErr = true, err
+				// What was received is written and acked while the stream
+				// lasts; once Conduit is gone, acks cannot reach it.
+				draining = true
+				halt = halt || f.ctx.Err() != nil
+			}
+			continue // now is read
 		case err := <-written:
 			busy = false
 			f.in.Done()
@@ -191,12 +204,6 @@ func (f *destinationFlow) run() error {
 		case <-stopping:
 			stopping = nil
 			draining = true
-		case err := <-received:
-			recvDone, recvErr = true, err
-			// What was received is written and acked while the stream
-			// lasts; once Conduit is gone, acks cannot reach it.
-			draining = true
-			halt = halt || f.ctx.Err() != nil
 		case <-ctxDone:
 			ctxDone = nil
 			halt = true // acks can no longer reach Conduit: it delivers those records again
@@ -205,5 +212,6 @@ func (f *destinationFlow) run() error {
 			halt = true
 		case <-wake:
 		}
+		now = time.Now() // once per wake-up
 	}
 }

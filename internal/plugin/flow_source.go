@@ -12,9 +12,10 @@ import (
 	"github.com/connkit/connkit/batcher"
 )
 
-// sourceFlow is one source Run's owner loop: it takes what the reader read
-// while the hold bound has room, and hands the sender a batch whenever the
-// sender is free, a batch is due and Conduit is ready for it.
+// sourceFlow is one source Run's owner loop: it takes everything waiting
+// in the reader's inbox at once while the hold bound has room, and hands
+// the sender a batch whenever the sender is free, a batch is due and
+// Conduit is ready for it. It reads the clock once per wake-up.
 //
 // Conduit's v2 engine takes a source's next message only once it has acked
 // the last, and acks a message whole, in one request. A message sent
@@ -30,8 +31,7 @@ type sourceFlow struct {
 	stream    pconnector.SourceRunStreamServer
 	out       *batcher.Batcher[opencdc.Record]
 	ctx       context.Context
-	reads     <-chan []opencdc.Record // closed when the reader has returned
-	readErr   *error                  // why the reader returned, once reads is closed
+	inbox     *inbox // what the reader read, and why it returned
 	ackFailed <-chan error
 	acks      *conduitAcks
 	flushes   <-chan chan struct{}
@@ -147,14 +147,15 @@ func (f *sourceFlow) run() error {
 		busy     bool // a message is being sent
 		draining bool // send without waiting: Stop was called, or the reader ended
 		readDone bool
-		waiting  []chan struct{} // Stop's requests, answered once everything read is sent
-		reads    = f.reads
+		readErr  error            // why the reader returned, once readDone
+		waiting  []chan struct{}  // Stop's requests, answered once everything read is sent
+		spare    []opencdc.Record // the records last taken from the inbox, done with at the next take
 		ctxDone  = f.ctx.Done()
 	)
 	timer.Stop()
 	defer timer.Stop()
+	now := time.Now()
 	for {
-		now := time.Now()
 		var hold time.Duration // how much longer a due batch waits for acks
 		if !busy && (f.out.Due(now) || (draining && f.out.Len() > 0)) {
 			if hold = f.holdBack(now, draining); hold == 0 {
@@ -172,13 +173,13 @@ func (f *sourceFlow) run() error {
 				close(w)
 			}
 			waiting = nil
-			if err := *f.readErr; err != nil {
-				return err
+			if readErr != nil {
+				return readErr
 			}
 		}
-		var take <-chan []opencdc.Record
+		var take chan struct{}
 		if !readDone && f.out.Room() {
-			take = reads
+			take = f.inbox.ready
 		}
 		var wake <-chan time.Time
 		switch {
@@ -192,15 +193,17 @@ func (f *sourceFlow) run() error {
 			}
 		}
 		select {
-		case recs, ok := <-take:
-			if !ok {
-				readDone, draining = true, true
-				continue
-			}
-			now := time.Now() // the select may have waited
+		case <-take:
+			now = time.Now() // the select may have waited
+			recs, ended, err := f.inbox.take(spare)
+			spare = recs
 			for _, r := range recs {
 				f.out.Add(r, now)
 			}
+			if ended {
+				readDone, readErr, draining = true, err, true
+			}
+			continue // now is read
 		case err := <-sent:
 			busy = false
 			f.out.Done()
@@ -211,12 +214,15 @@ func (f *sourceFlow) run() error {
 			draining = true
 			waiting = append(waiting, w)
 		case <-f.acks.notice:
-			f.ackedUpTo(f.acks.n.Load(), time.Now())
+			now = time.Now()
+			f.ackedUpTo(f.acks.n.Load(), now)
+			continue // now is read
 		case err := <-f.ackFailed:
 			return err
 		case <-ctxDone:
 			return f.ctx.Err() // records not sent were never acked: the source reads them again after a restart
 		case <-wake:
 		}
+		now = time.Now() // once per wake-up
 	}
 }

@@ -75,6 +75,7 @@ func TestErrorMethodThatPanics(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runDestination(ctx, d)
 		st.in <- pconnector.DestinationRunRequest{Records: records("1")}
+		synctest.Wait() // written alone, before the next message comes
 		st.in <- pconnector.DestinationRunRequest{Records: records("2")}
 		acks := ackTexts(<-st.out, <-st.out)
 		is.True(strings.HasPrefix(acks[0], "1!connector panicked in Write")) // the Error method's panic

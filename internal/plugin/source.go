@@ -18,16 +18,16 @@ import (
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run is one owner loop (see flow.go) with three goroutines: the reader
-// calls Read or ReadBatch and hands what it read to the owner, which takes
-// it only while what is read and not yet sent is within bounds; the sender
+// Run is one owner loop (see flow_source.go) with three goroutines: the
+// reader calls Read or ReadBatch and puts what it read in its inbox, which
+// the owner empties only while what is read and not yet sent is within
+// bounds (the reader waits while the inbox is full); the sender
 // sends one message at a time; the acker receives Conduit's acks, checks
 // they come in the order records were sent, and passes them to the
 // connector. Whenever the sender is free and Conduit ready (see
 // sourceFlow), the owner hands it everything read so far, up to the
-// batching limits. Stop ends the reader and has the
-// owner send what it holds; the acker keeps running until Conduit closes
-// the stream.
+// batching limits. Stop ends the reader and has the owner send what it
+// holds; the acker keeps running until Conduit closes the stream.
 type sourceServer struct {
 	newSource func(map[string]string) (Source, error)
 	log       *slog.Logger
@@ -109,19 +109,12 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	s.mu.Unlock()
 
 	quit := make(chan struct{})
-	reads := make(chan []opencdc.Record) // closed when the reader has returned, with readErr
-	var readErr error
+	inbox := newInbox()
 	go func() {
 		defer close(readDone)
-		defer close(reads)
-		readErr = s.read(readCtx, src, func(recs []opencdc.Record) bool {
-			select {
-			case reads <- recs:
-				return true
-			case <-quit:
-				return false
-			}
-		})
+		inbox.end(s.read(readCtx, src, func(recs []opencdc.Record) bool {
+			return inbox.put(recs, quit)
+		}))
 	}()
 	ackFailed := make(chan error, 1)
 	ackDone := make(chan struct{})
@@ -131,7 +124,7 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 		ackFailed <- s.ack(ctx, src, stream.Server(), acks)
 	}()
 
-	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, reads: reads, readErr: &readErr, ackFailed: ackFailed, acks: acks, flushes: flushes}
+	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, inbox: inbox, ackFailed: ackFailed, acks: acks, flushes: flushes}
 	err = f.run()
 	close(quit)
 	stopRead()

@@ -115,14 +115,18 @@ func TestSourceBatching(t *testing.T) {
 }
 
 // TestSourceBoundStopsReading: while Conduit does not take messages, the
-// source is read up to the hold bound (two batches) and no further; once
-// Conduit takes them, reading goes on.
+// source is read up to the hold bound (two batches) and one full inbox at
+// least, since the reader reads until its inbox is full, and two at most,
+// since the owner takes a whole inbox whenever the bound has room; once
+// Conduit takes messages, reading goes on, never further ahead.
 func TestSourceBoundStopsReading(t *testing.T) {
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		fake := &fakeSource{limit: 100}
-		s := batchedSourceServer(t, fake, batcher.Policy{Count: 2})
+		const n = 3 * inboxCount
+		fake := &fakeSource{limit: n}
+		p := batcher.Policy{Count: 2}
+		s := batchedSourceServer(t, fake, p)
 		ctx, cancel := context.WithCancel(t.Context())
 		// A stream whose Send blocks until a message is taken.
 		st := sourceStream{&stream[pconnector.SourceRunRequest, pconnector.SourceRunResponse]{ctx: ctx, in: make(chan pconnector.SourceRunRequest), out: make(chan pconnector.SourceRunResponse)}}
@@ -134,16 +138,18 @@ func TestSourceBoundStopsReading(t *testing.T) {
 			defer fake.mu.Unlock()
 			return fake.next
 		}
-		// Held: the message being sent and what was read since, up to 4
-		// records; the reader holds one more it cannot hand over.
-		is.Equal(read(), 5)
+		bound := holdFor(p).Count
+		least, most := bound+inboxCount, bound-1+2*inboxCount
+		if r := read(); r < least || r > most {
+			t.Fatalf("%d records read while Conduit takes none, want %d to %d", r, least, most)
+		}
 		var got []string
-		for len(got) < 100 {
+		for len(got) < n {
 			got = append(got, positions(<-st.out)...)
 			synctest.Wait()
-			is.True(read()-len(got) <= 5) // never more than the bound ahead
+			is.True(read()-len(got) <= most) // never further ahead
 		}
-		is.Equal(got[99], "100")
+		is.Equal(got[n-1], strconv.Itoa(n))
 		cancel()
 		is.NoErr(<-runDone)
 		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})

@@ -1,0 +1,82 @@
+package plugin
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/matryer/is"
+)
+
+// TestInboxTakesEverythingAtOnce: records put one by one are taken in one
+// take, in order, behind one signal, and the reader's end comes with the
+// last of them, never before.
+func TestInboxTakesEverythingAtOnce(t *testing.T) {
+	is := is.New(t)
+	b := newInbox()
+	quit := make(chan struct{})
+	for i := 1; i <= 3; i++ {
+		is.True(b.put(numbered(i, i), quit))
+	}
+	b.end(io.EOF)
+	<-b.ready
+	recs, ended, err := b.take(nil)
+	is.Equal(positionList(recs), "[1 2 3]")
+	is.True(ended)
+	is.Equal(err, io.EOF)
+	is.Equal(len(b.ready), 0) // one signal for all of it
+}
+
+// TestInboxEndAfterTake: a reader that ends after its records were taken
+// is seen ending with nothing more to take.
+func TestInboxEndAfterTake(t *testing.T) {
+	is := is.New(t)
+	b := newInbox()
+	is.True(b.put(numbered(1, 2), make(chan struct{})))
+	recs, ended, _ := b.take(nil)
+	is.Equal(positionList(recs), "[1 2]")
+	is.True(!ended)
+	failed := errors.New("stream broken")
+	b.end(failed)
+	<-b.ready
+	recs, ended, err := b.take(recs)
+	is.Equal(len(recs), 0)
+	is.True(ended)
+	is.Equal(err, failed)
+}
+
+// TestInboxFullWaitsForATake: put returns only once the owner has taken a
+// full inbox, or once the owner has quit.
+func TestInboxFullWaitsForATake(t *testing.T) {
+	for _, bytes := range []bool{false, true} {
+		name := "count"
+		full := numbered(1, inboxCount)
+		if bytes {
+			name = "bytes"
+			full = []opencdc.Record{{Position: opencdc.Position("1"), Payload: opencdc.Change{After: opencdc.RawData(strings.Repeat("x", inboxBytes))}}}
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				b := newInbox()
+				quit := make(chan struct{})
+				put := make(chan bool, 1)
+				go func() { put <- b.put(full, quit) }()
+				synctest.Wait()
+				is.Equal(len(put), 0) // full: waiting for the owner
+				recs, _, _ := b.take(nil)
+				is.Equal(len(recs), len(full))
+				is.True(<-put)
+
+				go func() { put <- b.put(full, quit) }()
+				synctest.Wait()
+				is.Equal(len(put), 0)
+				close(quit) // the owner has returned
+				is.True(!<-put)
+			})
+		})
+	}
+}
