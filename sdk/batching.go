@@ -15,16 +15,17 @@ import (
 // Batches size themselves (group commit): whenever the destination is free
 // to write, or Conduit to take a source's next message, everything that has
 // arrived so far, up to Size records and Bytes bytes, goes in one batch.
-// Conduit's v2 engine takes a source's next message only once it has
-// acked the last: there, a due batch waits for those acks, at most 10 ms
-// and no longer than the last message took. An idle pipeline writes
-// each record at once, a busy one writes large batches, and no batch waits
-// for records that may not come unless Delay says it may. What a plugin holds ahead of its connector is bounded (two
-// batches' worth; 2048 records and 8 MiB when Size and Bytes set no
-// limit): while it is full, the plugin stops receiving, and gRPC's flow
-// control pushes back on Conduit (a plugin receives or reads at most
-// about 256 records or 256 KiB beyond the bound before it stops). Stop and
-// Teardown write or send what is held without waiting.
+// Conduit's v2 engine takes a source's next message only once it has acked
+// the last: there, a due batch waits for those acks, at most 10 ms and no
+// longer than the last message took. An idle pipeline writes each record
+// at once, a busy one writes large batches, and no batch waits for records
+// that may not come unless Delay says it may. What a plugin holds ahead of
+// its connector is bounded (two batches' worth; 2048 records and 8 MiB when
+// Size and Bytes set no limit): while it is full, the plugin stops
+// receiving, and gRPC's flow control pushes back on Conduit (a plugin
+// receives or reads at most about 256 records or 256 KiB beyond the bound
+// before it stops). Stop and Teardown write or send what is held without
+// waiting.
 //
 // The values a [Connector] gives are the parameters' defaults, which a
 // pipeline may override; the SDK's are [DefaultBatching]'s: no count
