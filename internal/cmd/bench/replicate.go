@@ -112,7 +112,7 @@ func replicateMode(ctx context.Context, args []string) error {
 	engines := fs.String("engines", "v2,default", "comma-separated engines: default, v2 (--preview.pipeline-arch-v2)")
 	snapshotRows := fs.Int64("snapshot", 100000, "rows in the table when the pipeline starts")
 	changes := fs.Int64("changes", 50000, "rows inserted once the snapshot is through")
-	txRows := fs.Int64("tx-rows", 10, "rows per inserting transaction")
+	txRows := fs.Int64("tx-rows", 1000, "rows per inserting transaction: enough to commit faster than a pipeline streams")
 	out := fs.String("out", "bench/results", "directory for replicate.md")
 	_ = fs.Parse(args)
 
