@@ -22,9 +22,9 @@ import (
 // that may not come unless Delay says it may. What a plugin holds ahead of
 // its connector is bounded (two batches' worth; 2048 records and 8 MiB when
 // Size and Bytes set no limit): while it is full, the plugin stops
-// receiving, and gRPC's flow control pushes back on Conduit (its reader
-// runs ahead by at most twice the bound, and at most 256 records and
-// 256 KiB). Stop and Teardown write or send what is held without
+// receiving, and gRPC's flow control pushes back on Conduit (a plugin
+// receives or reads at most about 256 records or 256 KiB beyond the bound
+// before it stops). Stop and Teardown write or send what is held without
 // waiting.
 //
 // The values a [Connector] gives are the parameters' defaults, which a

@@ -417,9 +417,8 @@ func TestHoldBoundStopsReceiving(t *testing.T) {
 		synctest.Wait()
 		received := 1 + len(sent)
 		bound := holdFor(p).Count
-		capCount, _ := inboxLimits(holdFor(p))
-		if received < bound+capCount || received > bound-1+2*capCount {
-			t.Fatalf("%d records received while the writer is busy, want %d to %d", received, bound+capCount, bound-1+2*capCount)
+		if received < bound+inboxCount || received > bound-1+2*inboxCount {
+			t.Fatalf("%d records received while the writer is busy, want %d to %d", received, bound+inboxCount, bound-1+2*inboxCount)
 		}
 		time.Sleep(n / 2 * time.Second) // the writes of n records, 2 a second
 		acks := finish(t, d, st, cancel, runDone, strconv.Itoa(n))

@@ -25,8 +25,8 @@ const (
 // batches' worth, one being written while the next is collected. A
 // server passes it by what its reader's inbox may hold when the owner takes
 // it, and again by what the reader receives or reads after that: each less
-// than the inbox's cap (inboxLimits: 128 records and 128 KiB, or the bound
-// where it is smaller) plus one message or Read.
+// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message
+// or Read.
 func holdFor(p batcher.Policy) batcher.Hold {
 	h := batcher.Hold{Count: defaultHoldCount, Bytes: defaultHoldBytes}
 	if p.Count > 0 {
@@ -70,7 +70,7 @@ func (f *destinationFlow) run() error {
 	// The reader receives messages into the inbox, which the owner empties
 	// only while there is room: once the inbox is full, Recv is not called
 	// again until it has.
-	inbox := newInbox(holdFor(f.dst.Batch))
+	inbox := newInbox()
 	go func() {
 		for {
 			req, err := f.stream.Recv()

@@ -4,36 +4,19 @@ import (
 	"sync"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/batcher"
 )
 
 // What a Run's reader may receive (destination) or read (source) ahead of
 // its owner loop: it goes on no further while its inbox holds this many
-// records or bytes (as recordSize measures them), nor more than the hold
-// bound itself (see inboxLimits). The owner takes the whole inbox at its
-// next wake-up, so unless a message or read brings more at once, the cap
-// is reached only when the owner has no room, and then it is what passes
-// the hold bound (see holdFor). It is half of what gRPC's flow-control
-// window lets Conduit send ahead (see windowSize).
+// records or bytes (as recordSize measures them). The owner takes the
+// whole inbox at its next wake-up, so unless a message or read brings more
+// at once, the cap is reached only when the owner has no room, and then it
+// is what passes the hold bound (see holdFor). It is half of what gRPC's
+// flow-control window lets Conduit send ahead (see windowSize).
 const (
 	inboxCount = 128
 	inboxBytes = 128 << 10
 )
-
-// inboxLimits returns the inbox's cap under the hold bound h: inboxCount
-// and inboxBytes, or h where it is smaller, so that a small bound (at
-// sdk.batch.size 1, four records) is not passed by a hundred records
-// waiting in the inbox, each of them latency.
-func inboxLimits(h batcher.Hold) (count, bytes int) {
-	count, bytes = inboxCount, inboxBytes
-	if h.Count > 0 {
-		count = min(count, h.Count)
-	}
-	if h.Bytes > 0 {
-		bytes = min(bytes, h.Bytes)
-	}
-	return count, bytes
-}
 
 // inbox is what a Run's reader has received or read and its owner loop not
 // yet taken, and, once the reader has ended, why. The reader puts records
@@ -44,8 +27,6 @@ type inbox struct {
 	ready chan struct{} // holds a signal while there may be something to take
 	taken chan struct{} // holds a signal once the owner has taken, for a full inbox
 
-	maxCount, maxBytes int // the cap: see inboxLimits
-
 	mu      sync.Mutex
 	records []opencdc.Record
 	bytes   int
@@ -53,11 +34,8 @@ type inbox struct {
 	err     error // why the reader ended
 }
 
-// newInbox returns an empty inbox for a server whose hold bound is h.
-func newInbox(h batcher.Hold) *inbox {
-	b := &inbox{ready: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
-	b.maxCount, b.maxBytes = inboxLimits(h)
-	return b
+func newInbox() *inbox {
+	return &inbox{ready: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 }
 
 // put adds records, which the owner may take from then on. It returns once
@@ -88,7 +66,7 @@ func (b *inbox) put(records []opencdc.Record, quit <-chan struct{}) bool {
 }
 
 func (b *inbox) lockedFull() bool {
-	return len(b.records) >= b.maxCount || b.bytes >= b.maxBytes
+	return len(b.records) >= inboxCount || b.bytes >= inboxBytes
 }
 
 // end records that the reader has ended, and why: take reports it with

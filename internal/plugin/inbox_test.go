@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/batcher"
 	"github.com/matryer/is"
 )
 
@@ -17,7 +16,7 @@ import (
 // last of them, never before.
 func TestInboxTakesEverythingAtOnce(t *testing.T) {
 	is := is.New(t)
-	b := newInbox(batcher.Hold{})
+	b := newInbox()
 	quit := make(chan struct{})
 	for i := 1; i <= 3; i++ {
 		is.True(b.put(numbered(i, i), quit))
@@ -35,7 +34,7 @@ func TestInboxTakesEverythingAtOnce(t *testing.T) {
 // is seen ending with nothing more to take.
 func TestInboxEndAfterTake(t *testing.T) {
 	is := is.New(t)
-	b := newInbox(batcher.Hold{})
+	b := newInbox()
 	is.True(b.put(numbered(1, 2), make(chan struct{})))
 	recs, ended, _ := b.take(nil)
 	is.Equal(positionList(recs), "[1 2]")
@@ -62,7 +61,7 @@ func TestInboxFullWaitsForATake(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				b := newInbox(batcher.Hold{})
+				b := newInbox()
 				quit := make(chan struct{})
 				put := make(chan bool, 1)
 				go func() { put <- b.put(full, quit) }()

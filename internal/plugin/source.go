@@ -109,7 +109,7 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 	s.mu.Unlock()
 
 	quit := make(chan struct{})
-	inbox := newInbox(holdFor(src.Batch))
+	inbox := newInbox()
 	go func() {
 		defer close(readDone)
 		inbox.end(s.read(readCtx, src, func(recs []opencdc.Record) bool {

@@ -139,8 +139,7 @@ func TestSourceBoundStopsReading(t *testing.T) {
 			return fake.next
 		}
 		bound := holdFor(p).Count
-		capCount, _ := inboxLimits(holdFor(p))
-		least, most := bound+capCount, bound-1+2*capCount
+		least, most := bound+inboxCount, bound-1+2*inboxCount
 		if r := read(); r < least || r > most {
 			t.Fatalf("%d records read while Conduit takes none, want %d to %d", r, least, most)
 		}
