@@ -314,3 +314,43 @@ func TestSourceRecordByRecordAcksHoldNothing(t *testing.T) {
 		is.NoErr(err)
 	})
 }
+
+// TestConduitAcksTellsHowMessagesAreAcked: a message of several records
+// acked in one request means Conduit acks messages whole; one acked over
+// several requests means it acks record by record; a message of one record
+// tells neither.
+func TestConduitAcksTellsHowMessagesAreAcked(t *testing.T) {
+	tests := []struct {
+		name     string
+		sent     []int // message sizes
+		requests []int // records per ack request
+		want     bool
+	}{
+		{"nothing acked yet", []int{3}, nil, true},
+		{"whole", []int{3}, []int{3}, true},
+		{"record by record", []int{3}, []int{1, 1, 1}, false},
+		{"split in two", []int{3}, []int{2, 1}, false},
+		{"one record tells nothing", []int{3, 1}, []int{1, 1, 1, 1}, false},
+		{"whole again after record by record", []int{2, 2}, []int{1, 1, 2}, true},
+		{"record by record after whole", []int{2, 2}, []int{2, 1, 1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newConduitAcks()
+			total := 0
+			for _, n := range tt.sent {
+				a.sent(n)
+			}
+			for _, n := range tt.requests {
+				a.acked(n)
+				total += n
+			}
+			if got := a.byMessage.Load(); got != tt.want {
+				t.Errorf("byMessage = %v, want %v", got, tt.want)
+			}
+			if got := a.n.Load(); got != int64(total) {
+				t.Errorf("%d records counted, want %d", got, total)
+			}
+		})
+	}
+}
