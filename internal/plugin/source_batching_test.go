@@ -23,6 +23,19 @@ func batchedSourceServer(t *testing.T, src testSource, p batcher.Policy) *source
 	return s
 }
 
+// endSource cancels a source's Run, which must return without an error,
+// and tears the source down.
+func endSource(t *testing.T, s *sourceServer, cancel context.CancelFunc, runDone <-chan error) {
+	t.Helper()
+	cancel()
+	if err := <-runDone; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{}); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+}
+
 // messages returns the position lists of the messages sent so far.
 func messages(st sourceStream) [][]string {
 	var out [][]string
@@ -150,10 +163,7 @@ func TestSourceBoundStopsReading(t *testing.T) {
 			is.True(read()-len(got) <= most) // never further ahead
 		}
 		is.Equal(got[n-1], strconv.Itoa(n))
-		cancel()
-		is.NoErr(<-runDone)
-		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
+		endSource(t, s, cancel, runDone)
 	})
 }
 
@@ -171,10 +181,7 @@ func TestSourceStopNeverDiscardsRecords(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(messages(st), [][]string{{"1", "2", "3"}})
 		is.Equal(string(resp.LastPosition), "3")
-		cancel()
-		is.NoErr(<-runDone)
-		_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
+		endSource(t, s, cancel, runDone)
 	})
 }
 
@@ -221,10 +228,7 @@ func TestSourceBatchesWhileConduitWorks(t *testing.T) {
 		if messages > 200/3 {
 			t.Errorf("200 records came in %d messages, expected at most %d", messages, 200/3)
 		}
-		cancel()
-		is.NoErr(<-runDone)
-		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
+		endSource(t, s, cancel, runDone)
 	})
 }
 
@@ -257,10 +261,7 @@ func TestSourceHoldsBackBriefly(t *testing.T) {
 			}
 		}
 		is.Equal(got[99], "100")
-		cancel()
-		is.NoErr(<-runDone)
-		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
+		endSource(t, s, cancel, runDone)
 	})
 }
 
@@ -308,10 +309,7 @@ func TestSourceRecordByRecordAcksHoldNothing(t *testing.T) {
 		close(toAck)
 		<-ackerDone
 		is.Equal(got[99], "100")
-		cancel()
-		is.NoErr(<-runDone)
-		_, err := s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
+		endSource(t, s, cancel, runDone)
 	})
 }
 

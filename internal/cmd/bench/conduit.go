@@ -240,34 +240,16 @@ func conduitMode(ctx context.Context, args []string) error {
 // the plugin and the PostgreSQL server pgServer (0: not measured) used
 // between them.
 func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer int, warmup, duration time.Duration, records int64) {
-	dir, err := os.MkdirTemp("", "connkit-bench-conduit-")
-	if err != nil {
-		c.err = err
-		return
-	}
-	defer os.RemoveAll(dir)
-	// The file's name does not matter: Conduit knows a plugin by the name
-	// in its specification, postgres for both.
-	abs, err := filepath.Abs(c.plugin.destination)
-	if err != nil {
-		c.err = err
-		return
-	}
 	var plugins []string
 	if c.plugin.name != ceiling {
-		plugins = []string{abs}
+		plugins = []string{c.plugin.destination}
 	}
-	var flags []string
-	if c.engine == "v2" {
-		flags = append(flags, "--preview.pipeline-arch-v2")
-	}
-	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: plugins, Flags: flags})
+	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins...)
 	if err != nil {
 		c.err = err
 		return
 	}
-	defer killPlugins(dir)
-	defer s.Kill()
+	defer stop()
 	fail := func(err error) {
 		status, errText := s.PipelineState("batch")
 		if errText != "" {
@@ -350,6 +332,38 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 	if err := s.Stop(15 * time.Second); err != nil {
 		c.note = "stop: " + oneLine(err)
 	}
+}
+
+// startConduit starts Conduit in engine (default or v2) in a directory of
+// its own, with the pipeline and the plugins alone in its connectors
+// directory; dir is that directory. stop kills Conduit and the plugins it
+// started, and removes dir.
+func startConduit(bin, engine, pipeline string, plugins ...string) (s *conduit.Server, dir string, stop func(), err error) {
+	dir, err = os.MkdirTemp("", "connkit-bench-conduit-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	// A plugin file's name does not matter: Conduit knows a plugin by the
+	// name in its specification.
+	var abs []string
+	for _, p := range plugins {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, "", nil, err
+		}
+		abs = append(abs, a)
+	}
+	var flags []string
+	if engine == "v2" {
+		flags = append(flags, "--preview.pipeline-arch-v2")
+	}
+	s, err = conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: abs, Flags: flags})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	return s, dir, func() { s.Kill(); killPlugins(dir); os.RemoveAll(dir) }, nil
 }
 
 // batchSettings returns the pipeline file's extra source and destination

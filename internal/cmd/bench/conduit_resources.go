@@ -22,17 +22,24 @@ func writeResourceTable(t *strings.Builder, cells []*conduitCell, measured []pai
 					fmt.Fprintf(t, "| %s | %s | %s | failed | | | | | | |\n", e, l.label(), p.name)
 					continue
 				}
-				fmt.Fprintf(t, "| %s | %s | %s | %s |", e, l.label(), p.name, thousands(c.rate()))
-				for _, u := range []resourceUse{c.conduitUse, c.pluginUse, c.postgresUse} {
-					fmt.Fprintf(t, " %s |", cpuPerRow(u, c.records))
-				}
-				for _, u := range []resourceUse{c.conduitUse, c.pluginUse, c.postgresUse} {
-					fmt.Fprintf(t, " %s |", mebibytes(u))
-				}
-				t.WriteString("\n")
+				fmt.Fprintf(t, "| %s | %s | %s | %s |%s\n", e, l.label(), p.name, thousands(c.rate()), resourceColumns(c.records, c.conduitUse, c.pluginUse, c.postgresUse))
 			}
 		}
 	}
+}
+
+// resourceColumns formats the table cells of what Conduit, the plugins and
+// PostgreSQL used for rows: their processor time per row, then their peak
+// resident memory.
+func resourceColumns(rows float64, conduit, plugins, postgres resourceUse) string {
+	var b strings.Builder
+	for _, u := range []resourceUse{conduit, plugins, postgres} {
+		fmt.Fprintf(&b, " %s |", cpuPerRow(u, rows))
+	}
+	for _, u := range []resourceUse{conduit, plugins, postgres} {
+		fmt.Fprintf(&b, " %s |", mebibytes(u))
+	}
+	return b.String()
 }
 
 // shareOf formats c's rows/s as a percentage of the ceiling's, " (41%)";

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/connkit/connkit/internal/conduit"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -214,28 +212,12 @@ func yamlSettings(settings map[string]string) string {
 // inserted, txRows per transaction, and the changes are measured from the
 // first insert to the last row through the pipeline.
 func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgServer int, snapshotRows, changes, txRows int64) {
-	dir, err := os.MkdirTemp("", "connkit-bench-replicate-")
+	s, dir, stop, err := startConduit(bin, c.engine, pipeline, c.plugin.destination)
 	if err != nil {
 		c.err = err
 		return
 	}
-	defer os.RemoveAll(dir)
-	abs, err := filepath.Abs(c.plugin.destination)
-	if err != nil {
-		c.err = err
-		return
-	}
-	var flags []string
-	if c.engine == "v2" {
-		flags = append(flags, "--preview.pipeline-arch-v2")
-	}
-	s, err := conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: []string{abs}, Flags: flags})
-	if err != nil {
-		c.err = err
-		return
-	}
-	defer killPlugins(dir)
-	defer s.Kill()
+	defer stop()
 	defer func() {
 		// A failed cell says what Conduit logged of it.
 		if c.err != nil {
@@ -412,14 +394,7 @@ func replicateReport(cells []*replicateCell, pairs []pair, engines []string, sna
 					continue
 				}
 				x := ph.of(c)
-				fmt.Fprintf(&t, "| %s | %s | %s | %s |", e, ph.name, p.name, thousands(x.rate()))
-				for _, u := range []resourceUse{x.conduitUse, x.pluginUse, x.postgresUse} {
-					fmt.Fprintf(&t, " %s |", cpuPerRow(u, x.records))
-				}
-				for _, u := range []resourceUse{x.conduitUse, x.pluginUse, x.postgresUse} {
-					fmt.Fprintf(&t, " %s |", mebibytes(u))
-				}
-				t.WriteString("\n")
+				fmt.Fprintf(&t, "| %s | %s | %s | %s |%s\n", e, ph.name, p.name, thousands(x.rate()), resourceColumns(x.records, x.conduitUse, x.pluginUse, x.postgresUse))
 			}
 		}
 	}
