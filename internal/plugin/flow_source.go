@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -36,91 +35,92 @@ type sourceFlow struct {
 	acks      *conduitAcks
 	flushes   <-chan chan struct{}
 
-	sent      []sentMessage // messages not wholly acked yet, oldest first
-	nSent     int64         // records sent
-	roundTrip time.Duration // how long the last message wholly acked took, from its send
-	heldSince time.Time     // when a due batch began to wait for acks; zero if none waits
+	heldSince time.Time // when a due batch began to wait for acks; zero if none waits
 }
 
 // maxHoldBack is the longest a due batch waits for Conduit's acks.
 const maxHoldBack = 10 * time.Millisecond
 
-// sentMessage is a message sent: upTo is nSent once it was sent.
+// conduitAcks follows the messages sent until Conduit has acked them
+// wholly: the owner loop notes each message it sends, the acker each ack
+// request, and the owner reads what they tell when notified: whether
+// Conduit acks a message whole or record by record, and how long the last
+// message took to be acked.
+type conduitAcks struct {
+	notice chan struct{} // holds one notice at most: the owner reads the state, not the notices
+
+	mu        sync.Mutex
+	unacked   []sentMessage // messages sent and not wholly acked, oldest first
+	done      int           // records of unacked[0] acked
+	byMessage bool          // the last message of several records was acked in one request
+	roundTrip time.Duration // how long the last message wholly acked took, from its send
+}
+
+// sentMessage is a message sent: how many records, and when.
 type sentMessage struct {
-	upTo int64
+	size int
 	at   time.Time
 }
 
-// conduitAcks is what the acker learns of Conduit's acks for the owner
-// loop: how many records are acked, and whether Conduit acks a message
-// whole. The owner says what it sends; it reads the rest when notified.
-type conduitAcks struct {
-	n         atomic.Int64
-	byMessage atomic.Bool   // the last message of several records was acked in one request
-	notice    chan struct{} // holds one notice at most: the owner reads the state, not the notices
-
-	mu    sync.Mutex
-	sizes []int // records in each message sent and not wholly acked, oldest first
-	done  int   // records of sizes[0] acked
-}
-
 func newConduitAcks() *conduitAcks {
-	a := &conduitAcks{notice: make(chan struct{}, 1)}
-	a.byMessage.Store(true) // until a message is seen acked record by record
-	return a
+	// Messages count as acked whole until one is seen acked record by record.
+	return &conduitAcks{notice: make(chan struct{}, 1), byMessage: true}
 }
 
-// sent notes a message of n records sent.
-func (a *conduitAcks) sent(n int) {
+// sent notes a message of n records sent at at.
+func (a *conduitAcks) sent(n int, at time.Time) {
 	a.mu.Lock()
-	a.sizes = append(a.sizes, n)
+	a.unacked = append(a.unacked, sentMessage{size: n, at: at})
 	a.mu.Unlock()
 }
 
 // acked notes one ack request of n records.
 func (a *conduitAcks) acked(n int) {
 	a.mu.Lock()
-	for left := n; left > 0 && len(a.sizes) > 0; {
-		size := a.sizes[0]
-		k := min(left, size-a.done)
-		whole := a.done == 0 && k == size
+	for left := n; left > 0 && len(a.unacked) > 0; {
+		m := a.unacked[0]
+		k := min(left, m.size-a.done)
+		whole := a.done == 0 && k == m.size
 		a.done += k
 		left -= k
-		if a.done < size {
+		if a.done < m.size {
 			break
 		}
-		if size > 1 {
-			a.byMessage.Store(whole)
+		if m.size > 1 {
+			a.byMessage = whole
 		}
-		a.sizes, a.done = a.sizes[1:], 0
+		a.roundTrip = time.Since(m.at)
+		a.unacked, a.done = a.unacked[1:], 0
 	}
 	a.mu.Unlock()
-	a.n.Add(int64(n))
 	select {
 	case a.notice <- struct{}{}:
 	default:
 	}
 }
 
+// state returns how many messages are not wholly acked, whether Conduit
+// acks messages whole, and how long the last message took to be acked.
+func (a *conduitAcks) state() (unacked int, byMessage bool, roundTrip time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.unacked), a.byMessage, a.roundTrip
+}
+
 // holdBack returns how much longer a due batch waits for Conduit's acks
 // at now: 0 if it goes now.
 func (f *sourceFlow) holdBack(now time.Time, draining bool) time.Duration {
-	if draining || len(f.sent) == 0 || f.out.Complete() || !f.acks.byMessage.Load() {
+	if draining || f.out.Complete() {
+		return 0
+	}
+	unacked, byMessage, roundTrip := f.acks.state()
+	if unacked == 0 || !byMessage {
 		return 0
 	}
 	if f.heldSince.IsZero() {
 		f.heldSince = now
 	}
-	return max(0, min(maxHoldBack, f.roundTrip)-now.Sub(f.heldSince))
-}
-
-// ackedUpTo forgets the messages wholly acked once n records are, and
-// measures the last one's round trip.
-func (f *sourceFlow) ackedUpTo(n int64, now time.Time) {
-	for len(f.sent) > 0 && f.sent[0].upTo <= n {
-		f.roundTrip = now.Sub(f.sent[0].at)
-		f.sent = f.sent[1:]
-	}
+	return max(0, min(maxHoldBack, roundTrip)-now.Sub(f.heldSince))
 }
 
 // run returns when Conduit closes the stream or acks fail (with the
@@ -161,9 +161,7 @@ func (f *sourceFlow) run() error {
 			if hold = f.holdBack(now, draining); hold == 0 {
 				busy, f.heldSince = true, time.Time{}
 				batch := f.out.Take()
-				f.nSent += int64(len(batch))
-				f.sent = append(f.sent, sentMessage{upTo: f.nSent, at: now})
-				f.acks.sent(len(batch)) // before its acks can come
+				f.acks.sent(len(batch), now) // before its acks can come
 				batches <- batch
 				continue
 			}
@@ -213,10 +211,7 @@ func (f *sourceFlow) run() error {
 		case w := <-f.flushes:
 			draining = true
 			waiting = append(waiting, w)
-		case <-f.acks.notice:
-			now = time.Now()
-			f.ackedUpTo(f.acks.n.Load(), now)
-			continue // now is read
+		case <-f.acks.notice: // acks came: a batch held back for them may go
 		case err := <-f.ackFailed:
 			return err
 		case <-ctxDone:

@@ -323,31 +323,32 @@ func TestConduitAcksTellsHowMessagesAreAcked(t *testing.T) {
 		sent     []int // message sizes
 		requests []int // records per ack request
 		want     bool
+		unacked  int // messages not wholly acked after the requests
 	}{
-		{"nothing acked yet", []int{3}, nil, true},
-		{"whole", []int{3}, []int{3}, true},
-		{"record by record", []int{3}, []int{1, 1, 1}, false},
-		{"split in two", []int{3}, []int{2, 1}, false},
-		{"one record tells nothing", []int{3, 1}, []int{1, 1, 1, 1}, false},
-		{"whole again after record by record", []int{2, 2}, []int{1, 1, 2}, true},
-		{"record by record after whole", []int{2, 2}, []int{2, 1, 1}, false},
+		{"nothing acked yet", []int{3}, nil, true, 1},
+		{"whole", []int{3}, []int{3}, true, 0},
+		{"record by record", []int{3}, []int{1, 1, 1}, false, 0},
+		{"split in two", []int{3}, []int{2, 1}, false, 0},
+		{"half acked", []int{3}, []int{2}, true, 1},
+		{"one record tells nothing", []int{3, 1}, []int{1, 1, 1, 1}, false, 0},
+		{"whole again after record by record", []int{2, 2}, []int{1, 1, 2}, true, 0},
+		{"record by record after whole", []int{2, 2}, []int{2, 1, 1}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newConduitAcks()
-			total := 0
 			for _, n := range tt.sent {
-				a.sent(n)
+				a.sent(n, time.Now())
 			}
 			for _, n := range tt.requests {
 				a.acked(n)
-				total += n
 			}
-			if got := a.byMessage.Load(); got != tt.want {
-				t.Errorf("byMessage = %v, want %v", got, tt.want)
+			unacked, byMessage, _ := a.state()
+			if byMessage != tt.want {
+				t.Errorf("byMessage = %v, want %v", byMessage, tt.want)
 			}
-			if got := a.n.Load(); got != int64(total) {
-				t.Errorf("%d records counted, want %d", got, total)
+			if unacked != tt.unacked {
+				t.Errorf("%d messages not wholly acked, want %d", unacked, tt.unacked)
 			}
 		})
 	}
