@@ -83,6 +83,16 @@ func (b *Batcher[T]) Add(item T, now time.Time) {
 	if b.size != nil && (b.policy.Bytes > 0 || b.hold.Bytes > 0) {
 		sz = b.size(item)
 	}
+	b.AddSized(item, sz, now)
+}
+
+// AddSized is Add for an item the caller has measured already, with the
+// Batcher's size function, so that it is not measured twice.
+func (b *Batcher[T]) AddSized(item T, size int, now time.Time) {
+	sz := size
+	if b.policy.Bytes == 0 && b.hold.Bytes == 0 {
+		sz = 0 // as Add, which measures nothing that no limit counts
+	}
 	b.items = append(b.items, item)
 	b.sizes = append(b.sizes, sz)
 	if b.policy.Delay > 0 {

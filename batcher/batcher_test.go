@@ -287,3 +287,21 @@ func BenchmarkOwnerLoop(b *testing.B) {
 		})
 	}
 }
+
+// TestAddSizedCountsTheGivenSize: an item added with its size counts as
+// Add would count it, without the size function being called.
+func TestAddSizedCountsTheGivenSize(t *testing.T) {
+	is := is.New(t)
+	calls := 0
+	b, err := New(Policy{Bytes: 10}, Hold{Bytes: 20}, func(int) int { calls++; return 6 })
+	is.NoErr(err)
+	now := time.Unix(0, 0)
+	b.AddSized(1, 6, now)
+	is.True(!b.Complete())
+	b.AddSized(2, 6, now)
+	is.True(b.Complete()) // 12 bytes, over the batch's 10
+	count, bytes := b.Held()
+	is.Equal(count, 2)
+	is.Equal(bytes, 12)
+	is.Equal(calls, 0)
+}

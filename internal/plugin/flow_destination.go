@@ -158,10 +158,10 @@ func (f *destinationFlow) run() error {
 		select {
 		case <-take:
 			now = time.Now() // the select may have waited
-			recs, ended, err := inbox.take(spare)
+			recs, sizes, ended, err := inbox.take(spare)
 			spare = recs
-			for _, r := range recs {
-				f.in.Add(r, now)
+			for i, r := range recs {
+				f.in.AddSized(r, sizes[i], now)
 			}
 			for i := range stops {
 				if stops[i].upTo > 0 {

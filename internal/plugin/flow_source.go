@@ -193,10 +193,10 @@ func (f *sourceFlow) run() error {
 		select {
 		case <-take:
 			now = time.Now() // the select may have waited
-			recs, ended, err := f.inbox.take(spare)
+			recs, sizes, ended, err := f.inbox.take(spare)
 			spare = recs
-			for _, r := range recs {
-				f.out.Add(r, now)
+			for i, r := range recs {
+				f.out.AddSized(r, sizes[i], now)
 			}
 			if ended {
 				readDone, readErr, draining = true, err, true

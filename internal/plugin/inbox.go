@@ -27,11 +27,13 @@ type inbox struct {
 	ready chan struct{} // holds a signal while there may be something to take
 	taken chan struct{} // holds a signal once the owner has taken, for a full inbox
 
-	mu      sync.Mutex
-	records []opencdc.Record
-	bytes   int
-	ended   bool
-	err     error // why the reader ended
+	mu         sync.Mutex
+	records    []opencdc.Record
+	sizes      []int // each record's size, as recordSize measures it
+	spareSizes []int // the sizes the last take returned, collected in again at the next
+	bytes      int
+	ended      bool
+	err        error // why the reader ended
 }
 
 func newInbox() *inbox {
@@ -42,13 +44,13 @@ func newInbox() *inbox {
 // the inbox is below its cap, true, or once quit is closed, false: the
 // owner has returned and takes nothing more.
 func (b *inbox) put(records []opencdc.Record, quit <-chan struct{}) bool {
-	n := 0
-	for _, r := range records {
-		n += recordSize(r)
-	}
 	b.mu.Lock()
+	for _, r := range records {
+		n := recordSize(r)
+		b.sizes = append(b.sizes, n)
+		b.bytes += n
+	}
 	b.records = append(b.records, records...)
-	b.bytes += n
 	full := b.lockedFull()
 	b.mu.Unlock()
 	notify(b.ready)
@@ -79,21 +81,27 @@ func (b *inbox) end(err error) {
 }
 
 // take removes and returns everything put and not yet taken, nothing if
-// there is nothing to take, and whether the reader has ended (and why)
-// after putting them. reuse is an earlier take's slice the caller is done
-// with, or nil: the inbox collects in it again unless a large message has
-// grown it past twice the cap, so that it keeps no such memory.
-func (b *inbox) take(reuse []opencdc.Record) (records []opencdc.Record, ended bool, err error) {
+// there is nothing to take, with each record's size as recordSize measured
+// it (valid until the next take: batcher.AddSized need not measure again),
+// and whether the reader has ended (and why) after putting them. reuse is
+// an earlier take's slice the caller is done with, or nil: the inbox
+// collects in it again unless a large message has grown it past twice the
+// cap, so that it keeps no such memory.
+func (b *inbox) take(reuse []opencdc.Record) (records []opencdc.Record, sizes []int, ended bool, err error) {
 	clear(reuse) // let its records go
 	if cap(reuse) > 2*inboxCount {
 		reuse = nil
 	}
 	b.mu.Lock()
-	records, ended, err = b.records, b.ended, b.err
-	b.records, b.bytes = reuse[:0], 0
+	records, sizes, ended, err = b.records, b.sizes, b.ended, b.err
+	spare := b.spareSizes
+	if cap(spare) > 2*inboxCount {
+		spare = nil
+	}
+	b.records, b.sizes, b.spareSizes, b.bytes = reuse[:0], spare[:0], sizes, 0
 	b.mu.Unlock()
 	notify(b.taken)
-	return records, ended, err
+	return records, sizes, ended, err
 }
 
 // notify leaves a signal in c, a channel with a buffer of one, unless one

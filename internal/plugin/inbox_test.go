@@ -23,7 +23,7 @@ func TestInboxTakesEverythingAtOnce(t *testing.T) {
 	}
 	b.end(io.EOF)
 	<-b.ready
-	recs, ended, err := b.take(nil)
+	recs, _, ended, err := b.take(nil)
 	is.Equal(positionList(recs), "[1 2 3]")
 	is.True(ended)
 	is.Equal(err, io.EOF)
@@ -36,13 +36,13 @@ func TestInboxEndAfterTake(t *testing.T) {
 	is := is.New(t)
 	b := newInbox()
 	is.True(b.put(numbered(1, 2), make(chan struct{})))
-	recs, ended, _ := b.take(nil)
+	recs, _, ended, _ := b.take(nil)
 	is.Equal(positionList(recs), "[1 2]")
 	is.True(!ended)
 	failed := errors.New("stream broken")
 	b.end(failed)
 	<-b.ready
-	recs, ended, err := b.take(recs)
+	recs, _, ended, err := b.take(recs)
 	is.Equal(len(recs), 0)
 	is.True(ended)
 	is.Equal(err, failed)
@@ -67,7 +67,7 @@ func TestInboxFullWaitsForATake(t *testing.T) {
 				go func() { put <- b.put(full, quit) }()
 				synctest.Wait()
 				is.Equal(len(put), 0) // full: waiting for the owner
-				recs, _, _ := b.take(nil)
+				recs, _, _, _ := b.take(nil)
 				is.Equal(len(recs), len(full))
 				is.True(<-put)
 
