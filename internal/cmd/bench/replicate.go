@@ -38,36 +38,30 @@ pipelines:
         settings:
 %[2]s`
 
-// replicateSettings says how a Postgres plugin is configured to copy
-// replicate_source into replicate_copy through the replication slot and
-// publication name: its defaults otherwise, no batch settings.
-var replicateSettings = map[string]func(url, name string) (source, destination map[string]string){
-	"connkit": func(url, name string) (map[string]string, map[string]string) {
-		return map[string]string{"url": url, "tables": "replicate_source", "slot.name": name, "publication.name": name},
-			map[string]string{"url": url, "table": "replicate_copy"}
-	},
-	// The incumbent's snapshot reads 50000 rows per query by default and
-	// sends them to Conduit in one message, over gRPC's 4 MiB limit for
-	// these rows; at 10000, in the v2 engine, its destination acks a
-	// snapshot batch in one message over the limit: it gets
-	// incumbentFetchSize.
-	"incumbent": func(url, name string) (map[string]string, map[string]string) {
-		return map[string]string{"url": url, "tables": "replicate_source", "cdcMode": "logrepl", "snapshot.fetchSize": incumbentFetchSize,
-				"logrepl.slotName": name, "logrepl.publicationName": name},
-			map[string]string{"url": url, "table": "replicate_copy"}
-	},
+// replicateSource returns the settings of a Postgres source in dialect d
+// (see dialects) that reads replicate_source through the replication slot
+// and publication name, in engine: its defaults otherwise, and no batch
+// settings where it can do without.
+func replicateSource(d, engine, url, name string) map[string]string {
+	s := map[string]string{"url": url, "tables": "replicate_source", dialects[d].slot: name, dialects[d].publication: name}
+	if d != "incumbent" {
+		return s
+	}
+	s["cdcMode"] = "logrepl"
+	// Its snapshot reads 50000 rows per query by default and sends them to
+	// Conduit in one message, over gRPC's 4 MiB limit for these rows; at
+	// 10000, in the v2 engine, its destination acks a snapshot batch in one
+	// message over the limit. 2000 works in both engines.
+	s["snapshot.fetchSize"] = "2000"
+	if engine == "v2" {
+		// With no batch settings it sends the snapshot in batches of 20000
+		// records, which its destination acks in one message over the
+		// limit, and the pipeline fails. A batch delay is needed with a
+		// size, or the last changes wait for a batch that never fills.
+		s["sdk.batch.size"], s["sdk.batch.delay"] = "4000", "10ms"
+	}
+	return s
 }
-
-// incumbentFetchSize is the largest round snapshot.fetchSize with which the
-// incumbent's Postgres plugins copy the table in both engines.
-const incumbentFetchSize = "2000"
-
-// incumbentV2Batch is what the incumbent's source needs in the v2 engine:
-// with no batch settings it sends the snapshot in batches of 20000 records,
-// which its destination acks in one message over gRPC's 4 MiB limit, and
-// the pipeline fails. A batch delay is needed with a size, or the last
-// changes wait for a batch that never fills.
-var incumbentV2Batch = map[string]string{"sdk.batch.size": "4000", "sdk.batch.delay": "10ms"}
 
 // phase is what a pipeline did in one part of its run: the snapshot, or the
 // changes streamed after it.
@@ -130,9 +124,9 @@ func replicateMode(ctx context.Context, args []string) error {
 	if b.destination != "" {
 		pairs = append(pairs, b)
 	}
-	dialects := map[string]string{a.name: *dialect, b.name: *vsDialect}
+	dialectOf := map[string]string{a.name: *dialect, b.name: *vsDialect}
 	for _, d := range []string{*dialect, *vsDialect} {
-		if _, ok := replicateSettings[d]; !ok {
+		if _, ok := dialects[d]; !ok {
 			return fmt.Errorf("-dialect, -vs-dialect: got %q, expected connkit or incumbent", d)
 		}
 	}
@@ -168,10 +162,8 @@ func replicateMode(ctx context.Context, args []string) error {
 			return err
 		}
 		name := fmt.Sprintf("bench_replicate_%d", i)
-		source, destination := replicateSettings[dialects[c.plugin.name]](*url, name)
-		if c.engine == "v2" && dialects[c.plugin.name] == "incumbent" {
-			maps.Copy(source, incumbentV2Batch)
-		}
+		source := replicateSource(dialectOf[c.plugin.name], c.engine, *url, name)
+		destination := map[string]string{"url": *url, "table": "replicate_copy"}
 		pipeline := fmt.Sprintf(replicatePipeline, yamlSettings(source), yamlSettings(destination))
 		c.run(ctx, *bin, pipeline, *url, pgServer, *snapshotRows, *changes, *txRows)
 		if ctx.Err() != nil {
@@ -317,7 +309,7 @@ func (p *phase) measure(baseURL string, before histogram, t0 time.Time, sampling
 
 func replicateReport(cells []*replicateCell, pairs []pair, engines []string, snapshotRows, changes, txRows int64) string {
 	var t strings.Builder
-	fmt.Fprintf(&t, "Real Conduit v0.14.0: standalone Postgres source → standalone Postgres destination, one plugin binary for both, each with its defaults and no batch settings (the incumbent's snapshot.fetchSize set to %s: with its own, 50000, its source sends messages over gRPC's 4 MiB limit, and with 10000 its destination does, acking a snapshot batch in the v2 engine). ", incumbentFetchSize)
+	fmt.Fprintf(&t, "Real Conduit v0.14.0: standalone Postgres source → standalone Postgres destination, one plugin binary for both, each with its defaults and no batch settings (but the incumbent's source, which needs some: snapshot.fetchSize 2000, since with its own, 50000, it sends messages over gRPC's 4 MiB limit, and with 10000 its destination does, acking a snapshot batch in the v2 engine; and in the v2 engine sdk.batch.size 4000 with sdk.batch.delay 10ms, since with no batch settings it sends batches of 20000 records there, whose acks its destination sends in one message over the limit). ")
 	fmt.Fprintf(&t, "The table (id bigint PRIMARY KEY, a text, b text, n int) holds %d rows when the pipeline starts; the snapshot is measured from the first record through the pipeline to the last. Then %d rows are inserted, %d per transaction, back to back from one connection, and the changes are measured from the first insert until the last row is through. ", snapshotRows, changes, txRows)
 	t.WriteString("Latency is Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack) over the phase, its percentiles estimated from the buckets as Prometheus's histogram_quantile does. One Conduit per cell, the plugins alternating; on a busy two-core machine the ratio of a row says more than its absolute figures.\n\n")
 	t.WriteString("| engine | phase |")
