@@ -5,6 +5,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -31,28 +32,36 @@ func splitAcks(acks []*connectorv2.Destination_Run_Response_Ack, max int) [][]*c
 }
 
 // splitSourceRunResponse encodes records as Run responses of at most limit
-// bytes each, in order, and passes each to send, which owns it.
-func splitSourceRunResponse(records []opencdc.Record, limit int, send func([]byte) error) error {
-	b := make([]byte, 0, min(limit, 256*len(records)))
+// bytes each, in order, into buffers from bufs, and passes each to send,
+// which owns it.
+func splitSourceRunResponse(records []opencdc.Record, limit int, bufs *wire.Buffers, send func(*[]byte) error) error {
+	buf := bufs.Get(min(limit, 256*len(records)))
+	b := (*buf)[:0]
 	for i := range records {
 		start := len(b) // where record i's field begins
 		var content int
 		var err error
 		b, content = openMessage(b, sourceRunResponseRecords)
 		if b, err = appendRecord(b, records[i]); err != nil {
+			bufs.Put(buf)
 			return fmt.Errorf("record %d at position %q: %w", i, records[i].Position, err)
 		}
 		b = closeMessage(b, content)
 		if len(b) > limit && start > 0 {
-			rest := b[start:]
-			if err := send(b[:start:start]); err != nil {
+			next := bufs.Get(max(len(b)-start, min(limit, 256*(len(records)-i))))
+			rest := append((*next)[:0], b[start:]...)
+			*buf = b[:start]
+			if err := send(buf); err != nil {
+				bufs.Put(next)
 				return err
 			}
-			b = append(make([]byte, 0, max(len(rest), min(limit, 256*(len(records)-i)))), rest...)
+			buf, b = next, rest
 		}
 	}
 	if len(b) == 0 {
+		bufs.Put(buf)
 		return nil
 	}
-	return send(b)
+	*buf = b
+	return send(buf)
 }

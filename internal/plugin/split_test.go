@@ -7,6 +7,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 	"github.com/matryer/is"
 	"google.golang.org/protobuf/proto"
 )
@@ -24,7 +25,10 @@ func TestSourceMessagesFitTheLimit(t *testing.T) {
 	records[500].Payload.After = opencdc.RawData(strings.Repeat("y", 5<<20)) // larger than the limit
 	var got []string
 	messages := 0
-	is.NoErr(splitSourceRunResponse(records, limit, func(msg []byte) error {
+	var bufs wire.Buffers
+	is.NoErr(splitSourceRunResponse(records, limit, &bufs, func(buf *[]byte) error {
+		defer bufs.Put(buf) // written: the next message may reuse it
+		msg := *buf
 		messages++
 		var resp connectorv2.Source_Run_Response
 		is.NoErr(proto.Unmarshal(msg, &resp))

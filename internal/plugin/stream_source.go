@@ -25,13 +25,20 @@ type sourceServiceV2 struct {
 }
 
 func (s sourceServiceV2) Run(stream connectorv2.SourcePlugin_RunServer) error {
-	return s.impl.Run(stream.Context(), &sourceRunStream{stream: stream, maxMessage: s.maxMessage})
+	return s.impl.Run(stream.Context(), &sourceRunStream{
+		stream:     stream,
+		maxMessage: s.maxMessage,
+		// A message is at most one record longer than the limit; what an
+		// outsized record needs is not kept.
+		buffers: wire.Buffers{MaxKept: 2 * s.maxMessage},
+	})
 }
 
 // sourceRunStream is the server side of a source's Run stream.
 type sourceRunStream struct {
 	stream     connectorv2.SourcePlugin_RunServer
 	maxMessage int
+	buffers    wire.Buffers // what messages are encoded into, reused once written
 }
 
 func (s *sourceRunStream) Client() pconnector.SourceRunStreamClient {
@@ -46,8 +53,8 @@ func (s *sourceRunStream) Send(resp pconnector.SourceRunResponse) error {
 	if s.maxMessage <= 0 {
 		return s.stream.SendMsg(sourceRunResponse{resp.Records})
 	}
-	return splitSourceRunResponse(resp.Records, s.maxMessage, func(msg []byte) error {
-		return s.stream.SendMsg(wire.Encoded(msg))
+	return splitSourceRunResponse(resp.Records, s.maxMessage, &s.buffers, func(msg *[]byte) error {
+		return s.stream.SendMsg(wire.Lent{Buf: msg, From: &s.buffers})
 	})
 }
 

@@ -17,8 +17,9 @@ type Unmarshaler interface {
 	UnmarshalWire(b []byte) error
 }
 
-// Codec is gRPC's protobuf codec, except that a Marshaler encodes itself
-// and an Unmarshaler decodes itself. Everything on the wire stays protobuf.
+// Codec is gRPC's protobuf codec, except that a Marshaler encodes itself,
+// a Lent message is sent as it is, and an Unmarshaler decodes itself.
+// Everything on the wire stays protobuf.
 type Codec struct{ proto encoding.CodecV2 }
 
 // NewCodec returns a Codec.
@@ -29,6 +30,9 @@ func (c Codec) Name() string { return c.proto.Name() }
 
 // Marshal encodes v.
 func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
+	if l, ok := v.(Lent); ok {
+		return mem.BufferSlice{mem.NewBuffer(l.Buf, l.From)}, nil
+	}
 	m, ok := v.(Marshaler)
 	if !ok {
 		return c.proto.Marshal(v)
