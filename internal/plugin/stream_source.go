@@ -7,15 +7,6 @@ import (
 	"github.com/connkit/connkit/internal/wire"
 )
 
-// sourceRunResponse is a source's Run response, encoded from its records.
-type sourceRunResponse struct {
-	records []opencdc.Record
-}
-
-func (r sourceRunResponse) MarshalWire() ([]byte, error) {
-	return appendSourceRunResponse(make([]byte, 0, 256*len(r.records)), r.records)
-}
-
 // sourceServiceV2 is the protocol's source service with its own Run, whose
 // stream encodes records itself and splits them to fit the limit.
 type sourceServiceV2 struct {
@@ -50,9 +41,6 @@ func (s *sourceRunStream) Server() pconnector.SourceRunStreamServer { return s }
 // Send sends the records in as many messages as it takes for none to be
 // larger than Conduit accepts; a record larger than that travels alone.
 func (s *sourceRunStream) Send(resp pconnector.SourceRunResponse) error {
-	if s.maxMessage <= 0 {
-		return s.stream.SendMsg(sourceRunResponse{resp.Records})
-	}
 	return splitSourceRunResponse(resp.Records, s.maxMessage, &s.buffers, func(msg *[]byte) error {
 		return s.stream.SendMsg(wire.Lent{Buf: msg, From: &s.buffers})
 	})

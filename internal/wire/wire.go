@@ -1,7 +1,8 @@
 // Package wire reads protobuf's wire format field by field, and carries
-// messages that encode and decode themselves through gRPC, for code that
-// handles connector messages without the generated types: the plugin's
-// record decoder, and the host, which reads only what it measures.
+// messages that encode and decode themselves through gRPC, in buffers it
+// lends and gRPC gives back, for code that handles connector messages
+// without the generated types: the plugin's record encoder and decoder,
+// and the host, which reads only what it measures.
 package wire
 
 import "google.golang.org/protobuf/encoding/protowire"
