@@ -14,13 +14,16 @@ func TestSettingsFromEnv(t *testing.T) {
 		want     Settings
 		warnings int
 	}{
-		{map[string]string{}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 0},
+		{map[string]string{}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20, GCPercent: 200}, 0},
 		{map[string]string{
 			"CONDUIT_CONNECTOR_LOG_LEVEL":               "trace",
 			"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "1024",
-		}, Settings{LogLevel: -8, MaxReceiveSize: 1024}, 0},
-		{map[string]string{"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "lots"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 1},
-		{map[string]string{"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "-5"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 1},
+		}, Settings{LogLevel: -8, MaxReceiveSize: 1024, GCPercent: 200}, 0},
+		{map[string]string{"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "lots"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20, GCPercent: 200}, 1},
+		{map[string]string{"CONDUIT_CONNECTOR_MAX_RECEIVE_RECORD_SIZE": "-5"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20, GCPercent: 200}, 1},
+		// GOGC, when set, is the runtime's to apply.
+		{map[string]string{"GOGC": "50"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 0},
+		{map[string]string{"GOGC": "off"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 0},
 	}
 	for _, tt := range tests {
 		is := is.New(t)
