@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the codec Codec defers to
 	"google.golang.org/grpc/mem"
@@ -31,7 +33,15 @@ func (c Codec) Name() string { return c.proto.Name() }
 // Marshal encodes v.
 func (c Codec) Marshal(v any) (mem.BufferSlice, error) {
 	if l, ok := v.(Lent); ok {
-		return mem.BufferSlice{mem.NewBuffer(l.Buf, l.From)}, nil
+		b := mem.NewBuffer(l.Buf, l.From)
+		if _, unpooled := b.(mem.SliceBuffer); !unpooled {
+			return mem.BufferSlice{b}, nil
+		}
+		// gRPC gives back no buffer this small (1 KiB or less): send a copy,
+		// and the buffer goes back now.
+		msg := bytes.Clone(*l.Buf)
+		l.From.Put(l.Buf)
+		return mem.BufferSlice{mem.SliceBuffer(msg)}, nil
 	}
 	m, ok := v.(Marshaler)
 	if !ok {
