@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // The tests drive the wrappers through fakes with methods, as package sdk

@@ -6,7 +6,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // write prints how many records each Write gets.

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // Write is a destination's Write call, with its contract: it returns how

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // benchBatch is the records per Write or ReadBatch in the schema benchmarks.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // SchemaDecoding is the schema settings for destinations, with the

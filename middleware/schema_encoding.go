@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // SchemaEncoding is the schema settings for sources, with the incumbent

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 	"github.com/matryer/is"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk/internal/served"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 // Serve runs c as a Conduit plugin; it is all a plugin's main needs to call.

@@ -19,7 +19,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnutils"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/leakcheck"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 	"github.com/matryer/is"
 )
 

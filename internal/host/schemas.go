@@ -9,7 +9,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnutils"
 	"github.com/conduitio/conduit-connector-protocol/pconnutils/v1/server"
 	connutilsv1 "github.com/conduitio/conduit-connector-protocol/proto/connutils/v1"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 	"google.golang.org/grpc"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnutils"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 	"github.com/matryer/is"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/connkit/connkit/internal/chart"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/pgtest"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 	"github.com/jackc/pgx/v5"
 )
 

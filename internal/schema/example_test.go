@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/sdk/schema"
+	"github.com/connkit/connkit/internal/schema"
 )
 
 func ExampleNewInMemory() {

@@ -5,8 +5,8 @@
 // SDK, encode structured keys and payloads as Avro, register the schema with
 // Conduit's schema service and name it in the record's metadata
 // (opencdc.payload.schema.subject and .version, opencdc.key.schema.subject
-// and .version). This package is what a connector needs to read and write
-// such records; it knows nothing of connectors or middleware.
+// and .version). This package is what the SDK's schema middleware reads and
+// writes such records with; it knows nothing of connectors or middleware.
 //
 // # Registries
 //
