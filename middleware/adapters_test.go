@@ -38,17 +38,27 @@ func wrapWriter(wrap func(Write) Write) func(writer) writer {
 	return func(w writer) writer { return writerFunc(wrap(w.Write)) }
 }
 
+// decodeWith wraps a destination in the schema decoding, with the schemas
+// of reg in the context of every Write, as a plugin has Conduit's.
 func decodeWith(reg schema.Registry, key, payload bool) func(writer) writer {
-	return wrapWriter(decodeSchemas(reg, key, payload))
+	codecs := schema.NewCodecs(reg)
+	return wrapWriter(func(w Write) Write {
+		decode := DecodeSchemas(key, payload)(w)
+		return func(ctx context.Context, records []opencdc.Record) (int, error) {
+			return decode(schema.NewContext(ctx, codecs), records)
+		}
+	})
 }
 
 func limitWith(perSecond float64, burst int) func(writer) writer {
-	return wrapWriter(limitRate(perSecond, burst))
+	return wrapWriter(LimitRate(perSecond, burst))
 }
 
 // encodeWith wraps a source that reads one record at a time, or many with
-// ReadBatch, in the schema encoding.
-func encodeWith(reg schema.Registry, opts encodeOptions) func(any) reader {
+// ReadBatch, in the schema encoding, with the schemas of reg in the
+// context of every read.
+func encodeWith(reg schema.Registry, subjects Subjects) func(any) reader {
+	codecs := schema.NewCodecs(reg)
 	return func(src any) reader {
 		var read Read
 		switch s := src.(type) {
@@ -67,7 +77,10 @@ func encodeWith(reg schema.Registry, opts encodeOptions) func(any) reader {
 				return []opencdc.Record{rec}, nil
 			}
 		}
-		return reader{encodeSchemas(reg, opts)(read)}
+		encode := EncodeSchemas(subjects)(read)
+		return reader{func(ctx context.Context, max int) ([]opencdc.Record, error) {
+			return encode(schema.NewContext(ctx, codecs), max)
+		}}
 	}
 }
 

@@ -9,33 +9,20 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// RateLimit is the rate limit settings for destinations, with the
-// incumbent Conduit SDK's parameters. Zero PerSecond means no limit; the
-// zero value, no limit, is the default.
-type RateLimit struct {
-	PerSecond float64 `param:"sdk.rate.perSecond" validate:"gt=-1" desc:"Maximum number of records written per second; 0 means no limit."`
-	Burst     int     `param:"sdk.rate.burst" validate:"gt=-1" desc:"Number of records that may be written at once, in one Write; 0 means the rate per second, rounded up."`
-}
-
-// Wrap returns the wrapper these settings describe (see [limitRate]), or
-// nil when PerSecond is 0.
-func (r RateLimit) Wrap(Env) (func(Write) Write, error) {
-	if r.PerSecond <= 0 {
-		return nil, nil
-	}
-	return limitRate(r.PerSecond, r.Burst), nil
-}
-
-// limitRate writes at most perSecond records per second on average and at
-// most burst records in one Write (0 means perSecond rounded up). It waits
-// before each Write for the records it is about to write, so no record is
-// written early, and a batch larger than burst is written in several
-// Writes.
-func limitRate(perSecond float64, burst int) func(Write) Write {
+// LimitRate writes at most perSecond records per second on average and at
+// most burst records in one Write (0 means perSecond rounded up): the
+// sdk.rate.perSecond and sdk.rate.burst parameters. It waits before each
+// Write for the records it is about to write, so no record is written
+// early, and a batch larger than burst is written in several Writes. With
+// perSecond 0 or less it returns Write unchanged.
+func LimitRate(perSecond float64, burst int) func(Write) Write {
 	if burst <= 0 {
 		burst = ceilInt(perSecond)
 	}
 	return func(write Write) Write {
+		if perSecond <= 0 {
+			return write
+		}
 		limiter := rate.NewLimiter(rate.Limit(perSecond), burst)
 		return func(ctx context.Context, records []opencdc.Record) (int, error) {
 			written := 0

@@ -75,7 +75,7 @@ func BenchmarkDecodeSchemas(b *testing.B) {
 		b.Run(shape.name, func(b *testing.B) {
 			ctx := b.Context()
 			reg := schema.NewInMemory()
-			src := encodeWith(reg, encodeOptions{keySubject: "key", payloadSubject: "payload", context: "conn-1"})(&batchSource{payload: shape.payload})
+			src := encodeWith(reg, Subjects{Key: "key", Payload: "payload", Context: "conn-1"})(&batchSource{payload: shape.payload})
 			recs, err := src.ReadBatch(ctx, benchBatch)
 			if err != nil {
 				b.Fatal(err)
@@ -98,7 +98,7 @@ func BenchmarkDecodeSchemas(b *testing.B) {
 func BenchmarkEncodeSchemas(b *testing.B) {
 	for _, shape := range benchShapes {
 		b.Run(shape.name, func(b *testing.B) {
-			src := encodeWith(schema.NewInMemory(), encodeOptions{keySubject: "key", payloadSubject: "payload", context: "conn-1"})(&batchSource{payload: shape.payload})
+			src := encodeWith(schema.NewInMemory(), Subjects{Key: "key", Payload: "payload", Context: "conn-1"})(&batchSource{payload: shape.payload})
 			benchmarkReadBatch(b, src)
 		})
 	}

@@ -10,55 +10,39 @@ import (
 	"github.com/connkit/connkit/internal/schema"
 )
 
-// SchemaDecoding is the schema settings for destinations, with the
-// incumbent Conduit SDK's parameters: a record whose metadata names a
-// schema for its key or payload is decoded to structured data before Write.
-// The defaults are [DefaultSchemaDecoding]'s.
-type SchemaDecoding struct {
-	Payload bool `param:"sdk.schema.extract.payload.enabled" desc:"Whether to decode the record payload with the schema its metadata names (opencdc.payload.schema.subject and .version)."`
-	Key     bool `param:"sdk.schema.extract.key.enabled" desc:"Whether to decode the record key with the schema its metadata names (opencdc.key.schema.subject and .version)."`
-}
-
-// DefaultSchemaDecoding returns the incumbent Conduit SDK's defaults, which a
-// destination has unless its connector gives others: keys and payloads
-// are both decoded.
-func DefaultSchemaDecoding() SchemaDecoding { return SchemaDecoding{Payload: true, Key: true} }
-
-// Wrap returns the wrapper these settings describe (see [decodeSchemas]),
-// with the schemas of env; nil when neither Key nor Payload is set.
-func (s SchemaDecoding) Wrap(env Env) (func(Write) Write, error) {
-	if !s.Key && !s.Payload {
-		return nil, nil
-	}
-	return decodeSchemas(env.schemas(), s.Key, s.Payload), nil
-}
-
-// decodeSchemas decodes, before Write, every raw key (with key set) and
+// DecodeSchemas decodes, before Write, every raw key (with key set) and
 // payload (with payload set, both before and after) whose record names its
-// schema in metadata, with that schema from reg. Data that is already
-// structured, empty raw data the schema cannot decode (nil raw data
-// arrives empty), and records that name no schema, pass unchanged. A
-// record that cannot be decoded is not written: the records before it
-// are, and Write returns an error naming its position, the subject and
-// the version. The input slice is never modified.
-func decodeSchemas(reg schema.Registry, key, payload bool) func(Write) Write {
+// schema in metadata, with that schema from the schema service: the
+// sdk.schema.extract.key.enabled and .payload.enabled parameters of a
+// destination. The schemas come from the codecs the plugin server puts in
+// the context of every call (outside a plugin, an in-memory registry the
+// process shares). Data that is already structured, empty raw data the
+// schema cannot decode (nil raw data arrives empty), and records that name
+// no schema, pass unchanged. A record that cannot be decoded is not
+// written: the records before it are, and Write returns an error naming
+// its position, the subject and the version. The input slice is never
+// modified. With neither key nor payload set it returns Write unchanged.
+func DecodeSchemas(key, payload bool) func(Write) Write {
 	return func(write Write) Write {
-		d := &decoding{write: write, codecs: schema.NewCodecs(reg), key: key, payload: payload}
+		if !key && !payload {
+			return write
+		}
+		d := &decoding{write: write, key: key, payload: payload}
 		return d.Write
 	}
 }
 
 type decoding struct {
 	write        Write
-	codecs       *schema.Codecs
 	key, payload bool
 }
 
 func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, error) {
+	codecs := schema.FromContext(ctx)
 	var decoded []opencdc.Record // a copy, made at the first record that changes
 	var keys, payloads lastCodec
 	for i := range records {
-		rec, changed, err := d.decode(ctx, records[i], &keys, &payloads)
+		rec, changed, err := d.decode(ctx, codecs, records[i], &keys, &payloads)
 		if err != nil {
 			err = fmt.Errorf("record %d (position %q): %w", i, records[i].Position, err)
 			if i == 0 {
@@ -87,11 +71,11 @@ func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, er
 	return d.write(ctx, decoded)
 }
 
-func (d *decoding) decode(ctx context.Context, rec opencdc.Record, keys, payloads *lastCodec) (opencdc.Record, bool, error) {
+func (d *decoding) decode(ctx context.Context, codecs *schema.Codecs, rec opencdc.Record, keys, payloads *lastCodec) (opencdc.Record, bool, error) {
 	changed := false
 	if d.key {
 		if raw, ok := rec.Key.(opencdc.RawData); ok {
-			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
+			c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
 			if err != nil {
 				return rec, false, fmt.Errorf("key: %w", err)
 			}
@@ -110,7 +94,7 @@ func (d *decoding) decode(ctx context.Context, rec opencdc.Record, keys, payload
 		before, isBefore := rec.Payload.Before.(opencdc.RawData)
 		after, isAfter := rec.Payload.After.(opencdc.RawData)
 		if isBefore || isAfter {
-			c, err := d.codec(ctx, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, payloads)
+			c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, payloads)
 			if err != nil {
 				return rec, false, fmt.Errorf("payload: %w", err)
 			}
@@ -158,7 +142,7 @@ func decodeData(c *schema.Codec, raw opencdc.RawData) (opencdc.StructuredData, b
 // codec returns the codec of the schema named by the metadata fields
 // subjectKey and versionKey, or nil when neither is set; last is the one
 // named before.
-func (d *decoding) codec(ctx context.Context, m opencdc.Metadata, subjectKey, versionKey string, last *lastCodec) (*schema.Codec, error) {
+func codec(ctx context.Context, codecs *schema.Codecs, m opencdc.Metadata, subjectKey, versionKey string, last *lastCodec) (*schema.Codec, error) {
 	subject, hasSubject := m[subjectKey]
 	version, hasVersion := m[versionKey]
 	if !hasSubject && !hasVersion {
@@ -171,7 +155,7 @@ func (d *decoding) codec(ctx context.Context, m opencdc.Metadata, subjectKey, ve
 	if !hasSubject || subject == "" || err != nil || v < 1 {
 		return nil, fmt.Errorf("metadata %s=%q and %s=%q do not name a schema: expected a subject and a version of 1 or more", subjectKey, subject, versionKey, version)
 	}
-	c, err := d.codecs.Get(ctx, subject, v)
+	c, err := codecs.Get(ctx, subject, v)
 	if err == nil {
 		*last = lastCodec{subject: subject, version: version, codec: c}
 	}

@@ -59,7 +59,7 @@ func encoded(t *testing.T, reg schema.Registry, n int) []opencdc.Record {
 	for i := range n {
 		recs = append(recs, structured(i))
 	}
-	src := encodeWith(reg, encodeOptions{keySubject: "key", payloadSubject: "payload", context: "conn-1"})(&listSource{recs: recs})
+	src := encodeWith(reg, Subjects{Key: "key", Payload: "payload", Context: "conn-1"})(&listSource{recs: recs})
 	out := make([]opencdc.Record, n)
 	for i := range out {
 		var err error
@@ -145,7 +145,7 @@ func TestEncodeKeepsANamedSchema(t *testing.T) {
 	rec := structured(7)
 	rec.Metadata[opencdc.MetadataPayloadSchemaSubject] = first.Metadata[opencdc.MetadataPayloadSchemaSubject]
 	rec.Metadata[opencdc.MetadataPayloadSchemaVersion] = "1"
-	got, err := encodeWith(reg, encodeOptions{payloadSubject: "other"})(&listSource{recs: []opencdc.Record{rec}}).Read(t.Context())
+	got, err := encodeWith(reg, Subjects{Payload: "other"})(&listSource{recs: []opencdc.Record{rec}}).Read(t.Context())
 	is.NoErr(err)
 	is.Equal(got.Metadata[opencdc.MetadataPayloadSchemaSubject], "conn-1:users.payload")
 	_, raw := got.Payload.After.(opencdc.RawData)
@@ -164,7 +164,7 @@ func TestDecodeLeavesEmptyRawData(t *testing.T) {
 	reg := schema.NewInMemory()
 	rec := structured(1)
 	rec.Payload.Before = opencdc.RawData(nil)
-	src := encodeWith(reg, encodeOptions{keySubject: "key", payloadSubject: "payload"})(&listSource{recs: []opencdc.Record{rec}})
+	src := encodeWith(reg, Subjects{Key: "key", Payload: "payload"})(&listSource{recs: []opencdc.Record{rec}})
 	got, err := src.Read(t.Context())
 	is.NoErr(err)
 	is.Equal(got.Payload.Before, opencdc.RawData(nil)) // raw data passes the encoder unchanged

@@ -24,7 +24,7 @@ func TestSchemasKeepInvalidUTF8(t *testing.T) {
 			"address": map[string]any{"city": "Z\xfcrich"},
 		}},
 	}
-	src := encodeWith(reg, encodeOptions{keySubject: "key", payloadSubject: "payload"})(&listSource{recs: []opencdc.Record{rec}})
+	src := encodeWith(reg, Subjects{Key: "key", Payload: "payload"})(&listSource{recs: []opencdc.Record{rec}})
 	enc, err := src.Read(t.Context())
 	is.NoErr(err)
 	_, raw := enc.Payload.After.(opencdc.RawData)

@@ -3,16 +3,13 @@ package sdk
 import (
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"strings"
+	"regexp"
 
-	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk/config"
 )
 
-// Connector is what a plugin binary serves: its identity, the roles it
-// plays, and the defaults of the sdk.* parameters the SDK adds to every
-// connector. At least one of Source and Destination must be set.
+// Connector is what a plugin binary serves: its identity, and the roles it
+// plays. At least one of Source and Destination must be set.
 type Connector struct {
 	Name        string // how pipelines refer to it: standalone:<Name>
 	Version     string // semantic version with a leading v, e.g. v0.1.0
@@ -23,95 +20,31 @@ type Connector struct {
 	Source      Factory[Source]
 	Destination Factory[Destination]
 
-	// The defaults of the sdk.* parameters, one group each, which a
-	// pipeline may override; nil keeps the SDK's, given for each. A group
-	// set here replaces all of that group's defaults and no other group's:
-	// to change one setting, start from the group's Default function and
-	// change that field (see the example). Each group's parameters are in
-	// the specification of the roles it applies to, with the same names,
-	// types, defaults and meanings as in the incumbent Conduit SDK.
-	Batching       *Batching                  // sources and destinations; nil: DefaultBatching(), {Size: 0, Delay: 0, Bytes: 3932160}
-	Retry          *Retry                     // destinations; nil: DefaultRetry(), {Attempts: 8, Delay: 100ms, MaxDelay: 10s}
-	SchemaEncoding *middleware.SchemaEncoding // sources; nil: middleware.DefaultSchemaEncoding(), {Type: "avro", Payload: true, PayloadSubject: "payload", Key: true, KeySubject: "key", Context: true, ContextName: ""}
-	SchemaDecoding *middleware.SchemaDecoding // destinations; nil: middleware.DefaultSchemaDecoding(), {Payload: true, Key: true}
-	RecordFormat   *middleware.RecordFormat   // destinations; nil: middleware.DefaultRecordFormat(), {Format: "opencdc/json", Options: ""}
-	RateLimit      *middleware.RateLimit      // destinations; nil: {PerSecond: 0, Burst: 0}, no limit
+	// SourceDefaults and DestinationDefaults change, by name, the defaults
+	// of the sdk.* parameters the SDK adds to the role, such as
+	// {"sdk.batch.size": "100"}; a pipeline still sets them as it likes.
+	// The others keep the SDK's defaults, which the README lists. Serve
+	// refuses a name that is not one of the role's sdk.* parameters, and a
+	// value the parameter does not take.
+	SourceDefaults      map[string]string
+	DestinationDefaults map[string]string
 }
 
 // Factory builds a configured connector of type T from its config struct.
 // Make one with [NewSource] or [NewDestination]; the zero value means the
 // role is not played.
 type Factory[T any] struct {
-	params []Parameter
-	err    error                                      // a malformed config struct, reported by Serve
-	parse  func(raw map[string]string) (any, []error) // a filled config struct
-	build  func(config any) (T, error)
-}
-
-// Parameters returns the parameters of the connector's own config struct.
-func (f Factory[T]) Parameters() []Parameter { return f.params }
-
-// New parses raw into the factory's config struct and builds the
-// connector, as Configure does but without the SDK's sdk.* parameters:
-// raw may name only the config struct's parameters.
-func (f Factory[T]) New(raw map[string]string) (T, error) {
-	var zero T
-	if err := f.check(); err != nil {
-		return zero, err
-	}
-	cfg, errs := f.parse(raw)
-	if errs = append(unknownKeys(raw, f.params), errs...); len(errs) > 0 {
-		return zero, invalid(errs)
-	}
-	return f.make(cfg)
-}
-
-// Wrap returns a factory that builds what f builds, wrapped by w: for tests
-// that observe a connector's calls or inject faults into them. A wrapper
-// should implement Unwrap, returning what it wraps, so that the SDK still
-// finds the connector's optional interfaces (acks, batch reads, lifecycle
-// hooks).
-func (f Factory[T]) Wrap(w func(T) T) Factory[T] {
-	if !f.isSet() || f.err != nil {
-		return f
-	}
-	build := f.build
-	f.build = func(cfg any) (T, error) {
-		t, err := build(cfg)
-		if err != nil {
-			return t, err
-		}
-		return w(t), nil
-	}
-	return f
-}
-
-func (f Factory[T]) isSet() bool { return f.parse != nil || f.err != nil }
-
-func (f Factory[T]) check() error {
-	if !f.isSet() {
-		return errors.New("sdk: this connector does not play this role")
-	}
-	return f.err
-}
-
-// make builds the connector from a parsed config struct.
-func (f Factory[T]) make(cfg any) (T, error) {
-	t, err := f.build(cfg)
-	if err != nil {
-		return t, invalid([]error{err})
-	}
-	return t, nil
-}
-
-func invalid(errs []error) error {
-	return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	config any   // a pointer to the zero config struct, whose tags declare the parameters
+	err    error // a malformed config struct, reported by Serve
+	// build parses raw into a new config struct and, if not nil, into
+	// settings, in one call, and builds the connector from the config.
+	build func(raw map[string]string, settings any) (T, error)
 }
 
 // NewSource returns a factory for sources built by newSource from a config
-// struct C, whose field tags declare the source's parameters (see
-// [ParseConfig]). newSource runs once the configuration is parsed and valid;
-// it should not do I/O, which belongs in Open.
+// struct C, whose field tags declare the source's parameters (see package
+// config). newSource runs once the configuration is parsed and valid; it
+// should not do I/O, which belongs in Open.
 func NewSource[C any, S Source](newSource func(C) (S, error)) Factory[Source] {
 	return newFactory(func(c C) (Source, error) { return newSource(c) })
 }
@@ -121,35 +54,104 @@ func NewDestination[C any, D Destination](newDestination func(C) (D, error)) Fac
 	return newFactory(func(c C) (Destination, error) { return newDestination(c) })
 }
 
-func newFactory[C, T any](build func(C) (T, error)) Factory[T] {
-	var zero C
-	params, err := Parameters(zero)
-	if err != nil {
+func newFactory[C, T any](newT func(C) (T, error)) Factory[T] {
+	zero := new(C)
+	if _, err := config.Parameters(zero); err != nil {
 		return Factory[T]{err: err}
 	}
-	return Factory[T]{
-		params: params,
-		parse: func(raw map[string]string) (any, []error) {
-			var cfg C
-			target := reflect.ValueOf(&cfg).Elem()
-			return cfg, validate(target, fill(raw, params, target, tagDefaults))
-		},
-		build: func(cfg any) (T, error) { return build(cfg.(C)) },
-	}
+	return Factory[T]{config: zero, build: func(raw map[string]string, settings any) (T, error) {
+		var cfg C
+		targets := []any{&cfg}
+		if settings != nil {
+			targets = append(targets, settings)
+		}
+		if err := config.Parse(raw, targets...); err != nil {
+			var t T
+			return t, invalid(err)
+		}
+		t, err := newT(cfg)
+		if err != nil {
+			return t, invalid(err)
+		}
+		return t, nil
+	}}
 }
 
-// allParameters merges a connector's parameters with those of the SDK's
-// settings.
-func allParameters(own []Parameter, groups ...[]Parameter) ([]Parameter, error) {
-	all := slices.Clone(own)
-	for _, params := range groups {
-		for _, p := range params {
-			if slices.ContainsFunc(all, func(q Parameter) bool { return q.Name == p.Name }) {
-				return nil, fmt.Errorf("sdk: parameter %q is declared twice: the SDK declares it, and so does the connector", p.Name)
-			}
-			all = append(all, p)
+// New parses raw into the factory's config struct and builds the
+// connector, as Configure does but without the SDK's sdk.* parameters:
+// raw may name only the config struct's parameters.
+func (f Factory[T]) New(raw map[string]string) (T, error) {
+	if err := f.check(); err != nil {
+		var t T
+		return t, err
+	}
+	return f.build(raw, nil)
+}
+
+func (f Factory[T]) isSet() bool { return f.build != nil || f.err != nil }
+
+func (f Factory[T]) check() error {
+	if !f.isSet() {
+		return errors.New("sdk: this connector does not play this role")
+	}
+	return f.err
+}
+
+func invalid(err error) error { return fmt.Errorf("invalid configuration: %w", err) }
+
+// semver is a semantic version with the leading v Conduit requires; without
+// it a pipeline's standalone:<name> reference cannot resolve.
+var semver = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
+// Specification checks c and returns its specification: each role's
+// parameters are its config struct's and the SDK's sdk.* ones, with the
+// defaults c gives them.
+func (c Connector) Specification() (config.Specification, error) {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("sdk: Connector.Name is empty"))
+	}
+	if !semver.MatchString(c.Version) {
+		errs = append(errs, fmt.Errorf("sdk: Connector.Version %q is not a semantic version such as v0.1.0, which Conduit needs to resolve standalone:%s; "+
+			"set it when building (go build -ldflags \"-X 'PACKAGE.version=v1.2.3'\") and give the variable a default such as v0.0.0-dev, not the incumbent SDK's \"(devel)\"", c.Version, c.Name))
+	}
+	if !c.Source.isSet() && !c.Destination.isSet() {
+		errs = append(errs, errors.New("sdk: Connector has neither a Source nor a Destination"))
+	}
+	spec := config.Specification{Name: c.Name, Version: c.Version, Summary: c.Summary, Description: c.Description, Author: c.Author}
+	var err error
+	if c.Source.isSet() {
+		spec.SourceParameters, err = parameters(c.Source, &sourceSettings{}, "SourceDefaults", c.SourceDefaults)
+		errs = append(errs, err)
+	}
+	if c.Destination.isSet() {
+		spec.DestinationParameters, err = parameters(c.Destination, &destinationSettings{}, "DestinationDefaults", c.DestinationDefaults)
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return config.Specification{}, err
+	}
+	return spec, nil
+}
+
+// parameters returns the parameters of a role: its config struct's and
+// those of settings, its sdk.* parameters, with the defaults the
+// connector's field named field gives them.
+func parameters[T any](f Factory[T], settings any, field string, defaults map[string]string) ([]config.Parameter, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if err := config.Parse(defaults, settings); err != nil {
+		return nil, fmt.Errorf("sdk: Connector.%s: %w", field, err)
+	}
+	params, err := config.Parameters(f.config, settings)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: %w: the SDK declares it, and so does the connector", err)
+	}
+	for i, p := range params {
+		if v, ok := defaults[p.Name]; ok {
+			params[i].Default = v
 		}
 	}
-	slices.SortFunc(all, func(a, b Parameter) int { return strings.Compare(a.Name, b.Name) })
-	return all, nil
+	return params, nil
 }

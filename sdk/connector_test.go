@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +11,12 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
-	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk/config"
 	"github.com/matryer/is"
 )
 
 func configureDestination(c Connector, raw map[string]string) (plugin.Destination, error) {
-	return c.configureDestination(raw, middleware.Env{})
+	return c.configureDestination(raw)
 }
 
 func TestConfigureHandsThePoliciesToTheServer(t *testing.T) {
@@ -27,7 +29,7 @@ func TestConfigureHandsThePoliciesToTheServer(t *testing.T) {
 
 	d, err = configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.Equal(d.Batch, batcher.Policy{Bytes: DefaultBatching().Bytes}) // what fits in one of Conduit's messages
+	is.Equal(d.Batch, batcher.Policy{Bytes: 4<<20 - 256<<10}) // what fits in one of Conduit's messages
 }
 
 func TestConfigureClassifiesWriteErrors(t *testing.T) {
@@ -73,7 +75,7 @@ func TestConfigureReportsBadFormatOptions(t *testing.T) {
 func TestDefaultsComeFromTheConnector(t *testing.T) {
 	is := is.New(t)
 	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop),
-		Batching: &Batching{Size: 1000, Delay: time.Second}}
+		DestinationDefaults: map[string]string{"sdk.batch.size": "1000", "sdk.batch.delay": "1s"}}
 	spec, err := c.Specification()
 	is.NoErr(err)
 	defaults := map[string]string{}
@@ -82,15 +84,15 @@ func TestDefaultsComeFromTheConnector(t *testing.T) {
 	}
 	is.Equal(defaults["sdk.batch.size"], "1000")
 	is.Equal(defaults["sdk.batch.delay"], "1s")
-	is.Equal(defaults["sdk.batch.bytes"], "0")
-	is.Equal(defaults["sdk.retry.attempts"], "8") // the other groups keep the SDK's
+	is.Equal(defaults["sdk.batch.bytes"], "3932160") // the others keep the SDK's
+	is.Equal(defaults["sdk.retry.attempts"], "8")
 
 	d, err := configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.Equal(d.Batch, batcher.Policy{Count: 1000, Delay: time.Second})
-	d, err = configureDestination(c, map[string]string{"sdk.batch.size": "5"})
+	is.Equal(d.Batch, batcher.Policy{Count: 1000, Delay: time.Second, Bytes: 3932160})
+	d, err = configureDestination(c, map[string]string{"sdk.batch.size": "5", " sdk.batch.delay": " "})
 	is.NoErr(err)
-	is.Equal(d.Batch, batcher.Policy{Count: 5, Delay: time.Second}) // the pipeline overrides one
+	is.Equal(d.Batch, batcher.Policy{Count: 5, Delay: time.Second, Bytes: 3932160}) // the pipeline overrides one; an empty value is none
 }
 
 func TestSchemaDecodingCanBeTurnedOff(t *testing.T) {
@@ -107,7 +109,7 @@ func TestSchemaDecodingCanBeTurnedOff(t *testing.T) {
 	is.True(err != nil) // the schema it names is not in the registry
 
 	off := on
-	off.SchemaDecoding = &middleware.SchemaDecoding{}
+	off.DestinationDefaults = map[string]string{"sdk.schema.extract.payload.enabled": "false"}
 	d, err = configureDestination(off, map[string]string{})
 	is.NoErr(err)
 	_, err = d.Write(t.Context(), []Record{raw})
@@ -126,8 +128,8 @@ func (withHook) OnCreated(context.Context) error { return nil }
 
 func TestWrappersKeepOptionalInterfacesVisible(t *testing.T) {
 	is := is.New(t)
-	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(newNop).Wrap(func(Destination) Destination {
-		return hooked{withHook{}}
+	c := Connector{Name: "nop", Version: "v0.1.0", Destination: NewDestination(func(nopConfig) (Destination, error) {
+		return hooked{withHook{}}, nil
 	})}
 	d, err := configureDestination(c, map[string]string{})
 	is.NoErr(err)
@@ -162,4 +164,48 @@ func TestParameterClash(t *testing.T) {
 	if _, err := c.Specification(); err == nil || !strings.Contains(err.Error(), `parameter "sdk.batch.size" is declared twice`) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestFactoryRunsAfterValidate checks the order a connector author relies
+// on: tags and Validate are reported together, and the factory runs only
+// on a configuration that passed both.
+func TestFactoryRunsAfterValidate(t *testing.T) {
+	is := is.New(t)
+	built := 0
+	f := NewDestination(func(cfg rangeConfig) (nopDestination, error) {
+		built++
+		if cfg.Name == "refused" {
+			return nopDestination{}, &config.ParameterError{Name: "name", Value: cfg.Name, Expected: "anything else"}
+		}
+		return nopDestination{}, nil
+	})
+	c := Connector{Name: "x", Version: "v0.1.0", Destination: f}
+
+	_, err := configureDestination(c, map[string]string{"min": "3", "max": "2", "unknown": "1"})
+	is.Equal(err.Error(), "invalid configuration: "+strings.Join([]string{
+		`parameter "unknown": is not a known parameter`,
+		`parameter "name": is required but missing`,
+		`parameter "min": got "3", expected less than max (2)`,
+	}, "\n"))
+	is.Equal(built, 0) // the factory never sees a configuration with errors
+
+	_, err = f.New(map[string]string{"name": "refused"})
+	is.Equal(err.Error(), `invalid configuration: parameter "name": got "refused", expected anything else`)
+	var pe *config.ParameterError
+	is.True(errors.As(err, &pe))
+	is.Equal(built, 1)
+}
+
+// rangeConfig's Validate checks that min is below max, which no tag can.
+type rangeConfig struct {
+	Min  int    `param:"min" default:"0"`
+	Max  int    `param:"max" default:"10"`
+	Name string `param:"name" validate:"required"`
+}
+
+func (c *rangeConfig) Validate() error {
+	if c.Min >= c.Max {
+		return &config.ParameterError{Name: "min", Value: strconv.Itoa(c.Min), Expected: "less than max (" + strconv.Itoa(c.Max) + ")"}
+	}
+	return nil
 }

@@ -3,11 +3,12 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
-	"time"
+	"strings"
 
-	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // Numbers is a source of increasing numbers.
@@ -47,16 +48,14 @@ func ExampleNewDestination() {
 	// Output: prefix n= <nil>
 }
 
-// A connector changes the defaults of one group of sdk.* parameters and
+// A connector changes the default of one sdk.* parameter, by name, and
 // keeps the SDK's for the others; a pipeline may still override each.
 func ExampleConnector_defaults() {
-	batching := sdk.DefaultBatching()
-	batching.Size = 1000
 	connector := sdk.Connector{
-		Name:        "counter",
-		Version:     "v0.1.0",
-		Destination: sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
-		Batching:    &batching,
+		Name:                "counter",
+		Version:             "v0.1.0",
+		Destination:         sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
+		DestinationDefaults: map[string]string{"sdk.batch.size": "1000"},
 	}
 	spec, _ := connector.Specification()
 	for _, p := range spec.DestinationParameters {
@@ -73,14 +72,12 @@ func ExampleConnector_defaults() {
 
 // A source turns payload schema extraction off and keeps every other
 // default: the payload subject, the key's extraction, batching.
-func ExampleConnector_schemaEncoding() {
-	encoding := middleware.DefaultSchemaEncoding()
-	encoding.Payload = false
+func ExampleConnector_sourceDefaults() {
 	connector := sdk.Connector{
 		Name:           "numbers",
 		Version:        "v0.1.0",
 		Source:         sdk.NewSource(func(struct{}) (*Numbers, error) { return &Numbers{}, nil }),
-		SchemaEncoding: &encoding,
+		SourceDefaults: map[string]string{"sdk.schema.extract.payload.enabled": "false"},
 	}
 	spec, _ := connector.Specification()
 	for _, p := range spec.SourceParameters {
@@ -97,6 +94,22 @@ func ExampleConnector_schemaEncoding() {
 	// sdk.schema.extract.payload.enabled="false"
 	// sdk.schema.extract.payload.subject="payload"
 	// sdk.schema.extract.type="avro"
+}
+
+// A default the parameter does not take, or a name that is not one of the
+// role's sdk.* parameters, makes the Connector invalid: Serve says why.
+func ExampleConnector_badDefaults() {
+	connector := sdk.Connector{
+		Name:                "counter",
+		Version:             "v0.1.0",
+		Destination:         sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
+		DestinationDefaults: map[string]string{"sdk.retry.attempts": "many", "sdk.batch.sise": "10"},
+	}
+	_, err := connector.Specification()
+	fmt.Println(err)
+	// Output:
+	// sdk: Connector.DestinationDefaults: parameter "sdk.batch.sise": is not a known parameter (did you mean "sdk.batch.size"?)
+	// parameter "sdk.retry.attempts": got "many", expected an integer
 }
 
 // Every default of a destination's sdk.* parameters, as a connector that
@@ -126,37 +139,20 @@ func ExampleConnector_destinationDefaults() {
 	// sdk.schema.extract.payload.enabled="true"
 }
 
-func ExampleDefaultBatching() {
-	fmt.Printf("%+v\n", sdk.DefaultBatching())
-	// Output: {Size:0 Delay:0s Bytes:3932160}
-}
-
-func ExampleDefaultRetry() {
-	fmt.Printf("%+v\n", sdk.DefaultRetry())
-	fmt.Println(sdk.Retry{Attempts: 3, Delay: time.Second, MaxDelay: 100 * time.Millisecond}.Validate())
-	// Output:
-	// {Attempts:8 Delay:100ms MaxDelay:10s}
-	// parameter "sdk.retry.maxDelay": got "100ms", expected at least the 1s of "sdk.retry.delay"
-}
-
-// Loud is a wrapper that prints each Write; Unwrap keeps the optional
-// interfaces of the destination inside visible to the SDK.
-type Loud struct{ sdk.Destination }
-
-func (l Loud) Write(ctx context.Context, records []sdk.Record) (int, error) {
-	fmt.Println("writing", len(records), "records")
-	return l.Destination.Write(ctx, records)
-}
-
-func (l Loud) Unwrap() sdk.Destination { return l.Destination }
-
-func ExampleFactory_Wrap() {
-	factory := sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }).
-		Wrap(func(d sdk.Destination) sdk.Destination { return Loud{d} })
-	d, _ := factory.New(nil)
-	n, err := d.Write(context.Background(), make([]sdk.Record, 3))
-	fmt.Println(n, err)
-	// Output:
-	// writing 3 records
-	// 3 <nil>
+// A factory sees only valid configurations, and can still refuse one, best
+// with a *config.ParameterError that names the parameter at fault.
+func ExampleNewDestination_validation() {
+	type Config struct {
+		Fields []string `param:"fields" validate:"required" desc:"Comma-separated fields to write."`
+		Key    string   `param:"key" default:"id" desc:"The field that identifies a record; one of fields."`
+	}
+	factory := sdk.NewDestination(func(cfg Config) (*Counter, error) {
+		if !slices.Contains(cfg.Fields, cfg.Key) {
+			return nil, &config.ParameterError{Name: "key", Value: cfg.Key, Expected: "one of fields: " + strings.Join(cfg.Fields, ", ")}
+		}
+		return &Counter{}, nil
+	})
+	_, err := factory.New(map[string]string{"fields": "name,email"})
+	fmt.Println(err)
+	// Output: invalid configuration: parameter "key": got "id", expected one of fields: name, email
 }

@@ -42,7 +42,7 @@ func TestConfigureHandsOverTheRetryPolicy(t *testing.T) {
 	is.Equal(d.Retry, plugin.Retry{Attempts: 2, Delay: time.Second, MaxDelay: time.Minute})
 
 	// A connector whose default is no retries is never retried.
-	c.Retry = &Retry{}
+	c.DestinationDefaults = map[string]string{"sdk.retry.attempts": "0", "sdk.retry.delay": "0", "sdk.retry.maxDelay": "0"}
 	d, err = configureDestination(c, map[string]string{})
 	is.NoErr(err)
 	is.Equal(d.Retry, plugin.Retry{})

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 type nopSource struct{}
@@ -18,15 +18,16 @@ func (nopSource) Teardown(context.Context) error       { return nil }
 
 func newNopSource(nopConfig) (nopSource, error) { return nopSource{}, nil }
 
-// sdkParameterNames returns the names of the parameters of groups.
-func sdkParameterNames(groups []group) []string {
-	var names []string
-	for _, g := range groups {
-		for _, p := range g.params {
-			names = append(names, p.Name)
-		}
+// sdkParameterNames returns the names of the parameters of settings.
+func sdkParameterNames(settings any) []string {
+	params, err := config.Parameters(settings)
+	if err != nil {
+		panic(err)
 	}
-	slices.Sort(names)
+	var names []string
+	for _, p := range params {
+		names = append(names, p.Name)
+	}
 	return names
 }
 
@@ -47,7 +48,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 	}{
 		{
 			role:      "source",
-			names:     sdkParameterNames(Connector{}.sourceGroups(&sourcePlan{})),
+			names:     sdkParameterNames(sourceSettings{}),
 			anyString: []string{"sdk.schema.context.name", "sdk.schema.extract.key.subject", "sdk.schema.extract.payload.subject"},
 			bad: []map[string]string{{
 				"sdk.batch.size":                     "-1",
@@ -59,13 +60,13 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 				"sdk.schema.extract.key.enabled":     "yes please",
 			}},
 			configure: func(raw map[string]string) error {
-				_, err := Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}.configureSource(raw, middleware.Env{})
+				_, err := Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}.configureSource(raw, "")
 				return err
 			},
 		},
 		{
 			role:  "destination",
-			names: sdkParameterNames(Connector{}.destinationGroups(&destinationPlan{})),
+			names: sdkParameterNames(destinationSettings{}),
 			bad: []map[string]string{
 				{
 					"sdk.batch.size":                     "ten",

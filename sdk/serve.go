@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,12 +8,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/conduitio/conduit-commons/config"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/plugin"
-	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/sdk/internal/served"
 	"github.com/connkit/connkit/internal/schema"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // Serve runs c as a Conduit plugin; it is all a plugin's main needs to call.
@@ -23,10 +20,10 @@ import (
 // connectors down first, so that nothing they hold (a replication slot, a
 // lock, a connection) outlives Conduit. A plugin that no host connects to
 // within 10 seconds of its start exits too: its host died before it could
-// tell. Run with the argument "spec", the binary prints its [Specification]
+// tell. Run with the argument "spec", the binary prints its [Connector.Specification]
 // and exits instead: as JSON, or with "-format yaml" as a connector.yaml
-// file ([Specification.YAML]), or with "-format markdown" as a table of its
-// parameters for a README ([Specification.Markdown]).
+// file, or with "-format markdown" as a table of its parameters for a
+// README (see package config).
 // A Connector that is not valid is reported on stderr and exits with status 1.
 func Serve(c Connector) {
 	if err := serve(c, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -55,13 +52,12 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 		return err
 	}
 	defer closeSchemas.Close()
-	settings.Context = func(ctx context.Context) context.Context { return schema.NewContext(ctx, schemas) }
-	env := middleware.Env{Schemas: schemas, ConnectorID: getenv(pconnector.EnvConduitConnectorID)}
-	return plugin.Serve(c.server(spec, env), settings, stderr)
+	settings.Schemas = schema.NewCodecs(schemas)
+	return plugin.Serve(c.plugin(spec, getenv(pconnector.EnvConduitConnectorID)), settings, stderr)
 }
 
 // printSpec writes spec to w in the format args name, JSON by default.
-func printSpec(spec Specification, args []string, w io.Writer) error {
+func printSpec(spec config.Specification, args []string, w io.Writer) error {
 	flags := flag.NewFlagSet("spec", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
 	format := flags.String("format", "json", "")
@@ -82,87 +78,4 @@ func printSpec(spec Specification, args []string, w io.Writer) error {
 		return err
 	}
 	return fmt.Errorf("spec: -format %q: want json, yaml or markdown", *format)
-}
-
-func init() {
-	served.Connector = func(c any) (plugin.Connector, error) {
-		conn := c.(Connector)
-		spec, err := conn.Specification()
-		if err != nil {
-			return plugin.Connector{}, err
-		}
-		return conn.server(spec, middleware.Env{}), nil
-	}
-}
-
-// server returns what the plugin server serves for c: its specification,
-// and how to configure its source and destination.
-func (c Connector) server(spec Specification, env middleware.Env) plugin.Connector {
-	pc := plugin.Connector{Spec: protocolSpec(spec)}
-	if c.Source.isSet() {
-		pc.NewSource = func(raw map[string]string) (plugin.Source, error) { return c.configureSource(raw, env) }
-	}
-	if c.Destination.isSet() {
-		pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) { return c.configureDestination(raw, env) }
-	}
-	return pc
-}
-
-func protocolSpec(s Specification) pconnector.Specification {
-	return pconnector.Specification{
-		Name:              s.Name,
-		Summary:           s.Summary,
-		Description:       s.Description,
-		Version:           s.Version,
-		Author:            s.Author,
-		SourceParams:      protocolParams(s.SourceParameters),
-		DestinationParams: protocolParams(s.DestinationParameters),
-	}
-}
-
-func protocolParams(params []Parameter) config.Parameters {
-	if params == nil {
-		return nil
-	}
-	out := make(config.Parameters, len(params))
-	for _, p := range params {
-		out[p.Name] = p.protocol()
-	}
-	return out
-}
-
-// protocol converts p to the form Conduit shows users.
-func (p Parameter) protocol() config.Parameter {
-	out := config.Parameter{Default: p.Default, Description: p.Description}
-	switch p.Type {
-	case TypeInt:
-		out.Type = config.ParameterTypeInt
-	case TypeFloat:
-		out.Type = config.ParameterTypeFloat
-	case TypeBool:
-		out.Type = config.ParameterTypeBool
-	case TypeDuration:
-		out.Type = config.ParameterTypeDuration
-	default: // strings, and lists, which Conduit has no type for
-		out.Type = config.ParameterTypeString
-	}
-	if p.Required {
-		out.Validations = append(out.Validations, config.ValidationRequired{})
-	}
-	if p.GreaterThan != nil {
-		out.Validations = append(out.Validations, config.ValidationGreaterThan{V: *p.GreaterThan})
-	}
-	if p.LessThan != nil {
-		out.Validations = append(out.Validations, config.ValidationLessThan{V: *p.LessThan})
-	}
-	if len(p.OneOf) > 0 {
-		out.Validations = append(out.Validations, config.ValidationInclusion{List: p.OneOf})
-	}
-	if len(p.NoneOf) > 0 {
-		out.Validations = append(out.Validations, config.ValidationExclusion{List: p.NoneOf})
-	}
-	if p.pattern != nil {
-		out.Validations = append(out.Validations, config.ValidationRegex{Regex: p.pattern})
-	}
-	return out
 }

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conduitio/conduit-commons/config"
+	cconfig "github.com/conduitio/conduit-commons/config"
+	"github.com/connkit/connkit/sdk/config"
 	"github.com/matryer/is"
 )
 
@@ -28,7 +29,7 @@ func TestServeSpec(t *testing.T) {
 	c := Connector{Name: "nop", Version: "v1.2.3-rc.1", Summary: "does nothing", Destination: NewDestination(newNop)}
 	var out bytes.Buffer
 	is.NoErr(serve(c, []string{"spec"}, func(string) string { return "" }, &out, &out))
-	var spec Specification
+	var spec config.Specification
 	is.NoErr(json.Unmarshal(out.Bytes(), &spec))
 	is.Equal(spec.Name, "nop")
 	is.Equal(spec.Version, "v1.2.3-rc.1")
@@ -41,7 +42,7 @@ func TestServeSpec(t *testing.T) {
 	is.Equal(len(spec.SourceParameters), 0)
 
 	// What Conduit receives carries the same parameters.
-	p := protocolSpec(spec).DestinationParams["level"]
+	p := c.plugin(spec, "").Spec.DestinationParams["level"]
 	is.Equal(p.Default, "info")
 	is.Equal(p.Description, "How loud.")
 	is.Equal(len(p.Validations), 1)
@@ -102,12 +103,12 @@ func TestServeSpecShowsLists(t *testing.T) {
 	var out bytes.Buffer
 	is.NoErr(serve(c, []string{"spec"}, func(string) string { return "" }, &out, &out))
 	is.True(strings.Contains(out.String(), `"type": "[]string"`)) // what `binary spec` prints
-	p := protocolSpec(mustSpec(t, c)).DestinationParams["tables"]
-	is.Equal(p.Type, config.ParameterTypeString) // what Conduit receives
+	p := c.plugin(mustSpec(t, c), "").Spec.DestinationParams["tables"]
+	is.Equal(p.Type, cconfig.ParameterTypeString) // what Conduit receives
 	is.Equal(p.Default, "a,b")
 }
 
-func mustSpec(t *testing.T, c Connector) Specification {
+func mustSpec(t *testing.T, c Connector) config.Specification {
 	t.Helper()
 	spec, err := c.Specification()
 	if err != nil {

@@ -1,112 +1,112 @@
 package sdk
 
 import (
+	"errors"
 	"fmt"
-	"reflect"
-	"strconv"
+	"maps"
 	"strings"
 	"time"
 
-	"github.com/connkit/connkit/middleware"
+	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/middleware/format"
+	"github.com/connkit/connkit/sdk/config"
 )
 
-// group is one group of the SDK's sdk.* parameters: those a settings
-// struct declares, with a connector's values as their defaults, and how a
-// pipeline's configuration becomes what the group configures (a policy
-// the plugin server runs, or a wrapper of the connector's calls).
-type group struct {
-	params []Parameter
-	err    error // a malformed settings struct or default
-	// apply parses the group's parameters from raw, over the defaults,
-	// and stores what they configure; it returns what is wrong with them.
-	apply func(raw map[string]string, env middleware.Env) []error
+// The sdk.* parameters, which the SDK adds to every connector with the
+// incumbent Conduit SDK's names, types, defaults and meanings (sdk.batch.bytes
+// and sdk.retry.* are connkit's own). A role's are one struct, parsed in
+// the same call as the connector's own config struct; a connector changes
+// their defaults by name (see Connector.SourceDefaults).
+type (
+	// sourceSettings are the sdk.* parameters of every source.
+	sourceSettings struct {
+		Batch  batching `param:"sdk.batch"`
+		Schema struct {
+			Type           string `param:"extract.type" default:"avro" validate:"inclusion=avro" desc:"The type of schema extracted from structured data."`
+			Payload        bool   `param:"extract.payload.enabled" default:"true" desc:"Whether to extract a schema from structured payloads and encode them with it."`
+			PayloadSubject string `param:"extract.payload.subject" default:"payload" desc:"The subject of payload schemas; a record's opencdc.collection, if any, is put before it with a dot."`
+			Key            bool   `param:"extract.key.enabled" default:"true" desc:"Whether to extract a schema from structured keys and encode them with it."`
+			KeySubject     string `param:"extract.key.subject" default:"key" desc:"The subject of key schemas; a record's opencdc.collection, if any, is put before it with a dot."`
+			Context        bool   `param:"context.enabled" default:"true" desc:"Whether subjects are registered in a schema context, so that connectors cannot clash; without one, subjects are used as they are."`
+			ContextName    string `param:"context.name" desc:"The schema context; empty means the connector's ID."`
+		} `param:"sdk.schema"`
+	}
+
+	// destinationSettings are the sdk.* parameters of every destination.
+	destinationSettings struct {
+		Batch batching `param:"sdk.batch"`
+		Retry struct {
+			Attempts int           `param:"attempts" default:"8" validate:"gt=-1" desc:"How many times records are written again after a Write fails with an error the connector marks retryable (a dropped connection, a timeout), before they are nacked; 0 means never."`
+			Delay    time.Duration `param:"delay" default:"100ms" validate:"gt=-1" desc:"The longest wait before the first retry; each later wait may be twice as long, up to sdk.retry.maxDelay. Each wait is drawn at random from the upper half of its range."`
+			MaxDelay time.Duration `param:"maxDelay" default:"10s" validate:"gt=-1" desc:"The longest wait between two attempts; at least sdk.retry.delay."`
+		} `param:"sdk.retry"`
+		Schema struct {
+			Payload bool `param:"payload.enabled" default:"true" desc:"Whether to decode the record payload with the schema its metadata names (opencdc.payload.schema.subject and .version)."`
+			Key     bool `param:"key.enabled" default:"true" desc:"Whether to decode the record key with the schema its metadata names (opencdc.key.schema.subject and .version)."`
+		} `param:"sdk.schema.extract"`
+		Record struct {
+			Format  string `param:"format" default:"opencdc/json" validate:"inclusion=opencdc/json|debezium/json|template" desc:"The format of the bytes a destination writes for a record: opencdc/json, debezium/json or template (a Go text/template in sdk.record.format.options)."`
+			Options string `param:"format.options" desc:"Options of the record format: for debezium/json, debezium.schema.name and debezium.rawData.key as key=value pairs separated by commas; for template, the template."`
+		} `param:"sdk.record"`
+		Rate struct {
+			PerSecond float64 `param:"perSecond" default:"0" validate:"gt=-1" desc:"Maximum number of records written per second; 0 means no limit."`
+			Burst     int     `param:"burst" default:"0" validate:"gt=-1" desc:"Number of records that may be written at once, in one Write; 0 means the rate per second, rounded up."`
+		} `param:"sdk.rate"`
+	}
+
+	// batching is the batching policy's parameters, which sources and
+	// destinations share (see the package doc's Batching).
+	batching struct {
+		Size  int           `param:"size" default:"0" validate:"gt=-1" desc:"Maximum number of records in a batch; 0 means no count limit (sdk.batch.bytes bounds it). A batch is whatever has arrived, up to this many, when the connector is free (destinations) or Conduit takes the next message (sources): it never waits to fill unless sdk.batch.delay is set."`
+		Delay time.Duration `param:"delay" default:"0" validate:"gt=-1" desc:"The longest an incomplete batch may wait to fill, from its oldest record on; 0 means it does not wait. A batch that reaches sdk.batch.size or sdk.batch.bytes goes at once."`
+		// The default fits one of Conduit's messages, 4 MiB, less room for
+		// what a message carries besides the records: 4 MiB − 256 KiB.
+		Bytes int `param:"bytes" default:"3932160" validate:"gt=-1" desc:"Maximum size of a batch in bytes, which bounds memory; a larger record travels alone. 0 means no byte limit. The default fits one of Conduit's messages (4 MiB); a source's messages are split to fit Conduit's limit whatever this says."`
+	}
+)
+
+// policy is the batching policy the plugin server runs.
+func (b batching) policy() batcher.Policy {
+	return batcher.Policy{Count: b.Size, Delay: b.Delay, Bytes: b.Bytes}
 }
 
-// newGroup returns the group of settings struct S, with defaults as the
-// defaults, whose parsed settings build stores in *into.
-func newGroup[S, W any](defaults S, build func(S, middleware.Env) (W, error), into *W) group {
-	params, err := settingsParameters(defaults)
-	if err != nil {
-		return group{err: err}
+// Validate reports the destination settings that do not fit together.
+func (s *destinationSettings) Validate() error {
+	var errs []error
+	if s.Retry.MaxDelay < s.Retry.Delay {
+		errs = append(errs, &config.ParameterError{Name: "sdk.retry.maxDelay", Value: s.Retry.MaxDelay.String(), Expected: fmt.Sprintf("at least the %v of \"sdk.retry.delay\"", s.Retry.Delay)})
 	}
-	return group{params: params, apply: func(raw map[string]string, env middleware.Env) []error {
-		s := defaults
-		target := reflect.ValueOf(&s).Elem()
-		if errs := validate(target, fill(raw, params, target, keepDefaults)); len(errs) > 0 {
-			return errs
-		}
-		w, err := build(s, env)
-		if err != nil {
-			return []error{err}
-		}
-		*into = w
-		return nil
-	}}
+	if _, err := format.New(s.Record.Format, s.Record.Options); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// or returns *p, or def when p is nil.
-func or[T any](p *T, def T) T {
-	if p != nil {
-		return *p
+// withDefaults returns raw, with the connector's defaults for the
+// parameters raw leaves out or empty.
+func withDefaults(raw, defaults map[string]string) map[string]string {
+	if len(defaults) == 0 {
+		return raw
 	}
-	return def
+	out := maps.Clone(raw)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for name, v := range defaults {
+		if !isSet(raw, name) {
+			out[name] = v
+		}
+	}
+	return out
 }
 
-// settingsParameters returns the parameters a settings struct declares,
-// each with the value's own field as the default the specification shows:
-// the settings an author gives are the defaults a pipeline can override.
-func settingsParameters(settings any) ([]Parameter, error) {
-	v := reflect.ValueOf(settings)
-	if v.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("sdk: settings must be a struct value, got %T", settings)
-	}
-	params, err := Parameters(settings)
-	if err != nil {
-		return nil, err
-	}
-	for i := range params {
-		p := &params[i]
-		if p.group != nil || p.wildcard() {
-			continue
-		}
-		def, ok := formatDefault(v.FieldByIndex(p.field))
-		if !ok {
-			continue
-		}
-		if def != "" {
-			if _, err := p.check(def); err != nil {
-				return nil, fmt.Errorf("sdk: %T: the value given is not a valid default: %w", settings, err)
-			}
-		}
-		p.Default = def
-	}
-	return params, nil
-}
-
-// formatDefault writes a field's value the way a pipeline would write it.
-func formatDefault(f reflect.Value) (string, bool) {
-	if f.Type() == durationType {
-		d := time.Duration(f.Int())
-		if d == 0 {
-			return "0", true
-		}
-		return d.String(), true
-	}
-	switch f.Kind() {
-	case reflect.String:
-		return f.String(), true
-	case reflect.Bool:
-		return strconv.FormatBool(f.Bool()), true
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(f.Int(), 10), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return strconv.FormatUint(f.Uint(), 10), true
-	case reflect.Float32, reflect.Float64:
-		return strconv.FormatFloat(f.Float(), 'g', -1, 64), true
-	case reflect.Slice:
-		if f.Type().Elem().Kind() == reflect.String {
-			return strings.Join(f.Interface().([]string), ","), true
+// isSet reports whether raw gives name a value, with the tolerance of
+// parsing: spaces around keys and values do not count.
+func isSet(raw map[string]string, name string) bool {
+	for k, v := range raw {
+		if strings.TrimSpace(k) == name && strings.TrimSpace(v) != "" {
+			return true
 		}
 	}
-	return "", false
+	return false
 }

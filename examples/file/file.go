@@ -5,14 +5,11 @@
 // to a file as one line, in the pipeline's record format.
 //
 // It is written as a connector outside this module would be: with the
-// public API only (packages sdk and middleware), and tested with package
+// public API only (package sdk), and tested with package
 // sdk/sdktest.
 package file
 
-import (
-	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/sdk"
-)
+import "github.com/connkit/connkit/sdk"
 
 // Version is the connector's version.
 var Version = "v0.1.0"
@@ -29,7 +26,10 @@ var Connector = sdk.Connector{
 	// Lines are raw data, which has no schema to extract; the incumbent
 	// turns extraction off for its source all the same, and so do we, so
 	// that the two specifications agree.
-	SchemaEncoding: &middleware.SchemaEncoding{Type: "avro", PayloadSubject: "payload", KeySubject: "key", Context: true},
+	SourceDefaults: map[string]string{
+		"sdk.schema.extract.payload.enabled": "false",
+		"sdk.schema.extract.key.enabled":     "false",
+	},
 }
 
 // Config is the configuration of both roles.

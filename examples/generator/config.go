@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // Config is the generator's configuration.
@@ -50,7 +50,7 @@ const (
 // generator can keep.
 func (c Config) Validate() error {
 	if c.Rate != 0 && !(c.Rate >= minRate && c.Rate <= maxRate) {
-		return &sdk.ParameterError{
+		return &config.ParameterError{
 			Name:     "rate",
 			Value:    strconv.FormatFloat(c.Rate, 'f', -1, 64),
 			Expected: "0 (as fast as possible) or from 0.000001 to 1000000000 records per second",

@@ -31,7 +31,7 @@ func TestMigratingCompiles(t *testing.T) {
 	}
 	imports := map[string]string{
 		"sdk": "github.com/connkit/connkit/sdk", "sdktest": "github.com/connkit/connkit/sdk/sdktest",
-		"middleware": "github.com/connkit/connkit/middleware", "context": "context", "time": "time",
+		"context": "context", "time": "time",
 		"strconv": "strconv", "testing": "testing", "fmt": "fmt", "errors": "errors",
 	}
 	var header strings.Builder

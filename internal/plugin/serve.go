@@ -16,6 +16,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
 	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
 	"github.com/connkit/connkit/internal/logging"
+	"github.com/connkit/connkit/internal/schema"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -29,9 +30,10 @@ type Settings struct {
 	// GCPercent, if not 0, is the garbage collector's target Serve sets,
 	// as GOGC would.
 	GCPercent int
-	// Context, if set, adds to the context of every call what connector
-	// code takes from it besides the logger and the record size limit.
-	Context func(context.Context) context.Context
+	// Schemas, if set, are the codecs of Conduit's schema service, which
+	// the schema middleware finds in the context of every call (see
+	// schema.FromContext).
+	Schemas *schema.Codecs
 }
 
 // DefaultMaxReceiveSize is Conduit's default record size limit.
@@ -192,14 +194,14 @@ func serverOptions(s Settings, log *slog.Logger, window int32) []grpc.ServerOpti
 }
 
 // context returns ctx carrying what connector code takes from it: the
-// logger, the record size limit and what Settings.Context adds.
+// logger, the record size limit and the schemas.
 func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
 	ctx = logging.NewContext(ctx, log)
 	if s.MaxReceiveSize > 0 {
 		ctx = NewMaxRecordSizeContext(ctx, s.MaxReceiveSize)
 	}
-	if s.Context != nil {
-		ctx = s.Context(ctx)
+	if s.Schemas != nil {
+		ctx = schema.NewContext(ctx, s.Schemas)
 	}
 	return ctx
 }

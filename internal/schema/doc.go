@@ -15,7 +15,8 @@
 // schemas in the process, for tests and for connectors run outside Conduit;
 // [Cached] puts a cache in front of either. [FromEnv] picks one the way a
 // plugin must: the service when Conduit says where it is, otherwise memory.
-// [NewContext] and [FromContext] carry a registry to the code that needs it.
+// [NewContext] and [FromContext] carry a registry's [Codecs] to the code
+// that needs them.
 //
 // # Codecs
 //

@@ -42,8 +42,9 @@ func ExampleFromEnv() {
 		return
 	}
 	defer closer.Close()
-	ctx := schema.NewContext(context.Background(), r)
-	fmt.Println(schema.FromContext(ctx) == r)
+	codecs := schema.NewCodecs(r)
+	ctx := schema.NewContext(context.Background(), codecs)
+	fmt.Println(schema.FromContext(ctx) == codecs)
 	// Output: true
 }
 

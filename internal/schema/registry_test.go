@@ -230,8 +230,8 @@ func TestFromContext(t *testing.T) {
 	def := FromContext(ctx)
 	is.True(def != nil)
 	is.Equal(FromContext(ctx), def)
-	r := NewInMemory()
-	is.Equal(FromContext(NewContext(ctx, r)), r)
+	c := NewCodecs(NewInMemory())
+	is.Equal(FromContext(NewContext(ctx, c)), c)
 	is.Equal(FromContext(NewContext(ctx, nil)), def)
 }
 

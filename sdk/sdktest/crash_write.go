@@ -7,6 +7,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // checkCrashWrite sends a run of records to the plugin binary, kills it
@@ -76,7 +77,7 @@ func crashBatching(t tb, s DestinationSuite) (map[string]string, int) {
 		t.Fatalf("Connector.Specification fails: %v", err)
 	}
 	has := func(name string) bool {
-		return slices.ContainsFunc(spec.DestinationParameters, func(p sdk.Parameter) bool { return p.Name == name })
+		return slices.ContainsFunc(spec.DestinationParameters, func(p config.Parameter) bool { return p.Name == name })
 	}
 	if !has("sdk.batch.size") || !has("sdk.batch.delay") {
 		return s.Config, 0

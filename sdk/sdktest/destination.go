@@ -13,6 +13,7 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 func runDestination(t tb, s DestinationSuite) {
@@ -396,7 +397,7 @@ func checkWriteFailure(t tb, ctx context.Context, s DestinationSuite) {
 		t.Fatalf("Connector.Specification fails: %v", err)
 	}
 	cfg := s.Config
-	if slices.ContainsFunc(spec.DestinationParameters, func(p sdk.Parameter) bool { return p.Name == "sdk.batch.size" }) {
+	if slices.ContainsFunc(spec.DestinationParameters, func(p config.Parameter) bool { return p.Name == "sdk.batch.size" }) {
 		cfg = merge(cfg, map[string]string{"sdk.batch.size": fmt.Sprint(size)})
 	}
 	recs := make([]opencdc.Record, 2*size)

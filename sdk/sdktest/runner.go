@@ -17,7 +17,6 @@ import (
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/sdk"
-	"github.com/connkit/connkit/sdk/internal/served"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -40,8 +39,8 @@ type runner interface {
 // test.
 type inProcess struct {
 	c sdk.Connector
-	// wrap, if set, wraps each configured destination, inside the layer
-	// that records Writes: the kit injects faults with it.
+	// wrap, if set, wraps the Write of each configured destination, inside
+	// the layer that records Writes: the kit injects faults with it.
 	wrap func(sdk.Destination) sdk.Destination
 }
 
@@ -75,7 +74,7 @@ func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
 // built from c does.
 func server(t tb, c sdk.Connector) plugin.Connector {
 	t.Helper()
-	pc, err := served.Connector(c)
+	pc, err := c.Plugin()
 	if err != nil {
 		t.Fatalf("the Connector is not valid: %v", err)
 	}
@@ -89,15 +88,14 @@ func (r inProcess) source(t tb) host.SourceClient {
 
 func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
-	c := r.c
-	if r.wrap != nil {
-		c.Destination = c.Destination.Wrap(r.wrap)
-	}
-	pc := server(t, c)
+	pc := server(t, r.c)
 	log := &writeLog{}
 	configure := pc.NewDestination
 	pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) {
 		d, err := configure(raw)
+		if r.wrap != nil {
+			d.Write = r.wrap(writer(d.Write)).Write
+		}
 		d.Write = log.observe(d.Write)
 		return d, err
 	}
@@ -106,6 +104,16 @@ func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 
 func (r inProcess) specifier(t tb) pconnector.SpecifierPlugin {
 	return clientv2.NewSpecifierPluginClient(r.serve(t, server(t, r.c)))
+}
+
+// writer is a destination's Write as a destination, for the kit's
+// wrappers, which call only its Write.
+type writer func(context.Context, []opencdc.Record) (int, error)
+
+func (w writer) Open(context.Context) error     { return nil }
+func (w writer) Teardown(context.Context) error { return nil }
+func (w writer) Write(ctx context.Context, records []opencdc.Record) (int, error) {
+	return w(ctx, records)
 }
 
 // writeLog records how the plugin server called the connector's Write.

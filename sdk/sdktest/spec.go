@@ -8,7 +8,7 @@ import (
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/sdk"
-	"github.com/connkit/connkit/sdk/internal/served"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // role is what the specification and configuration checks need to know
@@ -20,15 +20,15 @@ type role struct {
 	c         sdk.Connector
 	config    map[string]string
 	invalid   []Invalid
-	params    func(sdk.Specification) []sdk.Parameter
+	params    func(config.Specification) []config.Parameter
 	configure func(map[string]string) error
 }
 
 func sourceRole(s SourceSuite) role {
 	return role{name: "source", field: "Source", suite: "SourceSuite", c: s.Connector, config: s.Config, invalid: s.Invalid,
-		params: func(spec sdk.Specification) []sdk.Parameter { return spec.SourceParameters },
+		params: func(spec config.Specification) []config.Parameter { return spec.SourceParameters },
 		configure: func(raw map[string]string) error {
-			pc, err := served.Connector(s.Connector)
+			pc, err := s.Connector.Plugin()
 			if err == nil {
 				_, err = pc.NewSource(raw)
 			}
@@ -38,9 +38,9 @@ func sourceRole(s SourceSuite) role {
 
 func destinationRole(s DestinationSuite) role {
 	return role{name: "destination", field: "Destination", suite: "DestinationSuite", c: s.Connector, config: s.Config, invalid: s.Invalid,
-		params: func(spec sdk.Specification) []sdk.Parameter { return spec.DestinationParameters },
+		params: func(spec config.Specification) []config.Parameter { return spec.DestinationParameters },
 		configure: func(raw map[string]string) error {
-			pc, err := served.Connector(s.Connector)
+			pc, err := s.Connector.Plugin()
 			if err == nil {
 				_, err = pc.NewDestination(raw)
 			}
@@ -124,13 +124,13 @@ func checkMissing(t tb, r role) {
 
 // badValue returns a value p must reject, and why, or "" if the kit knows
 // none.
-func badValue(p sdk.Parameter) (value, why string) {
+func badValue(p config.Parameter) (value, why string) {
 	switch {
-	case p.Type == sdk.TypeInt || p.Type == sdk.TypeFloat:
+	case p.Type == config.TypeInt || p.Type == config.TypeFloat:
 		return "sdktest-not-a-number", "not a number"
-	case p.Type == sdk.TypeBool:
+	case p.Type == config.TypeBool:
 		return "sdktest-not-a-bool", "not a bool"
-	case p.Type == sdk.TypeDuration:
+	case p.Type == config.TypeDuration:
 		return "sdktest-not-a-duration", "not a duration"
 	case len(p.OneOf) > 0:
 		return "sdktest-not-allowed", "not one of " + strings.Join(p.OneOf, ", ")
@@ -155,7 +155,7 @@ func checkBadValues(t tb, r role) {
 			invalid = append(invalid, Invalid{Config: map[string]string{p.Name: v}, Param: p.Name})
 			whys = append(whys, why)
 		}
-		if p.GreaterThan != nil && (p.Type == sdk.TypeInt || p.Type == sdk.TypeFloat) {
+		if p.GreaterThan != nil && (p.Type == config.TypeInt || p.Type == config.TypeFloat) {
 			invalid = append(invalid, Invalid{Config: map[string]string{p.Name: strconv.FormatFloat(*p.GreaterThan, 'f', -1, 64)}, Param: p.Name})
 			whys = append(whys, "not greater than its lower bound")
 		}

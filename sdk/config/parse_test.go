@@ -1,4 +1,4 @@
-package sdk
+package config
 
 import (
 	"errors"
@@ -110,7 +110,7 @@ func TestParseConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			var got testConfig
-			err := ParseConfig(tt.raw, &got)
+			err := Parse(tt.raw, &got)
 			if tt.wantErr != nil {
 				is.True(err != nil)
 				for _, want := range tt.wantErr {
@@ -167,7 +167,7 @@ func TestParametersRejectMalformedConfigs(t *testing.T) {
 		{"duplicate", struct {
 			A string `param:"a"`
 			B string `param:"a"`
-		}{}, `declares parameter "a" twice`},
+		}{}, `parameter "a" is declared twice`},
 		{"default fails validation", struct {
 			A int `param:"a" default:"0" validate:"gt=0"`
 		}{}, "default fails its own validation"},
@@ -191,23 +191,23 @@ func TestParametersRejectMalformedConfigs(t *testing.T) {
 	}
 }
 
-func TestParseConfigNeedsAPointer(t *testing.T) {
+func TestParseNeedsAPointer(t *testing.T) {
 	is := is.New(t)
-	is.True(ParseConfig(nil, testConfig{}) != nil)
-	is.True(ParseConfig(nil, (*testConfig)(nil)) != nil)
+	is.True(Parse(nil, testConfig{}) != nil)
+	is.True(Parse(nil, (*testConfig)(nil)) != nil)
 }
 
-// FuzzParseConfig checks that any raw configuration either parses into values
+// FuzzParse checks that any raw configuration either parses into values
 // that pass the declared validations or fails with parameter errors, and
 // never panics.
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add("url", "pg://x", "count", "5", "format.options.a", "int")
 	f.Add("url", "", "small", "999", "size", "-3")
 	f.Add("curl", "x", "delay", "1h", "tables", ",,,")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
 		raw := map[string]string{k1: v1, k2: v2, k3: v3}
 		var cfg testConfig
-		err := ParseConfig(raw, &cfg)
+		err := Parse(raw, &cfg)
 		if err != nil {
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 				var pe *ParameterError
@@ -247,7 +247,7 @@ func TestParseMapOfStructs(t *testing.T) {
 	is.Equal(names, []string{"collections.*.format.options.*", "collections.*.format.type", "collections.*.operations", "collections.*.weight"})
 
 	var cfg groupConfig
-	is.NoErr(ParseConfig(map[string]string{
+	is.NoErr(Parse(map[string]string{
 		"collections.users.weight": "2", "collections.users.format.options.id": "int",
 		"collections.orders.weight": "1", "collections.orders.format.type": "structured", "collections.orders.operations": "create,delete",
 	}, &cfg))
@@ -256,7 +256,7 @@ func TestParseMapOfStructs(t *testing.T) {
 		"orders": {Format: nested{Type: "structured", Options: map[string]string{}}, Operations: []string{"create", "delete"}, Weight: 1},
 	})
 
-	err = ParseConfig(map[string]string{"collections.users.format.type": "xml", "collections.users.wieght": "1", "collections.a.b.weight": "1"}, &cfg)
+	err = Parse(map[string]string{"collections.users.format.type": "xml", "collections.users.wieght": "1", "collections.a.b.weight": "1"}, &cfg)
 	for _, want := range []string{
 		`parameter "collections.users.format.type": got "xml", expected one of raw, structured`,
 		`parameter "collections.users.weight": is required but missing`,
@@ -336,7 +336,7 @@ func TestBoundsReadAsWords(t *testing.T) {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			is := is.New(t)
 			var cfg config
-			err := ParseConfig(map[string]string{tt.name: tt.value}, &cfg)
+			err := Parse(map[string]string{tt.name: tt.value}, &cfg)
 			var pe *ParameterError
 			is.True(errors.As(err, &pe))
 			is.Equal(pe.Name, tt.name)   // the parameter
@@ -393,7 +393,7 @@ func TestValidateJoinsTagErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			var cfg rangeConfig
-			err := ParseConfig(tt.raw, &cfg)
+			err := Parse(tt.raw, &cfg)
 			if tt.want == nil {
 				is.NoErr(err)
 				return
@@ -402,34 +402,4 @@ func TestValidateJoinsTagErrors(t *testing.T) {
 			is.Equal(strings.Split(err.Error(), "\n"), tt.want)
 		})
 	}
-}
-
-// TestFactoryRunsAfterValidate checks the order a connector author relies
-// on: tags and Validate are reported together, and the factory runs only
-// on a configuration that passed both.
-func TestFactoryRunsAfterValidate(t *testing.T) {
-	is := is.New(t)
-	built := 0
-	f := NewDestination(func(cfg rangeConfig) (nopDestination, error) {
-		built++
-		if cfg.Name == "refused" {
-			return nopDestination{}, &ParameterError{Name: "name", Value: cfg.Name, Expected: "anything else"}
-		}
-		return nopDestination{}, nil
-	})
-	c := Connector{Name: "x", Version: "v0.1.0", Destination: f}
-
-	_, err := configureDestination(c, map[string]string{"min": "3", "max": "2", "unknown": "1"})
-	is.Equal(err.Error(), "invalid configuration: "+strings.Join([]string{
-		`parameter "unknown": is not a known parameter`,
-		`parameter "name": is required but missing`,
-		`parameter "min": got "3", expected less than max (2)`,
-	}, "\n"))
-	is.Equal(built, 0) // the factory never sees a configuration with errors
-
-	_, err = f.New(map[string]string{"name": "refused"})
-	is.Equal(err.Error(), `invalid configuration: parameter "name": got "refused", expected anything else`)
-	var pe *ParameterError
-	is.True(errors.As(err, &pe))
-	is.Equal(built, 1)
 }

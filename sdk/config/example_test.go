@@ -1,12 +1,10 @@
-package sdk_test
+package config_test
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // Common holds parameters several connectors share; embedded without a
@@ -41,9 +39,9 @@ type Config struct {
 	internal    string                // no param tag: not a parameter
 }
 
-func ExampleParseConfig() {
+func ExampleParse() {
 	var cfg Config
-	err := sdk.ParseConfig(map[string]string{
+	err := config.Parse(map[string]string{
 		"url":                    "postgres://localhost/db",
 		"verbose":                "true",
 		"workers":                "8",
@@ -56,7 +54,7 @@ func ExampleParseConfig() {
 	fmt.Println(err)
 	fmt.Printf("%+v\n", cfg)
 
-	err = sdk.ParseConfig(map[string]string{
+	err = config.Parse(map[string]string{
 		"url":                    "mysql://localhost",
 		"workers":                "0",
 		"ratio":                  "1",
@@ -68,7 +66,7 @@ func ExampleParseConfig() {
 	}, &cfg)
 	fmt.Println(err)
 
-	params, _ := sdk.Parameters(Config{})
+	params, _ := config.Parameters(Config{})
 	for _, p := range params {
 		fmt.Printf("%s (%s) %s\n", p.Name, p.Type, p.Description)
 	}
@@ -105,7 +103,7 @@ type Listener struct {
 
 func (l Listener) Validate() error {
 	if l.TLS && l.Cert == "" {
-		return &sdk.ParameterError{Name: "cert", Expected: "is required when tls is true"}
+		return &config.ParameterError{Name: "cert", Expected: "is required when tls is true"}
 	}
 	return nil
 }
@@ -114,27 +112,9 @@ func (l Listener) Validate() error {
 // so that one error reports every problem.
 func ExampleValidator() {
 	var l Listener
-	err := sdk.ParseConfig(map[string]string{"port": "0", "tls": "true"}, &l)
+	err := config.Parse(map[string]string{"port": "0", "tls": "true"}, &l)
 	fmt.Println(err)
 	// Output:
 	// parameter "port": got "0", expected between 1 and 65535
 	// parameter "cert": is required when tls is true
-}
-
-// A factory sees only valid configurations, and can still refuse one, best
-// with a *sdk.ParameterError that names the parameter at fault.
-func ExampleNewDestination_validation() {
-	type Config struct {
-		Fields []string `param:"fields" validate:"required" desc:"Comma-separated fields to write."`
-		Key    string   `param:"key" default:"id" desc:"The field that identifies a record; one of fields."`
-	}
-	factory := sdk.NewDestination(func(cfg Config) (*Counter, error) {
-		if !slices.Contains(cfg.Fields, cfg.Key) {
-			return nil, &sdk.ParameterError{Name: "key", Value: cfg.Key, Expected: "one of fields: " + strings.Join(cfg.Fields, ", ")}
-		}
-		return &Counter{}, nil
-	})
-	_, err := factory.New(map[string]string{"fields": "name,email"})
-	fmt.Println(err)
-	// Output: invalid configuration: parameter "key": got "id", expected one of fields: name, email
 }

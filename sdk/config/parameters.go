@@ -1,4 +1,4 @@
-package sdk
+package config
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // The struct tags that turn a config struct field into a parameter; the
-// grammar is documented on ParseConfig.
+// grammar is in the package doc.
 const (
 	tagName     = "param"
 	tagDefault  = "default"
@@ -18,35 +18,51 @@ const (
 	tagValidate = "validate"
 )
 
-// Parameters returns the parameters declared by config, a struct or a
-// pointer to one. It fails if a tag is malformed or a default does not pass
-// its own validations.
-func Parameters(config any) ([]Parameter, error) {
-	t := reflect.TypeOf(config)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("sdk: config must be a struct, got %v", reflect.TypeOf(config))
-	}
+// Parameters returns the parameters that configs declare, each a config
+// struct or a pointer to one, sorted by name. It fails if a tag is
+// malformed, a default does not pass its own validations, or two fields
+// declare the same parameter.
+func Parameters(configs ...any) ([]Parameter, error) {
 	var params []Parameter
-	if err := collect(t, "", nil, &params); err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(params))
-	for _, p := range params {
-		if seen[p.Name] {
-			return nil, fmt.Errorf("sdk: config %v declares parameter %q twice", t, p.Name)
+	for _, config := range configs {
+		t := reflect.TypeOf(config)
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
 		}
-		seen[p.Name] = true
-		if p.Default != "" {
+		if t == nil || t.Kind() != reflect.Struct {
+			return nil, fmt.Errorf("config: a config must be a struct, got %v", reflect.TypeOf(config))
+		}
+		var own []Parameter
+		if err := collect(t, "", nil, &own); err != nil {
+			return nil, err
+		}
+		for _, p := range own {
+			if p.Default == "" {
+				continue
+			}
 			if _, err := p.check(p.Default); err != nil {
-				return nil, fmt.Errorf("sdk: config %v: default fails its own validation: %w", t, err)
+				return nil, fmt.Errorf("config: %v: default fails its own validation: %w", t, err)
 			}
 		}
+		params = append(params, own...)
+	}
+	if err := unique(params); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(params, func(a, b Parameter) int { return strings.Compare(a.Name, b.Name) })
 	return params, nil
+}
+
+// unique reports a parameter that params declare twice.
+func unique(params []Parameter) error {
+	seen := make(map[string]bool, len(params))
+	for _, p := range params {
+		if seen[p.Name] {
+			return fmt.Errorf("config: parameter %q is declared twice", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	return nil
 }
 
 func collect(t reflect.Type, prefix string, index []int, out *[]Parameter) error {
@@ -63,7 +79,7 @@ func collect(t reflect.Type, prefix string, index []int, out *[]Parameter) error
 			continue
 		}
 		if !f.IsExported() {
-			return fmt.Errorf("sdk: config field %s has a param tag but is not exported", f.Name)
+			return fmt.Errorf("config: field %s has a param tag but is not exported", f.Name)
 		}
 		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
 			if err := collect(f.Type, prefix+name+".", path, out); err != nil {
@@ -91,7 +107,7 @@ func collect(t reflect.Type, prefix string, index []int, out *[]Parameter) error
 // collections.*.<p> for every parameter p of Collection.
 func collectGroup(f reflect.StructField, name string, path []int, out *[]Parameter) error {
 	if f.Type.Key().Kind() != reflect.String || !strings.HasSuffix(name, ".*") {
-		return fmt.Errorf("sdk: config field %s: a map of structs needs string keys and a name ending in .*", f.Name)
+		return fmt.Errorf("config: field %s: a map of structs needs string keys and a name ending in .*", f.Name)
 	}
 	var inner []Parameter
 	if err := collect(f.Type.Elem(), "", nil, &inner); err != nil {
@@ -99,7 +115,7 @@ func collectGroup(f reflect.StructField, name string, path []int, out *[]Paramet
 	}
 	for i := range inner {
 		if inner[i].group != nil {
-			return fmt.Errorf("sdk: config field %s: maps of structs cannot nest", f.Name)
+			return fmt.Errorf("config: field %s: maps of structs cannot nest", f.Name)
 		}
 		p := inner[i]
 		p.Name = name + "." + inner[i].Name
@@ -112,10 +128,10 @@ func collectGroup(f reflect.StructField, name string, path []int, out *[]Paramet
 func newParameter(f reflect.StructField, name string, path []int) (Parameter, error) {
 	typ, ok := typeOf(f.Type)
 	if !ok {
-		return Parameter{}, fmt.Errorf("sdk: config field %s: unsupported type %v", f.Name, f.Type)
+		return Parameter{}, fmt.Errorf("config: field %s: unsupported type %v", f.Name, f.Type)
 	}
 	if (f.Type.Kind() == reflect.Map) != strings.HasSuffix(name, ".*") {
-		return Parameter{}, fmt.Errorf("sdk: config field %s: a parameter name ending in .* needs a map[string]string field and vice versa", f.Name)
+		return Parameter{}, fmt.Errorf("config: field %s: a parameter name ending in .* needs a map[string]string field and vice versa", f.Name)
 	}
 	p := Parameter{
 		Name:        name,
@@ -134,7 +150,7 @@ func newParameter(f reflect.StructField, name string, path []int) (Parameter, er
 			rule, rules, _ = strings.Cut(rules, ",")
 		}
 		if err := p.addRule(strings.TrimSpace(rule)); err != nil {
-			return Parameter{}, fmt.Errorf("sdk: config field %s: %w", f.Name, err)
+			return Parameter{}, fmt.Errorf("config: field %s: %w", f.Name, err)
 		}
 	}
 	return p, nil

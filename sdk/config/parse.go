@@ -1,4 +1,4 @@
-package sdk
+package config
 
 import (
 	"errors"
@@ -10,89 +10,41 @@ import (
 	"time"
 )
 
-// ParseConfig fills target, a pointer to a config struct, from the raw
+// Parse fills targets, pointers to config structs, from the raw
 // configuration Conduit sends: a flat map of parameter names to strings.
-// The same struct declares the parameters that [Parameters] lists and the
-// specification shows, so what users read cannot drift from what is parsed.
-//
-// # Tags
-//
-// An exported field with a param tag is a parameter:
-//
-//	param:"name"      the parameter's name; on a struct field, the prefix
-//	                  "name." of its fields' names
-//	default:"value"   used when the parameter is absent or empty
-//	desc:"text"       what the parameter does, shown to users
-//	validate:"rules"  comma-separated rules:
-//	                    required        the value may not be absent or empty
-//	                    gt=N, lt=N      a number, or a duration in nanoseconds,
-//	                                    greater than N, less than N (exclusive:
-//	                                    gt=-1 on an integer means at least 0)
-//	                    inclusion=a|b   one of the values a, b, …
-//	                    exclusion=a|b   none of them
-//	                    regex=EXPR      the whole value matches EXPR; this rule
-//	                                    comes last, as EXPR may hold commas
-//
-// # Field types
-//
-//   - string, bool, int and uint of every size, float32 and float64, and
-//     time.Duration (written "1s", "250ms"). An integer must also fit its
-//     field's type, and a float must be finite.
-//   - []string, written comma-separated ("a, b,c"); blank items are dropped.
-//   - map[string]string, with a name ending in ".*": every parameter under
-//     the prefix, keyed by the rest of its name ("format.options.id: int"
-//     gives Options["id"] = "int"). The rules apply to each value.
-//   - A struct (not time.Duration): nested parameters, named with the
-//     field's param as prefix. An embedded struct without a param tag has
-//     its fields flattened into the outer struct's.
-//   - A map of structs with string keys, with a name ending in ".*": one
-//     element per name given ("collections.users.format: raw" fills
-//     Collections["users"].Format); its struct's parameters are declared as
-//     "collections.*.format" and so on. Such maps cannot nest.
-//
-// Fields without a param tag are ignored.
-//
-// # Errors
-//
-// Everything wrong is reported at once, joined with errors.Join: unknown
-// parameters (with the closest known name), missing required ones, values
-// of the wrong type and values that fail a rule, each as a
-// [*ParameterError] naming the parameter, the value given and what was
-// expected:
-//
-//	parameter "count": got "-1", expected at least 0
-//
-// # Custom validation
-//
-// Checks that tags cannot express, such as a parameter that depends on
-// another, belong in a Validate method (see [Validator]) on the config
-// struct. Validate runs after the tags are applied, also when some
-// parameters failed, so that one error lists every problem: a parameter
-// that failed holds its default then, and what Validate reports about a
-// parameter already reported is left out. The factory given to
-// [NewSource] or [NewDestination] runs last, only once the configuration
-// is valid; it may refuse it too, preferably with a [*ParameterError],
-// but its error cannot join the others, as it never sees a configuration
-// with errors.
-func ParseConfig(raw map[string]string, target any) error {
-	v := reflect.ValueOf(target)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("sdk: ParseConfig needs a non-nil pointer to a struct, got %T", target)
+// Every key must name a parameter of one of them, and no two may declare
+// the same parameter. A parameter that raw leaves out or empty takes its
+// default; without one, its field keeps the value it has. Everything
+// wrong is reported at once (see the package doc).
+func Parse(raw map[string]string, targets ...any) error {
+	structs := make([]reflect.Value, len(targets))
+	params := make([][]Parameter, len(targets))
+	var all []Parameter
+	for i, target := range targets {
+		v := reflect.ValueOf(target)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			return fmt.Errorf("config: Parse needs non-nil pointers to structs, got %T", target)
+		}
+		var err error
+		if params[i], err = Parameters(target); err != nil {
+			return err
+		}
+		structs[i] = v.Elem()
+		all = append(all, params[i]...)
 	}
-	params, err := Parameters(target)
-	if err != nil {
+	if err := unique(all); err != nil {
 		return err
 	}
-	return decode(raw, params, v.Elem())
-}
-
-func decode(raw map[string]string, params []Parameter, target reflect.Value) error {
-	return errors.Join(append(unknownKeys(raw, params), validate(target, fill(raw, params, target, tagDefaults))...)...)
+	errs := unknownKeys(raw, all)
+	for i, v := range structs {
+		errs = append(errs, validate(v, fill(raw, params[i], v))...)
+	}
+	return errors.Join(errs...)
 }
 
 // Validator is implemented by a config struct that checks what its tags
 // cannot express, such as a parameter that is required only when another
-// has some value. See [ParseConfig] for when Validate runs.
+// has some value. The package doc says when Validate runs.
 type Validator interface {
 	// Validate reports what is wrong with the configuration, preferably
 	// as a [*ParameterError] for each parameter at fault, joined with
@@ -149,17 +101,9 @@ func unknownKeys(raw map[string]string, params []Parameter) []error {
 	return errs
 }
 
-// What fill does with a parameter that raw does not set.
-type absent int
-
-const (
-	tagDefaults  absent = iota // set the field to its default tag's value (a config struct)
-	keepDefaults               // leave the field as it is (settings, whose values are the defaults)
-)
-
 // fill sets target's fields from raw, applying defaults and validations.
 // Keys that name none of params are left to unknownKeys.
-func fill(raw map[string]string, params []Parameter, target reflect.Value, missing absent) []error {
+func fill(raw map[string]string, params []Parameter, target reflect.Value) []error {
 	var errs []error
 	groups := map[string][]*Parameter{}
 	for i := range params {
@@ -175,9 +119,6 @@ func fill(raw map[string]string, params []Parameter, target reflect.Value, missi
 			continue
 		}
 		value := lookup(raw, p.Name)
-		if value == "" && missing == keepDefaults {
-			continue
-		}
 		if value == "" {
 			value = p.Default
 		}
@@ -227,7 +168,7 @@ func fillGroup(raw map[string]string, params []*Parameter, field reflect.Value) 
 	m := reflect.MakeMap(field.Type())
 	for name, sub := range subs {
 		elem := reflect.New(field.Type().Elem()).Elem()
-		for _, err := range fill(sub, inner, elem, tagDefaults) {
+		for _, err := range fill(sub, inner, elem) {
 			if pe, ok := err.(*ParameterError); ok {
 				pe.Name = prefix + name + "." + pe.Name
 			}

@@ -1,4 +1,4 @@
-package sdk
+package config
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/conduitio/conduit-commons/config"
+	cconfig "github.com/conduitio/conduit-commons/config"
 )
 
 // YAML returns the specification as a connector.yaml file in the format of
@@ -31,7 +31,7 @@ func (s Specification) YAML() []byte {
 		}
 		fmt.Fprintf(&b, "  %s:\n    parameters:\n", role.name)
 		for _, p := range specgenOrder(role.params) {
-			cp := p.protocol()
+			cp := p.conduit()
 			fmt.Fprintf(&b, "      - name: %s\n", yamlString(p.Name))
 			fmt.Fprintf(&b, "        description: %s\n", yamlString(p.Description))
 			fmt.Fprintf(&b, "        type: %s\n", yamlString(cp.Type.String()))
@@ -80,17 +80,17 @@ func specgenCompare(a, b Parameter) int {
 // validationValue writes a validation's value as the incumbent's specgen
 // does: bounds in %g, lists comma-separated, a regex's source, and nothing
 // for required.
-func validationValue(v config.Validation) string {
+func validationValue(v cconfig.Validation) string {
 	switch v := v.(type) {
-	case config.ValidationGreaterThan:
+	case cconfig.ValidationGreaterThan:
 		return fmt.Sprintf("%g", v.V)
-	case config.ValidationLessThan:
+	case cconfig.ValidationLessThan:
 		return fmt.Sprintf("%g", v.V)
-	case config.ValidationInclusion:
+	case cconfig.ValidationInclusion:
 		return strings.Join(v.List, ",")
-	case config.ValidationExclusion:
+	case cconfig.ValidationExclusion:
 		return strings.Join(v.List, ",")
-	case config.ValidationRegex:
+	case cconfig.ValidationRegex:
 		return v.Regex.String()
 	}
 	return ""

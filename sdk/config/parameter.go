@@ -1,4 +1,4 @@
-package sdk
+package config
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ const (
 )
 
 // Parameter describes one configuration parameter of a connector. Parameters
-// are derived from a config struct's field tags (see [ParseConfig]); a name
+// are derived from a config struct's field tags (see the package doc); a name
 // ending in ".*" stands for any name with that prefix.
 type Parameter struct {
 	Name        string        `json:"name"`
