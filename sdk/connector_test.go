@@ -16,7 +16,7 @@ import (
 )
 
 func configureDestination(c Connector, raw map[string]string) (plugin.Destination, error) {
-	return c.configureDestination(raw)
+	return served{c: c}.ConfigureDestination(raw)
 }
 
 func TestConfigureHandsThePoliciesToTheServer(t *testing.T) {
@@ -133,8 +133,8 @@ func TestWrappersKeepOptionalInterfacesVisible(t *testing.T) {
 	})}
 	d, err := configureDestination(c, map[string]string{})
 	is.NoErr(err)
-	is.True(d.Hooks.OnCreated != nil) // found through the wrapper, once, at Configure
-	is.True(d.Hooks.OnDeleted == nil)
+	is.True(d.OnCreated != nil) // found through the wrapper, once, at Configure
+	is.True(d.OnDeleted == nil)
 }
 
 func TestConfigureReportsEveryBadParameter(t *testing.T) {

@@ -60,7 +60,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 				"sdk.schema.extract.key.enabled":     "yes please",
 			}},
 			configure: func(raw map[string]string) error {
-				_, err := Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}.configureSource(raw, "")
+				_, err := served{c: Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}}.ConfigureSource(raw)
 				return err
 			},
 		},

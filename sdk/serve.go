@@ -53,7 +53,7 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	}
 	defer closeSchemas.Close()
 	settings.Schemas = schema.NewCodecs(schemas)
-	return plugin.Serve(c.plugin(spec, getenv(pconnector.EnvConduitConnectorID)), settings, stderr)
+	return plugin.Serve(c.served(spec, getenv(pconnector.EnvConduitConnectorID)), settings, stderr)
 }
 
 // printSpec writes spec to w in the format args name, JSON by default.

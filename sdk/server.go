@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/middleware/format"
@@ -17,53 +18,54 @@ import (
 func (c Connector) Plugin() (plugin.Connector, error) {
 	spec, err := c.Specification()
 	if err != nil {
-		return plugin.Connector{}, err
+		return nil, err
 	}
-	return c.plugin(spec, ""), nil
+	return c.served(spec, ""), nil
 }
 
-// plugin returns what the plugin server serves for c, whose specification
-// is spec, as the connector Conduit knows by connectorID.
-func (c Connector) plugin(spec config.Specification, connectorID string) plugin.Connector {
-	pc := plugin.Connector{Spec: pconnector.Specification{
+// served is a Connector as the plugin server serves it, to the connector
+// Conduit knows by connectorID.
+type served struct {
+	c           Connector
+	spec        pconnector.Specification
+	connectorID string
+}
+
+func (c Connector) served(spec config.Specification, connectorID string) served {
+	return served{c: c, connectorID: connectorID, spec: pconnector.Specification{
 		Name: spec.Name, Summary: spec.Summary, Description: spec.Description, Version: spec.Version, Author: spec.Author,
 		SourceParams:      config.Conduit(spec.SourceParameters),
 		DestinationParams: config.Conduit(spec.DestinationParameters),
 	}}
-	if c.Source.isSet() {
-		pc.NewSource = func(raw map[string]string) (plugin.Source, error) { return c.configureSource(raw, connectorID) }
-	}
-	if c.Destination.isSet() {
-		pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) { return c.configureDestination(raw) }
-	}
-	return pc
 }
 
-// configureSource builds c's source from raw, the configuration Conduit
+func (s served) Specification() pconnector.Specification { return s.spec }
+
+// ConfigureSource builds the source from raw, the configuration Conduit
 // sends, and resolves once what the plugin server runs: the source's
 // calls, with the optional ones it implements, its reads wrapped in the
 // SDK's middleware, and its batching policy. Errors name every parameter
 // at fault.
-func (c Connector) configureSource(raw map[string]string, connectorID string) (plugin.Source, error) {
-	if err := c.Source.check(); err != nil {
+func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
+	if err := s.c.Source.check(); err != nil {
 		return plugin.Source{}, err
 	}
-	var s sourceSettings
-	src, err := c.Source.build(withDefaults(raw, c.SourceDefaults), &s)
+	var settings sourceSettings
+	src, err := s.c.Source.build(withDefaults(raw, s.c.SourceDefaults), &settings)
 	if err != nil {
 		return plugin.Source{}, err
 	}
+	schemas := settings.Schema
 	var subjects middleware.Subjects
-	if s.Schema.Key {
-		subjects.Key = s.Schema.KeySubject
+	if schemas.Key {
+		subjects.Key = schemas.KeySubject
 	}
-	if s.Schema.Payload {
-		subjects.Payload = s.Schema.PayloadSubject
+	if schemas.Payload {
+		subjects.Payload = schemas.PayloadSubject
 	}
-	if s.Schema.Context {
-		subjects.Context = cmp.Or(s.Schema.ContextName, connectorID)
+	if schemas.Context {
+		subjects.Context = cmp.Or(schemas.ContextName, s.connectorID)
 	}
-	out := plugin.Source{Open: src.Open, Teardown: src.Teardown, Batch: s.Batch.policy(), Hooks: hooksOf(src)}
 	read := func(ctx context.Context, _ int) ([]Record, error) {
 		rec, err := src.Read(ctx)
 		if err != nil {
@@ -71,60 +73,71 @@ func (c Connector) configureSource(raw map[string]string, connectorID string) (p
 		}
 		return []Record{rec}, nil
 	}
-	if br, ok := find[BatchReader](src); ok {
-		read, out.Batched = br.ReadBatch, true
+	br, batched := find[BatchReader](src)
+	if batched {
+		read = br.ReadBatch
 	}
-	out.Read = middleware.EncodeSchemas(subjects)(read)
+	var ack func(context.Context, Position) error
 	if a, ok := find[Acker](src); ok {
-		out.Ack = a.Ack
+		ack = a.Ack
 	}
-	return out, nil
-}
-
-// configureDestination is [Connector.configureSource] for the
-// destination: its writes are wrapped in the SDK's middleware, and its
-// retry policy and the classifier of its errors resolved too.
-func (c Connector) configureDestination(raw map[string]string) (plugin.Destination, error) {
-	if err := c.Destination.check(); err != nil {
-		return plugin.Destination{}, err
-	}
-	var s destinationSettings
-	dst, err := c.Destination.build(withDefaults(raw, c.DestinationDefaults), &s)
-	if err != nil {
-		return plugin.Destination{}, err
-	}
-	serializer, err := format.New(s.Record.Format, s.Record.Options) // checked by Validate
-	if err != nil {
-		return plugin.Destination{}, invalid(err)
-	}
-	if s.Record.Format == format.OpenCDCJSON {
-		serializer = nil // what a record's Bytes returns anyway
-	}
-	write := middleware.Write(dst.Write)
-	write = middleware.LimitRate(s.Rate.PerSecond, s.Rate.Burst)(write)
-	write = middleware.FormatRecords(serializer)(write)
-	write = middleware.DecodeSchemas(s.Schema.Key, s.Schema.Payload)(write)
-	return plugin.Destination{
-		Open: dst.Open, Write: write, Teardown: dst.Teardown,
-		Batch:    s.Batch.policy(),
-		Retry:    plugin.Retry{Attempts: s.Retry.Attempts, Delay: s.Retry.Delay, MaxDelay: s.Retry.MaxDelay},
-		Classify: classify, Hooks: hooksOf(dst),
+	return plugin.Source{
+		Calls:   callsOf(src, src.Open, src.Teardown),
+		Read:    middleware.EncodeSchemas(subjects)(read),
+		Batched: batched,
+		Ack:     ack,
+		Batch:   batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
 	}, nil
 }
 
-// hooksOf returns the lifecycle hooks c implements.
-func hooksOf(c any) plugin.Hooks {
-	var h plugin.Hooks
+// ConfigureDestination is [served.ConfigureSource] for the destination:
+// its writes are wrapped in the SDK's middleware, and its retry policy and
+// the classifier of its errors resolved too.
+func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
+	if err := s.c.Destination.check(); err != nil {
+		return plugin.Destination{}, err
+	}
+	var settings destinationSettings
+	dst, err := s.c.Destination.build(withDefaults(raw, s.c.DestinationDefaults), &settings)
+	if err != nil {
+		return plugin.Destination{}, err
+	}
+	record := settings.Record
+	serializer, err := format.New(record.Format, record.Options) // checked by Validate
+	if err != nil {
+		return plugin.Destination{}, invalid(err)
+	}
+	if record.Format == format.OpenCDCJSON {
+		serializer = nil // what a record's Bytes returns anyway
+	}
+	write := middleware.Write(dst.Write)
+	write = middleware.LimitRate(settings.Rate.PerSecond, settings.Rate.Burst)(write)
+	write = middleware.FormatRecords(serializer)(write)
+	write = middleware.DecodeSchemas(settings.Schema.Key, settings.Schema.Payload)(write)
+	open := func(ctx context.Context, _ Position) error { return dst.Open(ctx) }
+	return plugin.Destination{
+		Calls:    callsOf(dst, open, dst.Teardown),
+		Write:    write,
+		Batch:    batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
+		Retry:    plugin.Retry{Attempts: settings.Retry.Attempts, Delay: settings.Retry.Delay, MaxDelay: settings.Retry.MaxDelay},
+		Classify: classify,
+	}, nil
+}
+
+// callsOf returns the calls the plugin server makes on c, a source or a
+// destination: open, teardown and the lifecycle hooks c implements.
+func callsOf(c any, open func(context.Context, Position) error, teardown func(context.Context) error) plugin.Calls {
+	calls := plugin.Calls{Open: open, Teardown: teardown}
 	if x, ok := find[CreatedHook](c); ok {
-		h.OnCreated = x.OnCreated
+		calls.OnCreated = x.OnCreated
 	}
 	if x, ok := find[UpdatedHook](c); ok {
-		h.OnUpdated = x.OnUpdated
+		calls.OnUpdated = x.OnUpdated
 	}
 	if x, ok := find[DeletedHook](c); ok {
-		h.OnDeleted = x.OnDeleted
+		calls.OnDeleted = x.OnDeleted
 	}
-	return h
+	return calls
 }
 
 // find looks for an implementation of T in c and the layers it wraps,

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/middleware/format"
 	"github.com/connkit/connkit/sdk/config"
 )
@@ -64,11 +63,6 @@ type (
 		Bytes int `param:"bytes" default:"3932160" validate:"gt=-1" desc:"Maximum size of a batch in bytes, which bounds memory; a larger record travels alone. 0 means no byte limit. The default fits one of Conduit's messages (4 MiB); a source's messages are split to fit Conduit's limit whatever this says."`
 	}
 )
-
-// policy is the batching policy the plugin server runs.
-func (b batching) policy() batcher.Policy {
-	return batcher.Policy{Count: b.Size, Delay: b.Delay, Bytes: b.Bytes}
-}
 
 // Validate reports the destination settings that do not fit together.
 func (s *destinationSettings) Validate() error {

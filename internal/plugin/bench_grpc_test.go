@@ -107,9 +107,9 @@ func benchmarkDestinationOverGRPC(b *testing.B, window int32) {
 // and returns the protocol's client for it.
 func destinationOverGRPC(b *testing.B, window int32) *clientv2.DestinationPluginClient {
 	conn := serveOverGRPC(b, window, func(s *grpc.Server) {
-		registerDestinationV2(s, newDestinationServer(func(map[string]string) (Destination, error) {
+		registerDestination(s, testDestinationServer(func(map[string]string) (Destination, error) {
 			return destinationOf(nopDestination{}, batcher.Policy{Count: 1000}, Retry{}), nil
-		}, discard), DefaultMaxReceiveSize)
+		}), DefaultMaxReceiveSize)
 	})
 	return clientv2.NewDestinationPluginClient(conn)
 }
@@ -131,7 +131,7 @@ func benchmarkSourceOverGRPC(b *testing.B, size int) {
 	payload := opencdc.RawData(strings.Repeat("x", size))
 	var next int // owned by the plugin's reader
 	conn := serveOverGRPC(b, windowSize, func(s *grpc.Server) {
-		registerSourceV2(s, newSourceServer(func(map[string]string) (Source, error) {
+		registerSource(s, testSourceServer(func(map[string]string) (Source, error) {
 			read := func(ctx context.Context, max int) ([]opencdc.Record, error) {
 				recs := make([]opencdc.Record, max)
 				for i := range recs {
@@ -142,8 +142,8 @@ func benchmarkSourceOverGRPC(b *testing.B, size int) {
 			}
 			open := func(context.Context, opencdc.Position) error { return nil }
 			teardown := func(context.Context) error { return nil }
-			return Source{Open: open, Read: read, Teardown: teardown, Batched: true, Batch: batcher.Policy{Count: 1000}}, nil
-		}, discard), DefaultMaxReceiveSize)
+			return Source{Calls: Calls{Open: open, Teardown: teardown}, Read: read, Batched: true, Batch: batcher.Policy{Count: 1000}}, nil
+		}), DefaultMaxReceiveSize)
 	})
 	src := clientv2.NewSourcePluginClient(conn)
 	if _, err := src.Configure(ctx, pconnector.SourceConfigureRequest{}); err != nil {

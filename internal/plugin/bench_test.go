@@ -23,9 +23,9 @@ func (nopDestination) Teardown(context.Context) error                           
 func BenchmarkDestinationPath(b *testing.B) {
 	for _, p := range []batcher.Policy{{}, {Count: 1000}, {Count: 1000, Bytes: 1 << 20, Delay: 100 * 1e6}} {
 		b.Run(fmtPolicy(p), func(b *testing.B) {
-			d := newDestinationServer(func(map[string]string) (Destination, error) {
+			d := testDestinationServer(func(map[string]string) (Destination, error) {
 				return destinationOf(nopDestination{}, p, Retry{}), nil
-			}, discard)
+			})
 			if _, err := d.Configure(b.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 				b.Fatal(err)
 			}
@@ -75,9 +75,9 @@ func fmtPolicy(p batcher.Policy) string {
 // the figure.
 func BenchmarkSourcePath(b *testing.B) {
 	src := &fakeSource{limit: b.N}
-	s := newSourceServer(func(map[string]string) (Source, error) {
+	s := testSourceServer(func(map[string]string) (Source, error) {
 		return sourceOf(src, batcher.Policy{Count: 1000}), nil
-	}, discard)
+	})
 	if _, err := s.Configure(b.Context(), pconnector.SourceConfigureRequest{}); err != nil {
 		b.Fatal(err)
 	}

@@ -8,46 +8,53 @@ import (
 	"github.com/connkit/connkit/batcher"
 )
 
-// Connector is what a plugin binary serves: its specification and the
-// constructors that configure a source or a destination from the raw
-// configuration Conduit sends. A nil constructor means the plugin does not
-// play that role.
-type Connector struct {
-	Spec           pconnector.Specification
-	NewSource      func(config map[string]string) (Source, error)
-	NewDestination func(config map[string]string) (Destination, error)
+// Connector is what a plugin serves: its specification, and how a source
+// or a destination is configured from the raw configuration Conduit sends.
+// Package sdk implements it for an sdk.Connector; a connector that does
+// not play a role returns an error that says so.
+type Connector interface {
+	Specification() pconnector.Specification
+	ConfigureSource(config map[string]string) (Source, error)
+	ConfigureDestination(config map[string]string) (Destination, error)
+}
+
+// Calls are the calls of a configured connector that both roles have.
+type Calls struct {
+	// Open is called once, before Run; a destination's gets no position.
+	Open     func(ctx context.Context, from opencdc.Position) error
+	Teardown func(ctx context.Context) error
+	// The lifecycle hooks; a nil one succeeds.
+	OnCreated func(ctx context.Context) error
+	OnUpdated func(ctx context.Context, previous map[string]string) error
+	OnDeleted func(ctx context.Context) error
 }
 
 // Source is a configured source as the server runs it: the connector's
-// calls and the policies that drive them, resolved once, at Configure.
+// calls and the policy that drives them, resolved once, at Configure.
 type Source struct {
-	Open func(ctx context.Context, from opencdc.Position) error
+	Calls
 	// Read returns between 1 and max records, or an error; when ctx is
 	// done it returns ctx.Err() and no records.
 	Read func(ctx context.Context, max int) ([]opencdc.Record, error)
 	// Batched says Read may return more than one record, so the server
 	// chooses max; otherwise it returns one at a time.
-	Batched  bool
-	Ack      func(ctx context.Context, position opencdc.Position) error // nil: the source takes no acks
-	Teardown func(ctx context.Context) error
-	Batch    batcher.Policy // which records travel in one message
-	Hooks    Hooks
+	Batched bool
+	Ack     func(ctx context.Context, position opencdc.Position) error // nil: the source takes no acks
+	Batch   batcher.Policy                                             // which records travel in one message
 }
 
 // Destination is a configured destination as the server runs it: the
 // connector's calls and the policies that drive them, resolved once, at
 // Configure.
 type Destination struct {
-	Open func(ctx context.Context) error
+	Calls
 	// Write follows the Write contract of package sdk's Destination.
-	Write    func(ctx context.Context, records []opencdc.Record) (int, error)
-	Teardown func(ctx context.Context) error
-	Batch    batcher.Policy // which records one Write gets
-	Retry    Retry          // what a retryable failure does
+	Write func(ctx context.Context, records []opencdc.Record) (int, error)
+	Batch batcher.Policy // which records one Write gets
+	Retry Retry          // what a retryable failure does
 	// Classify says whose failure a Write error is; nil treats every error
 	// as unclassified.
 	Classify func(error) Fault
-	Hooks    Hooks
 }
 
 // Fault says whose failure a Write error is, which decides what happens to
@@ -65,10 +72,3 @@ const (
 	// (see [Retry]).
 	Retryable
 )
-
-// Hooks are a connector's lifecycle calls; a nil hook succeeds.
-type Hooks struct {
-	OnCreated func(ctx context.Context) error
-	OnUpdated func(ctx context.Context, previous map[string]string) error
-	OnDeleted func(ctx context.Context) error
-}

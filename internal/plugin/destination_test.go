@@ -23,9 +23,9 @@ func newTestDestinationServer(t *testing.T, dst testDestination) *destinationSer
 // dst and batching policy p.
 func newBatchedDestinationServer(t *testing.T, dst testDestination, p batcher.Policy) *destinationServer {
 	t.Helper()
-	d := newDestinationServer(func(map[string]string) (Destination, error) {
+	d := testDestinationServer(func(map[string]string) (Destination, error) {
 		return destinationOf(dst, p, Retry{}), nil
-	}, discard)
+	})
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +188,9 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 func TestDestinationTeardownWithoutOpen(t *testing.T) {
 	is := is.New(t)
 	dst := &fakeDestination{}
-	d := newDestinationServer(func(map[string]string) (Destination, error) {
+	d := testDestinationServer(func(map[string]string) (Destination, error) {
 		return destinationOf(dst, batcher.Policy{}, Retry{}), nil
-	}, discard)
+	})
 	_, err := d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
 	is.NoErr(err) // never configured
 	_, err = d.LifecycleOnDeleted(t.Context(), pconnector.DestinationLifecycleOnDeletedRequest{})
@@ -200,7 +200,7 @@ func TestDestinationTeardownWithoutOpen(t *testing.T) {
 
 func TestDestinationNotADestination(t *testing.T) {
 	is := is.New(t)
-	d := newDestinationServer(destinationOrNot(nil), discard)
+	d := newDestinationServer(testConnector{}, discard)
 	_, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "not a destination"))

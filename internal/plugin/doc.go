@@ -1,8 +1,17 @@
 // Package plugin is the server side of Conduit's connector protocol: it
-// adapts a connector's Source or Destination to the protocol's plugin
-// interfaces, tracks positions and acknowledgements, and serves them through
-// go-plugin the way Conduit launches standalone connectors.
+// serves a [Connector]'s source and destination through go-plugin the way
+// Conduit launches standalone connectors, drives their calls with the
+// batching and retry policies, and tracks positions and acknowledgements.
 //
-// The interfaces here mirror the public ones in package sdk method for
-// method, so an sdk value satisfies them without this package importing sdk.
+// Both roles share one design. An instance (instance.go) makes the calls
+// every connector has, Configure, Open, Teardown and the lifecycle hooks,
+// in the order the protocol allows and guarded against panics. Its one Run
+// is an owner loop (flow.go) that takes records from a reader's inbox,
+// collects them in a batcher and hands them to a worker a batch at a time.
+// A role adds only what differs: a source reads from the connector and
+// sends to Conduit, taking its acks (source.go); a destination receives
+// from Conduit and writes to the connector, sending acks (destination.go).
+//
+// Package sdk builds a configured [Source] or [Destination], plain values,
+// at Configure; this package imports neither sdk nor middleware.
 package plugin

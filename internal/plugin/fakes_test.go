@@ -256,17 +256,19 @@ type testSource interface {
 // sdk resolves a destination: d's calls, the policies, the hooks d has,
 // and testClassify for its Write errors.
 func destinationOf(d testDestination, batch batcher.Policy, retry Retry) Destination {
-	return Destination{
-		Open: d.Open, Write: d.Write, Teardown: d.Teardown,
-		Batch: batch, Retry: retry, Classify: testClassify, Hooks: hooksOf(d),
-	}
+	calls := callsWithHooks(d)
+	calls.Open = func(ctx context.Context, _ opencdc.Position) error { return d.Open(ctx) }
+	calls.Teardown = d.Teardown
+	return Destination{Calls: calls, Write: d.Write, Batch: batch, Retry: retry, Classify: testClassify}
 }
 
 // sourceOf returns what the server runs for the fake s, as package sdk
 // resolves a source: its ReadBatch when it has one, else its Read one
 // record at a time; its Ack if it has one; and the hooks it has.
 func sourceOf(s testSource, batch batcher.Policy) Source {
-	out := Source{Open: s.Open, Teardown: s.Teardown, Batch: batch, Hooks: hooksOf(s)}
+	calls := callsWithHooks(s)
+	calls.Open, calls.Teardown = s.Open, s.Teardown
+	out := Source{Calls: calls, Batch: batch}
 	if br, ok := s.(interface {
 		ReadBatch(ctx context.Context, max int) ([]opencdc.Record, error)
 	}); ok {
@@ -288,9 +290,9 @@ func sourceOf(s testSource, batch batcher.Policy) Source {
 	return out
 }
 
-// hooksOf returns the lifecycle hooks the fake c has.
-func hooksOf(c any) Hooks {
-	var h Hooks
+// callsWithHooks returns the lifecycle hooks the fake c has.
+func callsWithHooks(c any) Calls {
+	var h Calls
 	if x, ok := c.(interface{ OnCreated(context.Context) error }); ok {
 		h.OnCreated = x.OnCreated
 	}
@@ -303,6 +305,42 @@ func hooksOf(c any) Hooks {
 		h.OnDeleted = x.OnDeleted
 	}
 	return h
+}
+
+// testConnector is a Connector whose roles the tests build with functions;
+// a nil one is a role the plugin does not play.
+type testConnector struct {
+	source      func(map[string]string) (Source, error)
+	destination func(map[string]string) (Destination, error)
+}
+
+func (testConnector) Specification() pconnector.Specification {
+	return pconnector.Specification{Name: "test", Version: "v0.1.0"}
+}
+
+func (c testConnector) ConfigureSource(raw map[string]string) (Source, error) {
+	if c.source == nil {
+		return Source{}, errors.New("this plugin is not a source")
+	}
+	return c.source(raw)
+}
+
+func (c testConnector) ConfigureDestination(raw map[string]string) (Destination, error) {
+	if c.destination == nil {
+		return Destination{}, errors.New("this plugin is not a destination")
+	}
+	return c.destination(raw)
+}
+
+// testSourceServer returns a server of the source configure builds.
+func testSourceServer(configure func(map[string]string) (Source, error)) *sourceServer {
+	return newSourceServer(testConnector{source: configure}, discard)
+}
+
+// testDestinationServer returns a server of the destination configure
+// builds.
+func testDestinationServer(configure func(map[string]string) (Destination, error)) *destinationServer {
+	return newDestinationServer(testConnector{destination: configure}, discard)
 }
 
 // testClassify classifies a Write error by the marks of the tests' error

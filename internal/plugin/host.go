@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"google.golang.org/grpc"
 )
 
@@ -17,83 +16,32 @@ import (
 // releases.
 const orphanTeardown = 15 * time.Second
 
-// liveConnectors keeps the source and destination servers a plugin process
-// serves, and its gRPC server, so that they can be torn down and stopped
-// when the host is gone.
+// liveConnectors keeps the teardowns of the connector instances a plugin
+// process serves, and its gRPC server, so that they can be torn down and
+// stopped when the host is gone. An instance's teardown tears its
+// connector down once, however often it is called (see instance.teardown).
 type liveConnectors struct {
 	mu        sync.Mutex
-	teardowns []*teardownOnce
+	teardowns []func(context.Context) error
 	server    *grpc.Server
 }
 
-// teardownOnce runs a connector server's Teardown for Conduit or for the
-// plugin's own shutdown, one at a time, and not again once it succeeded:
-// a host that tore a connector down and died before it ended the process
-// must not have the connector torn down twice.
-type teardownOnce struct {
-	what     string // "source" or "destination"
-	teardown func(context.Context) error
-	turn     chan struct{}
-	done     bool // guarded by turn
+// source returns s, keeping its teardown.
+func (l *liveConnectors) source(s *sourceServer) *sourceServer {
+	l.add(func(ctx context.Context) error { return s.teardown(ctx, s.stopReading) })
+	return s
 }
 
-func (l *liveConnectors) add(what string, teardown func(context.Context) error) *teardownOnce {
-	t := &teardownOnce{what: what, teardown: teardown, turn: make(chan struct{}, 1)}
+// destination returns d, keeping its teardown.
+func (l *liveConnectors) destination(d *destinationServer) *destinationServer {
+	l.add(func(ctx context.Context) error { return d.teardown(ctx, d.abort) })
+	return d
+}
+
+func (l *liveConnectors) add(teardown func(context.Context) error) {
 	l.mu.Lock()
-	l.teardowns = append(l.teardowns, t)
+	l.teardowns = append(l.teardowns, teardown)
 	l.mu.Unlock()
-	return t
-}
-
-// run tears the connector down unless that succeeded before, waiting for a
-// teardown in progress first, or for ctx.
-func (t *teardownOnce) run(ctx context.Context) error {
-	select {
-	case t.turn <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("teardown %s: another teardown is still in progress: %w", t.what, ctx.Err())
-	}
-	defer func() { <-t.turn }()
-	if t.done {
-		return nil
-	}
-	err := t.teardown(ctx)
-	t.done = err == nil
-	return err
-}
-
-// source returns s as it is served, keeping track of it.
-func (l *liveConnectors) source(s pconnector.SourcePlugin) pconnector.SourcePlugin {
-	return liveSource{SourcePlugin: s, once: l.add("source", func(ctx context.Context) error {
-		_, err := s.Teardown(ctx, pconnector.SourceTeardownRequest{})
-		return err
-	})}
-}
-
-// destination returns d as it is served, keeping track of it.
-func (l *liveConnectors) destination(d pconnector.DestinationPlugin) pconnector.DestinationPlugin {
-	return liveDestination{DestinationPlugin: d, once: l.add("destination", func(ctx context.Context) error {
-		_, err := d.Teardown(ctx, pconnector.DestinationTeardownRequest{})
-		return err
-	})}
-}
-
-type liveSource struct {
-	pconnector.SourcePlugin
-	once *teardownOnce
-}
-
-func (s liveSource) Teardown(ctx context.Context, _ pconnector.SourceTeardownRequest) (pconnector.SourceTeardownResponse, error) {
-	return pconnector.SourceTeardownResponse{}, s.once.run(ctx)
-}
-
-type liveDestination struct {
-	pconnector.DestinationPlugin
-	once *teardownOnce
-}
-
-func (d liveDestination) Teardown(ctx context.Context, _ pconnector.DestinationTeardownRequest) (pconnector.DestinationTeardownResponse, error) {
-	return pconnector.DestinationTeardownResponse{}, d.once.run(ctx)
 }
 
 // grpcServer wraps newServer, go-plugin's constructor of the plugin's gRPC
@@ -120,8 +68,8 @@ func (l *liveConnectors) shutdown(ctx context.Context) error {
 		server.Stop()
 	}
 	errs := make(chan error, len(teardowns))
-	for _, t := range teardowns {
-		go func() { errs <- t.run(ctx) }()
+	for _, teardown := range teardowns {
+		go func() { errs <- teardown(ctx) }()
 	}
 	var all []error
 	for range teardowns {

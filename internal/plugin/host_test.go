@@ -32,9 +32,9 @@ func newHostDeath(t *testing.T, src *fakeSource) *hostDeath {
 	h := &hostDeath{live: &liveConnectors{}, src: src, dst: &fakeDestination{}}
 	ss := newTestSourceServer(src, nil)
 	h.source = h.live.source(ss)
-	dest := h.live.destination(newDestinationServer(func(map[string]string) (Destination, error) {
+	dest := h.live.destination(testDestinationServer(func(map[string]string) (Destination, error) {
 		return destinationOf(h.dst, batcher.Policy{}, Retry{}), nil
-	}, discard))
+	}))
 	ctx := t.Context()
 	if _, err := h.source.Configure(ctx, pconnector.SourceConfigureRequest{}); err != nil {
 		t.Fatal(err)
@@ -120,9 +120,9 @@ func TestHostGoneTeardownBounded(t *testing.T) {
 		is := is.New(t)
 		release := make(chan struct{})
 		live := &liveConnectors{}
-		src := live.source(newSourceServer(func(map[string]string) (Source, error) {
+		src := live.source(testSourceServer(func(map[string]string) (Source, error) {
 			return sourceOf(blockingSource{&fakeSource{}, release}, batcher.Policy{}), nil
-		}, discard))
+		}))
 		_, err := src.Configure(t.Context(), pconnector.SourceConfigureRequest{})
 		is.NoErr(err)
 		var logs bytes.Buffer

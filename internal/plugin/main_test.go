@@ -5,8 +5,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 )
 
 // servePluginEnv, set, makes the test binary a plugin process that serves
@@ -15,8 +13,7 @@ const servePluginEnv = "CONNKIT_TEST_SERVE_PLUGIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(servePluginEnv) != "" {
-		c := Connector{Spec: pconnector.Specification{Name: "test", Version: "v0.1.0"}}
-		if err := serve(c, Settings{MaxReceiveSize: DefaultMaxReceiveSize}, os.Stderr, time.Second); err != nil {
+		if err := serve(testConnector{}, Settings{MaxReceiveSize: DefaultMaxReceiveSize}, os.Stderr, time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

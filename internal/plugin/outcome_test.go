@@ -413,7 +413,7 @@ func TestRecordFaultAfterTeardownLeavesTheRest(t *testing.T) {
 // the batching and retry policies, opened.
 func newRetryingDestinationServer(t *testing.T, dst testDestination, batch batcher.Policy, retry Retry) *destinationServer {
 	t.Helper()
-	d := newDestinationServer(func(map[string]string) (Destination, error) { return destinationOf(dst, batch, retry), nil }, discard)
+	d := testDestinationServer(func(map[string]string) (Destination, error) { return destinationOf(dst, batch, retry), nil })
 	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -105,9 +105,9 @@ func TestStopRightAfterRunStarts(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		st, runDone := runSource(ctx, s)
 		for {
-			s.mu.Lock()
+			s.readMu.Lock()
 			started := s.stopRead != nil
-			s.mu.Unlock()
+			s.readMu.Unlock()
 			if started {
 				break
 			}

@@ -17,10 +17,9 @@ import (
 	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
 	"github.com/connkit/connkit/internal/logging"
 	"github.com/connkit/connkit/internal/schema"
+	"github.com/connkit/connkit/internal/wire"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Settings are what Conduit tells a plugin through its environment.
@@ -88,15 +87,13 @@ func serve(c Connector, s Settings, stderr io.Writer, connectTimeout time.Durati
 	// ignored, it fails with EPIPE and the line is lost.
 	signal.Ignore(syscall.SIGPIPE)
 	live := &liveConnectors{}
-	newSource := func() pconnector.SourcePlugin { return live.source(newSourceServer(sourceOrNot(c.NewSource), log)) }
-	newDestination := func() pconnector.DestinationPlugin {
-		return live.destination(newDestinationServer(destinationOrNot(c.NewDestination), log))
-	}
+	newSource := func() pconnector.SourcePlugin { return live.source(newSourceServer(c, log)) }
+	newDestination := func() pconnector.DestinationPlugin { return live.destination(newDestinationServer(c, log)) }
 	conns := newConnections()
 	served := make(chan error, 1)
 	go func() {
 		served <- server.Serve(
-			func() pconnector.SpecifierPlugin { return specifier(c.Spec) },
+			func() pconnector.SpecifierPlugin { return specifier{c} },
 			newSource,
 			newDestination,
 			server.WithGRPCServerOptions(ServerOptions(s, log)...),
@@ -139,8 +136,8 @@ func recordsOnTheWireV2(newSource func() pconnector.SourcePlugin, newDestination
 		if !ok {
 			return fmt.Errorf("plugin: the protocol serves no version %d", v2.Version)
 		}
-		set["source"] = sourceV2{newSource: newSource, maxMessage: maxMessage}
-		set["destination"] = destinationV2{newDestination: newDestination, maxMessage: maxMessage}
+		set["source"] = service{register: func(s *grpc.Server) { registerSource(s, newSource(), maxMessage) }}
+		set["destination"] = service{register: func(s *grpc.Server) { registerDestination(s, newDestination(), maxMessage) }}
 		return nil
 	})
 }
@@ -177,7 +174,7 @@ func ServerOptions(s Settings, log *slog.Logger) []grpc.ServerOption {
 func serverOptions(s Settings, log *slog.Logger, window int32) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.MaxReceiveSize),
-		grpc.ForceServerCodecV2(newWireCodec()),
+		grpc.ForceServerCodecV2(wire.NewCodec()), // protobuf, except that the Run streams' messages encode and decode themselves
 		grpc.ReadBufferSize(bufferSize),
 		grpc.WriteBufferSize(bufferSize),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
@@ -212,21 +209,3 @@ type loggingStream struct {
 }
 
 func (s *loggingStream) Context() context.Context { return s.ctx }
-
-func sourceOrNot(f func(map[string]string) (Source, error)) func(map[string]string) (Source, error) {
-	if f != nil {
-		return f
-	}
-	return func(map[string]string) (Source, error) {
-		return Source{}, status.Error(codes.Unimplemented, "this plugin is not a source")
-	}
-}
-
-func destinationOrNot(f func(map[string]string) (Destination, error)) func(map[string]string) (Destination, error) {
-	if f != nil {
-		return f
-	}
-	return func(map[string]string) (Destination, error) {
-		return Destination{}, status.Error(codes.Unimplemented, "this plugin is not a destination")
-	}
-}

@@ -3,110 +3,75 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Run is one owner loop (see flow_source.go) with three goroutines: the
-// reader calls Read or ReadBatch and puts what it read in its inbox, which
-// the owner empties only while what is read and not yet sent is within
-// bounds (the reader waits while the inbox is full); the sender
-// sends one message at a time; the acker receives Conduit's acks, checks
-// they come in the order records were sent, and passes them to the
-// connector. Whenever the sender is free and Conduit ready (see
-// sourceFlow), the owner hands it everything read so far, up to the
-// batching limits. Stop ends the reader and has the owner send what it
-// holds; the acker keeps running until Conduit closes the stream.
+// Its Run is an owner loop (see flow) with three goroutines: the reader
+// calls Read or ReadBatch and puts what it read in the inbox; the sender,
+// the loop's worker, sends one message at a time; the acker receives
+// Conduit's acks, checks they come in the order records were sent, and
+// passes them to the connector. Whenever the sender is free and Conduit
+// ready (see conduitAcks), the owner hands it everything read so far, up
+// to the batching limits. Stop ends the reader and has the owner send
+// what it holds; the acker goes on until Conduit closes the stream.
 type sourceServer struct {
-	newSource func(map[string]string) (Source, error)
-	log       *slog.Logger
+	instance[Source]
 
-	mu       sync.Mutex
-	src      *Source            // nil until Configure
+	readMu   sync.Mutex         // guards the fields below
 	stopRead context.CancelFunc // ends the reader; nil until Run
 	readDone chan struct{}      // closed when the reader has returned
-	runDone  chan struct{}      // closed when Run and both its loops have returned
-	flushes  chan chan struct{} // Stop's requests to send everything read
 	stopped  bool               // Stop came before Run: Run reads nothing
 	lastRead opencdc.Position   // the last record read, sent or on its way
 	inflight [][]byte           // positions read and not yet acked, oldest first
 }
 
-func newSourceServer(newSource func(map[string]string) (Source, error), log *slog.Logger) *sourceServer {
-	return &sourceServer{newSource: newSource, log: log}
+func newSourceServer(c Connector, log *slog.Logger) *sourceServer {
+	return &sourceServer{instance: newInstance[Source]("source", c, log)}
 }
 
 func (s *sourceServer) Configure(_ context.Context, req pconnector.SourceConfigureRequest) (pconnector.SourceConfigureResponse, error) {
-	var src Source
-	err := guard("Configure", func() (err error) {
-		src, err = s.newSource(req.Config)
-		return err
-	})
-	if err != nil {
-		return pconnector.SourceConfigureResponse{}, status.Error(codes.InvalidArgument, err.Error())
-	}
-	s.mu.Lock()
-	s.src = &src
-	s.mu.Unlock()
-	return pconnector.SourceConfigureResponse{}, nil
-}
-
-func (s *sourceServer) source() (*Source, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.src == nil {
-		return nil, status.Error(codes.FailedPrecondition, "source is not configured: Configure must succeed first")
-	}
-	return s.src, nil
+	return pconnector.SourceConfigureResponse{}, s.configure(req.Config)
 }
 
 func (s *sourceServer) Open(ctx context.Context, req pconnector.SourceOpenRequest) (pconnector.SourceOpenResponse, error) {
-	src, err := s.source()
-	if err != nil {
-		return pconnector.SourceOpenResponse{}, err
-	}
-	if err := guard("Open", func() error { return src.Open(ctx, req.Position) }); err != nil {
-		return pconnector.SourceOpenResponse{}, fmt.Errorf("open source: %w", err)
-	}
-	return pconnector.SourceOpenResponse{}, nil
+	return pconnector.SourceOpenResponse{}, s.open(ctx, req.Position)
 }
 
 func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStream) error {
-	src, err := s.source()
-	if err != nil {
-		return err
-	}
+	return s.run(ctx, func(src *Source) (<-chan struct{}, error) { return s.serve(ctx, src, stream.Server()) })
+}
+
+// serve is Run's loop, with the reader and the acker. It returns when
+// Conduit closes the stream or acks fail (with the error), when a send
+// fails, or when reading failed and everything read before is sent. The
+// acker outlives it until the stream ends: it returns the acker's end.
+func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) (<-chan struct{}, error) {
 	out, err := batcher.New(src.Batch, holdFor(src.Batch), recordSize)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	readCtx, stopRead := context.WithCancel(ctx)
+	// The acker's end ends the loop: Conduit closed the stream, or acked
+	// out of order.
+	loopCtx, endLoop := context.WithCancelCause(ctx)
+	defer endLoop(nil)
+	readCtx, stopRead := context.WithCancel(loopCtx)
 	defer stopRead()
-	flushes := make(chan chan struct{})
-	s.mu.Lock()
-	if s.stopRead != nil {
-		s.mu.Unlock()
-		return status.Error(codes.FailedPrecondition, "source is already running")
-	}
-	s.stopRead, s.flushes = stopRead, flushes
+	readDone := make(chan struct{})
+	s.readMu.Lock()
+	s.stopRead, s.readDone = stopRead, readDone
 	if s.stopped {
 		stopRead()
 	}
-	s.readDone = make(chan struct{})
-	s.runDone = make(chan struct{})
-	readDone, runDone := s.readDone, s.runDone
-	s.mu.Unlock()
+	s.readMu.Unlock()
 
 	quit := make(chan struct{})
 	inbox := newInbox()
@@ -116,27 +81,24 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 			return inbox.put(recs, quit)
 		}))
 	}()
-	ackFailed := make(chan error, 1)
-	ackDone := make(chan struct{})
 	acks := newConduitAcks()
+	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		ackFailed <- s.ack(ctx, src, stream.Server(), acks)
+		endLoop(s.ack(ctx, src, stream, acks))
 	}()
 
-	f := &sourceFlow{stream: stream.Server(), out: out, ctx: ctx, inbox: inbox, ackFailed: ackFailed, acks: acks, flushes: flushes}
+	f := &flow{ctx: loopCtx, inbox: inbox, batch: out, stops: s.stops, acks: acks, work: func(batch []opencdc.Record) error {
+		if err := stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
+			return fmt.Errorf("send records to Conduit: %w", err)
+		}
+		return nil
+	}}
 	err = f.run()
 	close(quit)
 	stopRead()
 	<-readDone
-	// Teardown waits for both loops; the acker's Recv returns once Run has.
-	go func() { <-ackDone; close(runDone) }()
-	// A stream closed by Conduit is the normal end, not an error.
-	if err == nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	s.log.Error("source stopped with an error", "error", err)
-	return err
+	return ackDone, err
 }
 
 // read hands every record the source reads to deliver, as each Read or
@@ -205,8 +167,8 @@ const defaultReadBatch = 1000
 
 // track checks rec's position and remembers it, in order, for the acks.
 func (s *sourceServer) track(rec opencdc.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
 	if len(rec.Position) == 0 {
 		return fmt.Errorf("read: the source returned a record without a position (the record after position %q); every record needs a unique position", s.lastRead)
 	}
@@ -229,13 +191,13 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 			return err
 		}
 		for _, pos := range req.AckPositions {
-			s.mu.Lock()
+			s.readMu.Lock()
 			var want []byte
 			if len(s.inflight) > 0 {
 				want = s.inflight[0]
 				s.inflight = s.inflight[1:]
 			}
-			s.mu.Unlock()
+			s.readMu.Unlock()
 			if want == nil || !bytes.Equal(want, pos) {
 				return fmt.Errorf("ack for position %q, expected %q: acks must come in the order records were sent", pos, want)
 			}
@@ -254,12 +216,12 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 // fill, and returns the position of the last record. The Run stream stays
 // open so Conduit can deliver the remaining acks.
 func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest) (pconnector.SourceStopResponse, error) {
-	s.mu.Lock()
-	stopRead, readDone, runDone, flushes := s.stopRead, s.readDone, s.runDone, s.flushes
+	s.readMu.Lock()
+	stopRead, readDone := s.stopRead, s.readDone
 	if stopRead == nil {
 		s.stopped = true // Run, if it comes, reads nothing
 	}
-	s.mu.Unlock()
+	s.readMu.Unlock()
 	if stopRead == nil {
 		return pconnector.SourceStopResponse{}, nil
 	}
@@ -269,70 +231,143 @@ func (s *sourceServer) Stop(ctx context.Context, _ pconnector.SourceStopRequest)
 	case <-ctx.Done():
 		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: the connector's Read did not return: %w", ctx.Err())
 	}
-	sent := make(chan struct{})
-	select {
-	case flushes <- sent:
-		select {
-		case <-sent:
-		case <-runDone:
-		case <-ctx.Done():
-			return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
-		}
-	case <-runDone:
-	case <-ctx.Done():
-		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", ctx.Err())
+	s.readMu.Lock()
+	last := s.lastRead
+	s.readMu.Unlock()
+	if err := s.stop(ctx, last); err != nil {
+		return pconnector.SourceStopResponse{}, fmt.Errorf("stop source: send the last records: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return pconnector.SourceStopResponse{LastPosition: s.lastRead}, nil
+	return pconnector.SourceStopResponse{LastPosition: last}, nil
 }
 
-// Teardown ends reading, waits for Run to return, and tears the connector
-// down. It works whether or not Configure, Open or Run ever happened.
+// Teardown ends reading, waits for Run to end, and tears the connector
+// down (see instance.teardown).
 func (s *sourceServer) Teardown(ctx context.Context, _ pconnector.SourceTeardownRequest) (pconnector.SourceTeardownResponse, error) {
-	s.mu.Lock()
-	src, stopRead, runDone := s.src, s.stopRead, s.runDone
-	s.mu.Unlock()
-	if stopRead != nil {
-		stopRead()
-		select {
-		case <-runDone:
-		case <-ctx.Done():
-			return pconnector.SourceTeardownResponse{}, fmt.Errorf("teardown source: Run did not end: %w", ctx.Err())
-		}
-	}
-	if src == nil {
-		return pconnector.SourceTeardownResponse{}, nil
-	}
-	if err := guard("Teardown", func() error { return src.Teardown(ctx) }); err != nil {
-		return pconnector.SourceTeardownResponse{}, fmt.Errorf("teardown source: %w", err)
-	}
-	return pconnector.SourceTeardownResponse{}, nil
+	return pconnector.SourceTeardownResponse{}, s.teardown(ctx, s.stopReading)
 }
 
+func (s *sourceServer) stopReading() {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if s.stopRead != nil {
+		s.stopRead()
+	}
+}
+
+// The lifecycle calls, made as for either role (see instance.lifecycle).
 func (s *sourceServer) LifecycleOnCreated(ctx context.Context, req pconnector.SourceLifecycleOnCreatedRequest) (pconnector.SourceLifecycleOnCreatedResponse, error) {
-	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(h Hooks) error { return h.created(ctx) })
+	return pconnector.SourceLifecycleOnCreatedResponse{}, s.lifecycle(ctx, req.Config, "OnCreated", func(c Calls) error { return c.created(ctx) })
 }
-
 func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.SourceLifecycleOnUpdatedRequest) (pconnector.SourceLifecycleOnUpdatedResponse, error) {
-	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(h Hooks) error { return h.updated(ctx, req.ConfigBefore) })
+	return pconnector.SourceLifecycleOnUpdatedResponse{}, s.lifecycle(ctx, req.ConfigAfter, "OnUpdated", func(c Calls) error { return c.updated(ctx, req.ConfigBefore) })
 }
-
 func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.SourceLifecycleOnDeletedRequest) (pconnector.SourceLifecycleOnDeletedResponse, error) {
-	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(h Hooks) error { return h.deleted(ctx) })
+	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(c Calls) error { return c.deleted(ctx) })
 }
 
-// lifecycle runs a hook of the configured source, or of one built from
-// config (see [runHook]).
-func (s *sourceServer) lifecycle(ctx context.Context, config map[string]string, name string, hook func(Hooks) error) error {
-	s.mu.Lock()
-	var configured *Hooks
-	if s.src != nil {
-		configured = &s.src.Hooks
+// conduitAcks follows the messages a source sent until Conduit has acked
+// them wholly, which paces the owner loop. The loop notes each message
+// it sends, the acker each ack request, and the loop reads what they tell
+// when notified: whether Conduit acks a message whole or record by
+// record, and how long the last message took to be acked.
+//
+// Conduit's v2 engine takes a source's next message only once it has
+// acked the last, and acks a message whole, in one request. A message
+// sent earlier would only wait in gRPC's buffers and travel as a small
+// batch; so while Conduit acks messages whole, a due batch waits for the
+// last message's acks, and grows by what is read meanwhile (group commit).
+// It waits no longer than the last message took to be acked, and never
+// more than maxHoldBack: a destination may wait for records before it
+// acks. Conduit's default engine reads on and acks record by record:
+// there, as before the first ack, for a complete batch, after Stop and at
+// the reader's end, nothing waits. A nil *conduitAcks holds nothing back.
+type conduitAcks struct {
+	notices chan struct{} // holds one notice at most: the loop reads the state, not the notices
+
+	heldSince time.Time // when a due batch began to wait; zero if none waits. The loop's own.
+
+	mu        sync.Mutex
+	unacked   []sentMessage // messages sent and not wholly acked, oldest first
+	done      int           // records of unacked[0] acked
+	byMessage bool          // the last message of several records was acked in one request
+	roundTrip time.Duration // how long the last message wholly acked took, from its send
+}
+
+// maxHoldBack is the longest a due batch waits for Conduit's acks.
+const maxHoldBack = 10 * time.Millisecond
+
+// sentMessage is a message sent: how many records, and when.
+type sentMessage struct {
+	size int
+	at   time.Time
+}
+
+func newConduitAcks() *conduitAcks {
+	// Messages count as acked whole until one is seen acked record by record.
+	return &conduitAcks{notices: make(chan struct{}, 1), byMessage: true}
+}
+
+// sent notes a message of n records sent at at.
+func (a *conduitAcks) sent(n int, at time.Time) {
+	if a == nil {
+		return
 	}
-	s.mu.Unlock()
-	return runHook(ctx, s.log, name, configured, func() (Hooks, func(context.Context) error, error) {
-		src, err := s.newSource(config)
-		return src.Hooks, src.Teardown, err
-	}, hook)
+	a.heldSince = time.Time{}
+	a.mu.Lock()
+	a.unacked = append(a.unacked, sentMessage{size: n, at: at})
+	a.mu.Unlock()
+}
+
+// acked notes one ack request of n records.
+func (a *conduitAcks) acked(n int) {
+	a.mu.Lock()
+	for left := n; left > 0 && len(a.unacked) > 0; {
+		m := a.unacked[0]
+		k := min(left, m.size-a.done)
+		whole := a.done == 0 && k == m.size
+		a.done += k
+		left -= k
+		if a.done < m.size {
+			break
+		}
+		if m.size > 1 {
+			a.byMessage = whole
+		}
+		a.roundTrip = time.Since(m.at)
+		a.unacked, a.done = a.unacked[1:], 0
+	}
+	a.mu.Unlock()
+	notify(a.notices)
+}
+
+// state returns how many messages are not wholly acked, whether Conduit
+// acks messages whole, and how long the last message took to be acked.
+func (a *conduitAcks) state() (unacked int, byMessage bool, roundTrip time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.unacked), a.byMessage, a.roundTrip
+}
+
+// notice is where acked leaves a notice for the loop; nil for a nil a.
+func (a *conduitAcks) notice() <-chan struct{} {
+	if a == nil {
+		return nil
+	}
+	return a.notices
+}
+
+// holdBack returns how much longer a due batch waits for Conduit's acks at
+// now: 0 if it goes now, which it does while draining and when complete.
+func (a *conduitAcks) holdBack(now time.Time, draining, complete bool) time.Duration {
+	if a == nil || draining || complete {
+		return 0
+	}
+	unacked, byMessage, roundTrip := a.state()
+	if unacked == 0 || !byMessage {
+		return 0
+	}
+	if a.heldSince.IsZero() {
+		a.heldSince = now
+	}
+	return max(0, min(maxHoldBack, roundTrip)-now.Sub(a.heldSince))
 }

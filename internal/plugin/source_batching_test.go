@@ -16,7 +16,7 @@ import (
 
 func batchedSourceServer(t *testing.T, src testSource, p batcher.Policy) *sourceServer {
 	t.Helper()
-	s := newSourceServer(func(map[string]string) (Source, error) { return sourceOf(src, p), nil }, discard)
+	s := testSourceServer(func(map[string]string) (Source, error) { return sourceOf(src, p), nil })
 	if _, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}

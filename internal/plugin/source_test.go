@@ -17,12 +17,12 @@ import (
 )
 
 func newTestSourceServer(src *fakeSource, configErr error) *sourceServer {
-	return newSourceServer(func(cfg map[string]string) (Source, error) {
+	return testSourceServer(func(cfg map[string]string) (Source, error) {
 		if configErr != nil {
 			return Source{}, configErr
 		}
 		return sourceOf(src, batcher.Policy{}), nil
-	}, discard)
+	})
 }
 
 // runSource starts Run in the background and returns the stream and Run's
@@ -115,7 +115,7 @@ func TestSourceConfigureError(t *testing.T) {
 
 func TestSourceConfigurePanics(t *testing.T) {
 	is := is.New(t)
-	s := newSourceServer(func(map[string]string) (Source, error) { panic("bad config code") }, discard)
+	s := testSourceServer(func(map[string]string) (Source, error) { panic("bad config code") })
 	_, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "connector panicked in Configure: bad config code"))
@@ -162,13 +162,13 @@ func TestSourceRunFailures(t *testing.T) {
 func TestSourceLifecycleHooks(t *testing.T) {
 	is := is.New(t)
 	built := 0
-	s := newSourceServer(func(cfg map[string]string) (Source, error) {
+	s := testSourceServer(func(cfg map[string]string) (Source, error) {
 		built++
 		if cfg["bad"] != "" {
 			return Source{}, errors.New("does not parse")
 		}
 		return sourceOf(&fakeSource{}, batcher.Policy{}), nil
-	}, discard)
+	})
 	// Without Configure, hooks run on a connector built for the occasion.
 	_, err := s.LifecycleOnCreated(t.Context(), pconnector.SourceLifecycleOnCreatedRequest{Config: map[string]string{}})
 	is.NoErr(err)

@@ -18,15 +18,15 @@ func (r *runRequest) UnmarshalWire(b []byte) error {
 	return err
 }
 
-// destinationServiceV2 is the protocol's destination service with its own
+// destinationService is the protocol's destination service with its own
 // Run, whose stream decodes records with a recordDecoder.
-type destinationServiceV2 struct {
+type destinationService struct {
 	connectorv2.DestinationPluginServer
 	impl       pconnector.DestinationPlugin
 	maxMessage int
 }
 
-func (s destinationServiceV2) Run(stream connectorv2.DestinationPlugin_RunServer) error {
+func (s destinationService) Run(stream connectorv2.DestinationPlugin_RunServer) error {
 	return s.impl.Run(stream.Context(), &destinationRunStream{stream: stream, dec: &recordDecoder{}, maxMessage: s.maxMessage})
 }
 

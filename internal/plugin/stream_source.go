@@ -7,15 +7,15 @@ import (
 	"github.com/connkit/connkit/internal/wire"
 )
 
-// sourceServiceV2 is the protocol's source service with its own Run, whose
+// sourceService is the protocol's source service with its own Run, whose
 // stream encodes records itself and splits them to fit the limit.
-type sourceServiceV2 struct {
+type sourceService struct {
 	connectorv2.SourcePluginServer
 	impl       pconnector.SourcePlugin
 	maxMessage int
 }
 
-func (s sourceServiceV2) Run(stream connectorv2.SourcePlugin_RunServer) error {
+func (s sourceService) Run(stream connectorv2.SourcePlugin_RunServer) error {
 	return s.impl.Run(stream.Context(), &sourceRunStream{
 		stream:     stream,
 		maxMessage: s.maxMessage,

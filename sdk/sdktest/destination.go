@@ -329,11 +329,11 @@ func differences(differ []string) string {
 // checks its results keep the io.Writer-like contract, also when its
 // context is cancelled, the failure the kit can inject into any connector.
 func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
-	d, err := server(t, s.Connector).NewDestination(s.Config)
+	d, err := server(t, s.Connector).ConfigureDestination(s.Config)
 	if err != nil {
 		t.Fatalf("Configure fails: %v", err)
 	}
-	if err := d.Open(ctx); err != nil {
+	if err := d.Open(ctx, nil); err != nil {
 		t.Fatalf("Open fails: %v", err)
 	}
 	defer func() {

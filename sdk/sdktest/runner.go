@@ -88,18 +88,26 @@ func (r inProcess) source(t tb) host.SourceClient {
 
 func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
-	pc := server(t, r.c)
 	log := &writeLog{}
-	configure := pc.NewDestination
-	pc.NewDestination = func(raw map[string]string) (plugin.Destination, error) {
-		d, err := configure(raw)
-		if r.wrap != nil {
-			d.Write = r.wrap(writer(d.Write)).Write
-		}
-		d.Write = log.observe(d.Write)
-		return d, err
-	}
+	pc := observed{Connector: server(t, r.c), wrap: r.wrap, log: log}
 	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
+}
+
+// observed is a connector whose destination's Writes are wrapped, if wrap
+// is set, and recorded in log.
+type observed struct {
+	plugin.Connector
+	wrap func(sdk.Destination) sdk.Destination
+	log  *writeLog
+}
+
+func (o observed) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
+	d, err := o.Connector.ConfigureDestination(raw)
+	if o.wrap != nil {
+		d.Write = o.wrap(writer(d.Write)).Write
+	}
+	d.Write = o.log.observe(d.Write)
+	return d, err
 }
 
 func (r inProcess) specifier(t tb) pconnector.SpecifierPlugin {

@@ -30,7 +30,7 @@ func sourceRole(s SourceSuite) role {
 		configure: func(raw map[string]string) error {
 			pc, err := s.Connector.Plugin()
 			if err == nil {
-				_, err = pc.NewSource(raw)
+				_, err = pc.ConfigureSource(raw)
 			}
 			return err
 		}}
@@ -42,7 +42,7 @@ func destinationRole(s DestinationSuite) role {
 		configure: func(raw map[string]string) error {
 			pc, err := s.Connector.Plugin()
 			if err == nil {
-				_, err = pc.NewDestination(raw)
+				_, err = pc.ConfigureDestination(raw)
 			}
 			return err
 		}}

@@ -1,0 +1,212 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/batcher"
+)
+
+// What a server holds ahead of its connector (destination) or of Conduit
+// (source) when the batching policy sets no limit: enough for large batches
+// and for collecting the next batch while one is written, little enough
+// that records do not wait long behind it. Records in a plugin are latency:
+// in Conduit's default engine they count as in flight from the source's
+// read on.
+const (
+	defaultHoldCount = 2048
+	defaultHoldBytes = 8 << 20
+)
+
+// holdFor returns the bound on what a server holds under policy p: two
+// batches' worth, one being written while the next is collected. A
+// server passes it by what its reader's inbox may hold when the owner takes
+// it, and again by what the reader receives or reads after that: each less
+// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message
+// or Read.
+func holdFor(p batcher.Policy) batcher.Hold {
+	h := batcher.Hold{Count: defaultHoldCount, Bytes: defaultHoldBytes}
+	if p.Count > 0 {
+		h.Count = 2 * p.Count
+	}
+	if p.Bytes > 0 {
+		h.Bytes = 2 * p.Bytes
+	}
+	return h
+}
+
+// flow is one Run's owner loop, of either role. A reader puts records in
+// the inbox: a destination's receives them from Conduit, a source's reads
+// them from the connector. The owner alone touches the batcher: it takes
+// everything waiting in the inbox at once, only while the hold bound has
+// room, and hands the worker a batch whenever the worker is free and a
+// batch is due. A destination's worker writes the batch and sends its
+// acks; a source's sends it to Conduit. When nothing else happens, the
+// owner waits for the batch's delay. It reads the clock once per wake-up.
+type flow struct {
+	ctx   context.Context // once done, no batch goes to the worker, and the loop ends with its cause
+	inbox *inbox
+	batch *batcher.Batcher[opencdc.Record]
+	work  func([]opencdc.Record) error // the worker's call; an error ends the loop
+	stops <-chan stopRequest
+	drain <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
+	acks  *conduitAcks    // a source's: Conduit's acks, which a due batch may wait for; nil: none
+}
+
+// stopRequest asks the owner loop to hand batches out without waiting and
+// to close done once the record at last has been through the worker
+// (written and acked, or sent): at once if last is empty.
+type stopRequest struct {
+	last opencdc.Position
+	done chan struct{}
+}
+
+// pendingStop is a Stop waiting for the record at its position: upTo is
+// how many records were taken from the inbox up to and including it, 0
+// until it is taken.
+type pendingStop struct {
+	stopRequest
+	upTo int
+}
+
+// run returns once the reader has ended with an error and everything it
+// delivered has been through the worker, with that error (a reader that
+// ends without one, a source's that Stop ended, leaves the loop running,
+// for the acks); once ctx is done and the worker idle, with ctx's cause;
+// or once the worker failed, with its error.
+func (f *flow) run() error {
+	batches := make(chan []opencdc.Record)
+	results := make(chan error, 1)
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		for batch := range batches {
+			results <- f.work(batch)
+		}
+	}()
+	defer func() { close(batches); <-workerDone }()
+
+	var (
+		timer     = time.NewTimer(time.Hour)
+		busy      bool  // a batch is with the worker
+		busyCount int   // its records
+		halt      bool  // hand out nothing more: ctx is done, or the worker failed
+		draining  bool  // hand out without waiting: Stop was called, or the reader ended
+		ended     bool  // the reader has ended, with endErr
+		endErr    error //
+		workErr   error // the worker's error
+		taken     int   // records taken from the inbox
+		worked    int   // records through the worker
+		lastTaken opencdc.Position
+		stops     []pendingStop
+		spare     []opencdc.Record // the records last taken from the inbox, done with at the next take
+		ctxDone   = f.ctx.Done()
+		drain     = f.drain
+	)
+	timer.Stop()
+	defer timer.Stop()
+	settle := func() {
+		kept := stops[:0]
+		for _, s := range stops {
+			if len(s.last) == 0 || (s.upTo > 0 && worked >= s.upTo) {
+				close(s.done)
+				continue
+			}
+			kept = append(kept, s)
+		}
+		stops = kept
+	}
+	now := time.Now()
+	for {
+		var hold time.Duration // how much longer a due batch waits for Conduit's acks
+		if !busy && !halt && (f.batch.Due(now) || (draining && f.batch.Len() > 0)) {
+			if hold = f.acks.holdBack(now, draining, f.batch.Complete()); hold == 0 {
+				batch := f.batch.Take()
+				busy, busyCount = true, len(batch)
+				f.acks.sent(len(batch), now) // before its acks can come
+				batches <- batch
+				continue
+			}
+		}
+		if !busy {
+			switch {
+			case workErr != nil:
+				return workErr
+			case halt:
+				return context.Cause(f.ctx)
+			case ended && endErr != nil && f.batch.Len() == 0:
+				return endErr
+			}
+		}
+		var take chan struct{}
+		if !ended && !halt && f.batch.Room() {
+			take = f.inbox.ready
+		}
+		var wake <-chan time.Time
+		switch {
+		case hold > 0:
+			timer.Reset(hold)
+			wake = timer.C
+		case !busy && !halt && !draining:
+			if d, ok := f.batch.Wait(now); ok {
+				timer.Reset(d)
+				wake = timer.C
+			}
+		}
+		select {
+		case <-take:
+			now = time.Now() // the select may have waited
+			recs, sizes, end, err := f.inbox.take(spare)
+			spare = recs
+			for i, r := range recs {
+				f.batch.AddSized(r, sizes[i], now)
+			}
+			for i := range stops {
+				if stops[i].upTo > 0 {
+					continue
+				}
+				for k, r := range recs {
+					if bytes.Equal(r.Position, stops[i].last) {
+						stops[i].upTo = taken + k + 1
+					}
+				}
+			}
+			taken += len(recs)
+			if len(recs) > 0 {
+				lastTaken = recs[len(recs)-1].Position
+			}
+			if end {
+				// What was delivered goes on while ctx lasts; once it is
+				// done, acks and records can no longer reach Conduit.
+				ended, endErr, draining = true, err, true
+				halt = halt || f.ctx.Err() != nil
+			}
+			continue // now is read
+		case err := <-results:
+			busy = false
+			f.batch.Done()
+			worked += busyCount
+			if err != nil {
+				workErr, halt = err, true
+			}
+			settle()
+		case r := <-f.stops:
+			draining = true
+			s := pendingStop{stopRequest: r}
+			if len(r.last) > 0 && bytes.Equal(r.last, lastTaken) {
+				s.upTo = taken
+			}
+			stops = append(stops, s)
+			settle()
+		case <-drain:
+			drain, draining = nil, true
+		case <-f.acks.notice(): // acks came: a batch held back for them may go
+		case <-ctxDone:
+			ctxDone, halt = nil, true
+		case <-wake:
+		}
+		now = time.Now() // once per wake-up
+	}
+}
