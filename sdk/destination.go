@@ -20,9 +20,9 @@ import "context"
 // says how the contract was broken.
 //
 // Write is never called concurrently with itself, and never with an empty
-// slice. How many records one Write gets is the batching policy's
-// ([Batching]): whatever has arrived, up to its limits, while the previous
-// Write ran.
+// slice. How many records one Write gets is the batching policy's (the
+// sdk.batch.* parameters): whatever has arrived, up to its limits, while
+// the previous Write ran.
 type Destination interface {
 	Open(ctx context.Context) error
 	Write(ctx context.Context, records []Record) (n int, err error)

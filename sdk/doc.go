@@ -3,7 +3,8 @@
 // A connector is a standalone plugin binary that Conduit launches and drives
 // over gRPC. Its main function calls [Serve] with a [Connector]: a name, a
 // semantic version, and a [Source] or a [Destination] (or both), each built
-// by a factory from a config struct.
+// by a factory ([NewSource], [NewDestination]) from a config struct whose
+// field tags declare its parameters (package sdk/config).
 //
 // # Contracts
 //
@@ -23,61 +24,55 @@
 // records[n] itself cannot be written (bad data, a constraint): only it is
 // nacked, with the error and its position, and records[n+1:] go to a
 // following Write. [Retryable] means the system failed (a dropped
-// connection, a timeout, a deadlock): records[n:] are written again after
-// a jittered, growing backoff ([Retry]) and nacked, with an error that
-// says retries ran out, only if they never go through. This matters with a
-// dead-letter queue, where every nacked record lands with its nack's
-// error.
+// connection, a timeout, a deadlock): records[n:] are written again and
+// nacked, with an error that says retries ran out, only if they never go
+// through. This matters with a dead-letter queue, where every nacked
+// record lands with its nack's error.
 //
-// # Configuration
+// Retries follow the sdk.retry.* parameters: up to sdk.retry.attempts
+// times, after a wait that starts at sdk.retry.delay and doubles up to
+// sdk.retry.maxDelay, each drawn from its upper half so that connectors
+// that failed together do not retry together. The defaults (8, 100ms, 10s)
+// wait 11 to 23 s in all: long enough to ride out a deadlock, a dropped
+// connection or a failover, short enough that an outage surfaces as a
+// failed pipeline, which Conduit restarts with its own backoff. A retry
+// that writes a record starts the count afresh. Stop ends the current
+// wait and makes one last attempt at once; Teardown makes none.
 //
-// A connector's configuration is a Go struct whose field tags declare the
-// parameters: param (the name), default, desc and validate (required,
-// gt=N, lt=N, inclusion=a|b, exclusion=a|b, regex=EXPR):
+// # Batching
 //
-//	type Config struct {
-//		URL     string            `param:"url" validate:"required" desc:"Where to connect."`
-//		Batch   int               `param:"batch" default:"100" validate:"gt=0,lt=10001" desc:"Rows per statement."`
-//		Tables  []string          `param:"tables" desc:"Comma-separated tables to read."`
-//		Options map[string]string `param:"options.*" desc:"Driver options, e.g. options.sslmode."`
-//	}
+// Batches size themselves (group commit): whenever the destination is free
+// to write, or Conduit to take a source's next message, everything that has
+// arrived so far, up to sdk.batch.size records and sdk.batch.bytes bytes,
+// goes in one batch. Conduit's v2 engine takes a source's next message
+// only once it has acked the last: there, a due batch waits for those
+// acks, at most 10 ms and no longer than the last message took. An idle
+// pipeline writes each record at once, a busy one writes large batches,
+// and no batch waits for records that may not come unless sdk.batch.delay
+// says it may. What a plugin holds ahead of its connector is bounded (two
+// batches' worth; 2048 records and 8 MiB when the size and the bytes set
+// no limit): while it is full, the plugin stops receiving, and gRPC's flow
+// control pushes back on Conduit. Stop and Teardown write or send what is
+// held without waiting.
 //
-// Field types are strings, bools, integers, floats, time.Duration,
-// []string (comma-separated), map[string]string (a name ending in ".*"),
-// nested and embedded structs, and maps of structs; [ParseConfig] has the
-// full grammar and an example that uses all of it. The [Specification]
-// Conduit shows users is derived from the same struct, so it cannot go
-// stale, and [NewSource] and [NewDestination] parse and validate a
-// configuration once, before the connector is built. Every problem is
-// reported at once, each as a [*ParameterError] that names the parameter,
-// the value given and what was expected:
-//
-//	parameter "batch": got "0", expected between 1 and 10000
-//
-// Checks the tags cannot express, such as one parameter that depends on
-// another, go in a Validate method on the config struct ([Validator]),
-// whose errors are reported together with the tags'. The factory passed
-// to NewSource or NewDestination runs last, on a valid configuration, and
-// may refuse it with a [*ParameterError] too.
-//
-// # Batching, retries and middleware
+// # The sdk.* parameters
 //
 // Every connector has the sdk.* parameters that Conduit pipelines set on
 // any connector, with the same names, types, defaults and meanings as in
-// the incumbent Conduit SDK. Two are policies the plugin server runs:
-// [Batching] (sdk.batch.size, sdk.batch.delay, sdk.batch.bytes) decides
-// which records reach one Write and which travel in one message from a
-// source, and [Retry] (sdk.retry.*, which the incumbent does not have)
-// what a [Retryable] failure does. The others configure package
-// middleware's wrappers of a connector's calls: schema decoding and
-// encoding, record format and rate limit. A [Connector] may give its own
-// defaults for any group; a pipeline overrides them parameter by
-// parameter.
+// the incumbent Conduit SDK: batching and retries, which the plugin server
+// runs as policies, and schema decoding and encoding, record format and
+// rate limit, which package middleware's wrappers apply to each batch. A
+// [Connector] changes their defaults by name (SourceDefaults,
+// DestinationDefaults); a pipeline overrides them parameter by parameter.
 //
 // # Optional behaviour
 //
 // A source that needs acknowledgements implements [Acker]; one that can read
 // many records at once implements [BatchReader]. Connectors that
 // react to being created, updated or deleted implement [CreatedHook],
-// [UpdatedHook] or [DeletedHook]. Connector code logs through [Logger].
+// [UpdatedHook] or [DeletedHook]. A connector that wraps another (a fault
+// injector, say) returns it from an Unwrap method, as a Source or a
+// Destination, and the SDK finds the optional interfaces through it.
+// Connector code logs through [Logger] and learns the largest record Conduit
+// takes from [MaxRecordSize].
 package sdk

@@ -9,11 +9,9 @@ import (
 
 // Logger returns the logger for connector code running under ctx. Its
 // output reaches Conduit's log at the record's level, filtered by the level
-// Conduit set for the plugin. Outside a plugin it logs to stderr.
+// Conduit set for the plugin; Conduit's trace is slog.LevelDebug-4. Outside
+// a plugin it logs to stderr.
 func Logger(ctx context.Context) *slog.Logger { return logging.FromContext(ctx) }
-
-// LevelTrace is the level below slog.LevelDebug that Conduit calls trace.
-const LevelTrace = logging.LevelTrace
 
 // ContextWithLogger returns ctx carrying l, for tests that call connector
 // code directly and want to see what it logs.

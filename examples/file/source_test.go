@@ -149,13 +149,13 @@ func TestSourceErrors(t *testing.T) {
 	})
 	t.Run("a line longer than a record may be", func(t *testing.T) {
 		long := filepath.Join(dir, "long.txt")
-		appendFile(t, long, "short\n"+strings.Repeat("x", 1<<20+1)+"\n")
-		s := openSource(t, sdk.ContextWithMaxRecordSize(t.Context(), 1<<20), long, nil)
+		appendFile(t, long, "short\n"+strings.Repeat("x", 4<<20+1)+"\n")
+		s := openSource(t, t.Context(), long, nil) // Conduit's default limit, 4 MiB
 		if _, err := s.Read(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		_, err := s.Read(t.Context())
-		want := long + ": the line at offset 6 exceeds the limit of " + strconv.Itoa(1<<20) + " bytes"
+		want := long + ": the line at offset 6 exceeds the limit of " + strconv.Itoa(4<<20) + " bytes"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Read returned %v, want %q", err, want)
 		}

@@ -104,13 +104,7 @@ func TestSourceLongLines(t *testing.T) {
 		is.True(err != nil)
 		is.Equal(err.Error(), fmt.Sprintf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", path, offsets[2], 4<<20))
 	})
-	t.Run("the plugin's limit", func(t *testing.T) {
-		is := is.New(t)
-		got, err := read(sdk.ContextWithMaxRecordSize(t.Context(), 1<<20), 2)
-		is.Equal(len(got), 1)
-		is.True(err != nil)
-		is.True(strings.Contains(err.Error(), fmt.Sprintf("the line at offset %d exceeds the limit of %d bytes", offsets[1], 1<<20)))
-	})
+
 }
 
 // A line is as long as the limit, newline aside, and no longer; the end of

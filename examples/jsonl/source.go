@@ -38,7 +38,7 @@ type Source struct {
 // before the process that writes the file), so a missing file is logged as
 // a warning at Open, once, and looked for every poll.
 func NewSource(cfg SourceConfig) (*Source, error) {
-	return &Source{cfg: cfg, limit: sdk.DefaultMaxRecordSize}, nil
+	return &Source{cfg: cfg, limit: sdk.MaxRecordSize(context.Background())}, nil
 }
 
 // Open resumes after the line at position from, the offset it ends at. The

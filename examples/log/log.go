@@ -29,7 +29,7 @@ type Config struct {
 }
 
 var levels = map[string]slog.Level{
-	"trace": sdk.LevelTrace,
+	"trace": slog.LevelDebug - 4, // Conduit's trace
 	"debug": slog.LevelDebug,
 	"info":  slog.LevelInfo,
 	"warn":  slog.LevelWarn,

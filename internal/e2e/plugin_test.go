@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,6 +340,39 @@ func TestMaxReceiveSizeIsApplied(t *testing.T) {
 	is.NoErr(err)
 	large := runAndWrite(t, dst2, opencdc.Record{Position: opencdc.Position("large"), Payload: opencdc.Change{After: opencdc.RawData(make([]byte, 128<<10))}})
 	is.True(strings.Contains(large[0].Error, "larger than max")) // gRPC refused the message
+}
+
+// TestSourceLimitIsConduits: the record size limit Conduit gives a plugin
+// reaches its connector (sdk.MaxRecordSize): the jsonl source sends the
+// line within it and stops at the one beyond, naming the limit.
+func TestSourceLimitIsConduits(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	short := `{"id":1}` + "\n"
+	is.NoErr(os.WriteFile(path, []byte(short+`{"s":"`+strings.Repeat("x", 1<<20)+`"}`+"\n"), 0o644))
+	src, err := launch(t, "connkit-jsonl", host.Options{MaxReceiveSize: 1 << 20}).Source()
+	is.NoErr(err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"path": path}})
+	is.NoErr(err)
+	_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
+	is.NoErr(err)
+	stream := src.NewStream()
+	is.NoErr(src.Run(ctx, stream))
+	var got []opencdc.Record
+	for {
+		resp, err := stream.Client().Recv()
+		if err != nil {
+			is.True(strings.Contains(err.Error(), fmt.Sprintf("the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", len(short), 1<<20)))
+			break
+		}
+		got = append(got, resp.Records...)
+	}
+	is.Equal(len(got), 1)
+	is.Equal(string(got[0].Position), strconv.Itoa(len(short)))
+	_, err = src.Teardown(ctx, pconnector.SourceTeardownRequest{})
+	is.NoErr(err)
 }
 
 // TestPipelineOverTheProtocol runs generator → log through the host as both
