@@ -17,8 +17,9 @@ import (
 )
 
 // TestScaffold follows the path of an author who starts a connector with
-// `connkit new`: the command writes a module against this checkout (a
-// replace directive), its CI script (make test: go vet and the
+// `connkit new` as README shows it, run in this checkout: the command
+// writes a module against the checkout (a replace directive), its CI
+// script (make test: go vet and the
 // conformance suite under -race) passes as generated, make build builds
 // the plugin, whose specification is the README's table of parameters,
 // and real Conduit runs the module's own pipeline file with
@@ -44,11 +45,12 @@ func TestScaffold(t *testing.T) {
 		}
 		return time.Since(start)
 	}
-	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir, "-connkit", root)
+	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir)
 	testTime := step("the generated CI script", dir, "./.ci/run")
 	buildTime := step("make build", dir, "make", "build")
 
 	checkParametersTable(t, dir, filepath.Join(dir, "bin", "lines"), env)
+	checkRunUsesConduitFromMakeConduit(t, dir, env)
 
 	const lines = 1000
 	var input strings.Builder
@@ -130,5 +132,24 @@ func checkParametersTable(t *testing.T, dir, plugin string, env []string) {
 	yaml, err := os.ReadFile(filepath.Join(dir, "connector.yaml"))
 	if err != nil || !strings.Contains(string(yaml), "specification:") {
 		t.Errorf("make connector.yaml wrote no specification: %v\n%s", err, yaml)
+	}
+}
+
+// checkRunUsesConduitFromMakeConduit checks that the module's make run
+// starts Conduit from where connkit's make conduit builds it.
+func checkRunUsesConduitFromMakeConduit(t *testing.T, dir string, env []string) {
+	t.Helper()
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), ".cache")
+	}
+	cmd := exec.CommandContext(t.Context(), "make", "-n", "run")
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	if want := filepath.Join(cache, "connkit", "conduit-v0.14.0") + " run --connectors.path ./bin --pipelines.path ./pipelines"; !strings.Contains(string(out), want) {
+		t.Errorf("make run runs\n%s\nwant %s", out, want)
 	}
 }

@@ -1,9 +1,9 @@
 // Command connkit starts a new Conduit connector built with connkit.
 //
-//	go run github.com/connkit/connkit/sdk/cmd/connkit@latest new NAME [flags]
+//	go run ./sdk/cmd/connkit new NAME [flags]                                  (in a connkit checkout)
+//	go run github.com/connkit/connkit/sdk/cmd/connkit@VERSION new NAME [flags] (once connkit is published)
 //
-// (or without @latest inside a module that requires connkit) writes a Go
-// module in ./NAME with a working connector: a source that reads lines
+// writes a Go module with a working connector: a source that reads lines
 // from a file and a destination that appends records to a file as JSON
 // lines, a config struct for each, cmd/NAME serving them as a plugin,
 // connkit's conformance test on both, a Makefile (build, test, spec), a
@@ -14,10 +14,12 @@
 // # Flags
 //
 //	-module PATH   the module path; default NAME
-//	-dir DIR       where to write it, a missing or empty directory; default ./NAME
+//	-dir DIR       where to write it, a missing or empty directory; default ./NAME,
+//	               or NAME beside the checkout when run inside a connkit checkout
 //	-source        only a source
 //	-destination   only a destination
-//	-connkit DIR   require connkit from a local checkout (a replace directive)
+//	-connkit DIR   require connkit from a local checkout (a replace directive);
+//	               default: the checkout the command runs in, if any
 //
 // NAME is the connector's name (standalone:NAME in a pipeline), its Go
 // package and its command: lower-case letters, digits and underscores,
@@ -25,5 +27,6 @@
 //
 // The module requires connkit at the version this command was built from.
 // A command built from a checkout (version "(devel)") does not know one:
-// -connkit names the checkout instead.
+// the module requires the checkout instead, with a replace directive: the
+// checkout the command runs in, or the one -connkit names.
 package main

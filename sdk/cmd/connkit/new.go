@@ -85,27 +85,38 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if err := checkModulePath(opts.Module); err != nil {
 		return options{}, err
 	}
-	if opts.Dir == "" {
-		opts.Dir = opts.Name
-	}
-	if err := checkEmpty(opts.Dir); err != nil {
-		return options{}, err
-	}
 	if !opts.Source && !opts.Destination {
 		opts.Source, opts.Destination = true, true
 	}
 	opts.GoVersion = goVersion
-	if connkitDir != "" {
+	wd, err := os.Getwd()
+	if err != nil {
+		return options{}, err
+	}
+	// The checkout the command runs in, if any: a build from it requires
+	// it, and the new module is not written inside it.
+	here := findCheckout(wd)
+	bi, _ := debug.ReadBuildInfo()
+	switch opts.ConnkitVersion = builtVersion(bi); {
+	case connkitDir != "":
 		dir, err := checkCheckout(connkitDir)
 		if err != nil {
 			return options{}, err
 		}
 		opts.ConnkitDir, opts.ConnkitVersion = dir, develVersion
-		return opts, nil
+	case opts.ConnkitVersion == "" && here != "":
+		opts.ConnkitDir, opts.ConnkitVersion = here, develVersion
+	case opts.ConnkitVersion == "":
+		return options{}, errors.New("this connkit command was not built from a released connkit (but from a checkout, or a replaced requirement), so it does not know which version to require: run it inside a connkit checkout, or pass -connkit with the directory of one")
 	}
-	bi, _ := debug.ReadBuildInfo()
-	if opts.ConnkitVersion = builtVersion(bi); opts.ConnkitVersion == "" {
-		return options{}, errors.New("this connkit command was not built from a released connkit (but from a checkout, or a replaced requirement), so it does not know which version to require: pass -connkit with the directory of a connkit checkout")
+	if opts.Dir == "" {
+		opts.Dir = opts.Name
+		if here != "" {
+			opts.Dir = filepath.Join(filepath.Dir(here), opts.Name) // beside the checkout
+		}
+	}
+	if err := checkEmpty(opts.Dir); err != nil {
+		return options{}, err
 	}
 	return opts, nil
 }

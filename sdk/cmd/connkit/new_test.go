@@ -77,22 +77,34 @@ func TestOneNameFlagsBeforeOrAfterIt(t *testing.T) {
 	}
 }
 
+// A test binary is a development build of connkit, run inside the
+// checkout: the new module requires that checkout, and is written beside
+// it rather than inside it.
 func TestDefaults(t *testing.T) {
 	is := is.New(t)
-	opts, err := parseOptions([]string{"lines", "-connkit", "../../.."}, io.Discard)
+	root, err := filepath.Abs("../../..")
+	is.NoErr(err)
+	opts, err := parseOptions([]string{"lines"}, io.Discard)
 	is.NoErr(err)
 	is.Equal(opts.Module, "lines")
-	is.Equal(opts.Dir, "lines")
+	is.Equal(opts.Dir, filepath.Join(filepath.Dir(root), "lines"))
 	is.True(opts.Source && opts.Destination) // both roles
-	is.True(filepath.IsAbs(opts.ConnkitDir))
+	is.Equal(opts.ConnkitDir, root)
+
+	t.Chdir(t.TempDir()) // outside a checkout, -connkit names one
+	opts, err = parseOptions([]string{"lines", "-connkit", root}, io.Discard)
+	is.NoErr(err)
+	is.Equal(opts.Dir, "lines")
+	is.Equal(opts.ConnkitDir, root)
 }
 
-// A test binary is a development build of connkit: it knows no version
-// to require, and says so.
+// A development build run outside a checkout knows no version to require,
+// and says so.
 func TestDevelopmentBuildNeedsACheckout(t *testing.T) {
+	t.Chdir(t.TempDir())
 	err := newArgs("lines", "-dir", t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "pass -connkit") {
-		t.Fatalf("connkit new from a development build without -connkit: %v, want an error asking for -connkit", err)
+	if err == nil || !strings.Contains(err.Error(), "run it inside a connkit checkout, or pass -connkit") {
+		t.Fatalf("connkit new from a development build outside a checkout: %v, want an error asking for one", err)
 	}
 }
 

@@ -59,3 +59,17 @@ func checkCheckout(dir string) (string, error) {
 	}
 	return abs, nil
 }
+
+// findCheckout returns the connkit checkout that dir is in, or "".
+func findCheckout(dir string) string {
+	for {
+		if root, err := checkCheckout(dir); err == nil {
+			return root
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
