@@ -19,13 +19,13 @@ import (
 // TestScaffold follows the path of an author who starts a connector with
 // `connkit new` as README shows it, run in this checkout: the command
 // writes a module against the checkout (a replace directive), its CI
-// script (make test: go vet and the
-// conformance suite under -race) passes as generated, make build builds
-// the plugin, whose specification is the README's table of parameters,
-// and real Conduit runs the module's own pipeline file with
-// it: the new source reads input.txt, the new destination appends every
-// line, in order, to output.jsonl as an OpenCDC JSON record. It logs how
-// long each step took. The checkout is only read.
+// script (make test: go vet and the conformance suite under -race) passes
+// as generated, make build builds the plugin, whose specification is the
+// README's table of parameters, make run would start Conduit from where
+// make conduit builds it, and real Conduit runs the module's own pipeline
+// file with it: the new source reads input.txt, the new destination
+// appends every line, in order, to output.jsonl as an OpenCDC JSON record.
+// It logs how long each step took. The checkout is only read.
 func TestScaffold(t *testing.T) {
 	conduitPath := conduitBin(t)
 	is := is.New(t)
