@@ -11,13 +11,10 @@ package file
 
 import "github.com/connkit/connkit/sdk"
 
-// Version is the connector's version.
-var Version = "v0.1.0"
-
 // Connector is the file plugin: both a source and a destination.
 var Connector = sdk.Connector{
 	Name:        "file",
-	Version:     Version,
+	Version:     "v0.1.0",
 	Summary:     "Reads the lines of a file as it grows, and appends records to a file.",
 	Description: "The source waits for the file if it does not exist yet, then reads it from the start, or from where it stopped, and follows it as it grows: each line is a create record whose key is the line's number and whose payload is the line. The destination creates the file if it does not exist and appends each record to it as one line, in the record format (OpenCDC JSON unless sdk.record.format says otherwise).",
 	Author:      "connkit",

@@ -1,7 +1,7 @@
 package file_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,25 +41,22 @@ func TestSource(t *testing.T) {
 // readRecords parses each line of the file at path as a record in
 // OpenCDC JSON.
 func readRecords(path string) ([]sdk.Record, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var out []sdk.Record
-	s := bufio.NewScanner(f)
-	s.Buffer(nil, 16<<20)
-	for n := 1; s.Scan(); n++ {
+	for line := range bytes.Lines(data) {
 		var r sdk.Record
-		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
-			return out, fmt.Errorf("%s:%d: %w", path, n, err)
+		if err := json.Unmarshal(line, &r); err != nil {
+			return out, fmt.Errorf("%s:%d: %w", path, len(out)+1, err)
 		}
 		out = append(out, r)
 	}
-	return out, s.Err()
+	return out, nil
 }
 
 // writeLines appends the lines "line <from>" … "line <to-1>" to the file

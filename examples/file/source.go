@@ -73,7 +73,6 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 
 // Read returns the next line's record, waiting for it until ctx is done.
 func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
-	var wait *time.Timer
 	for {
 		line, ok, err := s.tail.next()
 		if err != nil {
@@ -83,16 +82,10 @@ func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
 			s.lines++
 			return s.record(line), nil
 		}
-		if wait == nil {
-			wait = time.NewTimer(poll)
-			defer wait.Stop()
-		} else {
-			wait.Reset(poll)
-		}
 		select {
 		case <-ctx.Done():
 			return sdk.Record{}, ctx.Err()
-		case <-wait.C:
+		case <-time.After(poll):
 		}
 	}
 }

@@ -2,9 +2,11 @@ package file
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -14,9 +16,9 @@ import (
 type tail struct {
 	path   string
 	f      *os.File
-	r      *bufio.Reader
-	offset int64 // where the next line starts
-	limit  int   // the longest line, in bytes, newline aside
+	lines  *bufio.Scanner // f's lines from offset on
+	offset int64          // where the next line starts
+	limit  int            // the longest line, in bytes, newline aside
 }
 
 // open opens the file at the offset, unless it is open; ok is false if it
@@ -32,12 +34,20 @@ func (t *tail) open() (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+	if err := t.readFrom(f); err != nil {
 		f.Close()
 		return false, err
 	}
-	t.f, t.r = f, bufio.NewReaderSize(f, 64<<10)
 	return true, nil
+}
+
+// readFrom reads f's lines from the offset on.
+func (t *tail) readFrom(f *os.File) error {
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return err
+	}
+	t.f, t.lines = f, lines(f, t.limit)
+	return nil
 }
 
 // next returns the next whole line without its newline; ok is false when
@@ -47,15 +57,16 @@ func (t *tail) next() (line []byte, ok bool, err error) {
 	if ok, err := t.open(); !ok {
 		return nil, false, err
 	}
-	b, err := readLine(t.r, t.limit)
-	switch {
-	case errors.Is(err, errLineTooLong):
-		return nil, false, fmt.Errorf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", t.path, t.offset, t.limit)
-	case errors.Is(err, io.EOF):
+	if !t.lines.Scan() {
+		switch err := t.lines.Err(); {
+		case errors.Is(err, bufio.ErrTooLong):
+			return nil, false, fmt.Errorf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", t.path, t.offset, t.limit)
+		case err != nil:
+			return nil, false, err
+		}
 		return nil, false, t.rewind()
-	case err != nil:
-		return nil, false, err
 	}
+	b := t.lines.Bytes()
 	t.offset += int64(len(b))
 	return b[:len(b)-1], true, nil
 }
@@ -71,11 +82,7 @@ func (t *tail) rewind() error {
 	if info.Size() < t.offset {
 		return fmt.Errorf("%s is %d bytes long, shorter than the %d bytes read: was it truncated? Start the source from the beginning (a new connector) to read it again", t.path, info.Size(), t.offset)
 	}
-	if _, err := t.f.Seek(t.offset, io.SeekStart); err != nil {
-		return err
-	}
-	t.r.Reset(t.f)
-	return nil
+	return t.readFrom(t.f)
 }
 
 // close closes the file, if it was opened.
@@ -86,29 +93,19 @@ func (t *tail) close() error {
 	return t.f.Close()
 }
 
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line with its newline, or what there is of it
-// with io.EOF when the file ends first. A line whose length, newline
-// aside, exceeds limit is errLineTooLong, found as soon as more than limit
-// bytes of it are read. The line is valid until the next read from r.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var long []byte // the line so far, once it outgrows r's buffer
-	for {
-		b, err := r.ReadSlice('\n')
-		if long != nil || errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, b...) // copied before r reads again
-			b = long
+// lines returns a scanner of r's whole lines, each with its newline. A
+// line whose length, newline aside, exceeds limit stops it with
+// bufio.ErrTooLong, found as soon as more than limit bytes of it are
+// read. What follows the last newline is no line: the scanner stops
+// there, without an error.
+func lines(r io.Reader, limit int) *bufio.Scanner {
+	s := bufio.NewScanner(r)
+	s.Buffer(nil, min(limit, math.MaxInt-1)+1) // a line and its newline
+	s.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			return i + 1, data[:i+1], nil
 		}
-		n := len(b)
-		if err == nil {
-			n-- // the newline
-		}
-		if n > limit {
-			return nil, errLineTooLong
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return b, err
-		}
-	}
+		return 0, nil, nil
+	})
+	return s
 }

@@ -15,14 +15,10 @@ import (
 	"github.com/connkit/connkit/sdk"
 )
 
-// Version is the connector's version, set at build time with
-// -ldflags "-X github.com/connkit/connkit/examples/generator.Version=v1.2.3".
-var Version = "v0.1.0"
-
 // Connector is the generator plugin.
 var Connector = sdk.Connector{
 	Name:        "generator",
-	Version:     Version,
+	Version:     "v0.1.0",
 	Summary:     "Generates records: raw JSON, structured data or a file's contents.",
 	Description: "A source for trying out pipelines and for benchmarks. Positions are sequence numbers, so a restarted pipeline resumes after the last acknowledged record.",
 	Author:      "connkit",

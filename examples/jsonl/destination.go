@@ -100,7 +100,6 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 		return 0, d.broken
 	}
 	d.buf.Reset()
-	ends := make([]int, 0, len(records))
 	var encErr error
 	for _, r := range records {
 		b, err := encode(r)
@@ -110,17 +109,12 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 		}
 		d.buf.Write(b)
 		d.buf.WriteByte('\n')
-		ends = append(ends, d.buf.Len())
 	}
 	written, werr := d.f.Write(d.buf.Bytes())
-	n := 0
-	for n < len(ends) && ends[n] <= written {
-		n++
-	}
-	whole := 0
-	if n > 0 {
-		whole = ends[n-1]
-	}
+	// Each record is one line: encode's JSON has no newline in it.
+	done := d.buf.Bytes()[:written]
+	n := bytes.Count(done, []byte{'\n'})         // the records written whole
+	whole := bytes.LastIndexByte(done, '\n') + 1 // their bytes
 	if written > whole {
 		if err := d.cut(d.size + int64(whole)); err != nil {
 			return 0, fmt.Errorf("write %s: %w; cutting off the torn line: %w", d.cfg.Path, werr, err)

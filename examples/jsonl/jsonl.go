@@ -10,13 +10,10 @@ import (
 	"github.com/connkit/connkit/sdk"
 )
 
-// Version is the connector's version.
-var Version = "v0.1.0"
-
 // Connector is the jsonl plugin: both a source and a destination.
 var Connector = sdk.Connector{
 	Name:        "jsonl",
-	Version:     Version,
+	Version:     "v0.1.0",
 	Summary:     "Reads and writes records as JSON lines in a file.",
 	Description: "The destination appends each record to a file as one line of JSON and syncs the file before acknowledging. The source reads such a file from the start, or from where it stopped, and follows it as it grows.",
 	Author:      "connkit",

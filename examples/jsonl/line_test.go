@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,9 +106,9 @@ func TestSourceLongLines(t *testing.T) {
 
 }
 
-// A line is as long as the limit, newline aside, and no longer; the end of
-// the file ends a line that has no newline yet.
-func TestReadLine(t *testing.T) {
+// A line is as long as the limit, newline aside, and no longer; what
+// follows the last newline is no line yet.
+func TestLines(t *testing.T) {
 	for _, tt := range []struct {
 		in      string
 		limit   int
@@ -117,17 +116,20 @@ func TestReadLine(t *testing.T) {
 		wantErr error
 	}{
 		{"abcd\n", 4, "abcd\n", nil},
-		{"abcde\n", 4, "", errLineTooLong},
-		{"abcd", 4, "abcd", io.EOF},
-		{"abcde", 4, "", errLineTooLong},
-		{strings.Repeat("x", 40) + "\n", 40, strings.Repeat("x", 40) + "\n", nil}, // longer than the buffer
-		{strings.Repeat("x", 41) + "\n", 40, "", errLineTooLong},
+		{"abcde\n", 4, "", bufio.ErrTooLong},
+		{"abcd", 4, "", nil},
+		{"abcde", 4, "", bufio.ErrTooLong},
+		{strings.Repeat("x", 40) + "\n", 40, strings.Repeat("x", 40) + "\n", nil},
+		{strings.Repeat("x", 41) + "\n", 40, "", bufio.ErrTooLong},
+		{strings.Repeat("x", 5000) + "\n", 5000, strings.Repeat("x", 5000) + "\n", nil}, // longer than the first buffer
+		{strings.Repeat("x", 5001) + "\n", 5000, "", bufio.ErrTooLong},
 		{strings.Repeat("x", 30) + "\nnext", 40, strings.Repeat("x", 30) + "\n", nil},
 	} {
 		is := is.New(t)
-		got, err := readLine(bufio.NewReaderSize(strings.NewReader(tt.in), 16), tt.limit)
-		is.Equal(err, tt.wantErr)
-		is.Equal(string(got), tt.want)
+		s := lines(strings.NewReader(tt.in), tt.limit)
+		is.Equal(s.Scan(), tt.want != "")
+		is.Equal(s.Err(), tt.wantErr)
+		is.Equal(string(s.Bytes()), tt.want)
 	}
 }
 

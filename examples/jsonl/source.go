@@ -2,10 +2,12 @@ package jsonl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -25,9 +27,9 @@ type SourceConfig struct {
 type Source struct {
 	cfg    SourceConfig
 	f      *os.File
-	r      *bufio.Reader
-	offset int64 // after the last line read
-	limit  int   // the longest line, in bytes, newline aside
+	lines  *bufio.Scanner // f's lines from offset on
+	offset int64          // after the last line read
+	limit  int            // the longest line, in bytes, newline aside
 	// missing is set while the file does not exist, so that its appearance
 	// is logged as its absence was.
 	missing bool
@@ -79,7 +81,6 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 // Read returns the next line's record, waiting for it at the end of the
 // file until ctx is done.
 func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
-	var wait *time.Timer
 	for {
 		rec, ok, err := s.next()
 		if s.missing && s.f != nil {
@@ -89,16 +90,10 @@ func (s *Source) Read(ctx context.Context) (sdk.Record, error) {
 		if ok || err != nil {
 			return rec, err
 		}
-		if wait == nil {
-			wait = time.NewTimer(s.cfg.Poll)
-			defer wait.Stop()
-		} else {
-			wait.Reset(s.cfg.Poll)
-		}
 		select {
 		case <-ctx.Done():
 			return sdk.Record{}, ctx.Err()
-		case <-wait.C:
+		case <-time.After(s.cfg.Poll):
 		}
 	}
 }
@@ -113,28 +108,23 @@ func (s *Source) next() (rec sdk.Record, ok bool, err error) {
 		if err != nil {
 			return sdk.Record{}, false, err
 		}
-		if _, err := f.Seek(s.offset, io.SeekStart); err != nil {
+		if err := s.readFrom(f); err != nil {
 			f.Close()
 			return sdk.Record{}, false, err
 		}
-		s.f, s.r = f, bufio.NewReaderSize(f, 64<<10)
 	}
 	at := s.offset
-	b, err := readLine(s.r, s.limit)
-	if errors.Is(err, errLineTooLong) {
-		return sdk.Record{}, false, fmt.Errorf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", s.cfg.Path, at, s.limit)
-	}
-	if errors.Is(err, io.EOF) {
-		// A partial line is read again once it is complete.
-		if _, err := s.f.Seek(s.offset, io.SeekStart); err != nil {
+	if !s.lines.Scan() {
+		switch err := s.lines.Err(); {
+		case errors.Is(err, bufio.ErrTooLong):
+			return sdk.Record{}, false, fmt.Errorf("%s: the line at offset %d exceeds the limit of %d bytes, the plugin's record size limit", s.cfg.Path, at, s.limit)
+		case err != nil:
 			return sdk.Record{}, false, err
 		}
-		s.r.Reset(s.f)
-		return sdk.Record{}, false, nil
+		// A partial line is read again once it is complete.
+		return sdk.Record{}, false, s.readFrom(s.f)
 	}
-	if err != nil {
-		return sdk.Record{}, false, err
-	}
+	b := s.lines.Bytes()
 	s.offset += int64(len(b))
 	rec, err = decode(b)
 	if err != nil {
@@ -157,29 +147,28 @@ func (s *Source) Teardown(context.Context) error {
 	return s.f.Close()
 }
 
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line with its newline, or what there is of it
-// with io.EOF when the file ends first. A line whose length, newline
-// aside, exceeds limit is errLineTooLong, found as soon as more than limit
-// bytes of it are read. The line is valid until the next read from r.
-func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var long []byte // the line so far, once it outgrows r's buffer
-	for {
-		b, err := r.ReadSlice('\n')
-		if long != nil || errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, b...) // b is r's: copied before r reads again
-			b = long
-		}
-		n := len(b)
-		if err == nil {
-			n-- // the newline
-		}
-		if n > limit {
-			return nil, errLineTooLong
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return b, err
-		}
+// readFrom reads f's lines from the offset on.
+func (s *Source) readFrom(f *os.File) error {
+	if _, err := f.Seek(s.offset, io.SeekStart); err != nil {
+		return err
 	}
+	s.f, s.lines = f, lines(f, s.limit)
+	return nil
+}
+
+// lines returns a scanner of r's whole lines, each with its newline. A
+// line whose length, newline aside, exceeds limit stops it with
+// bufio.ErrTooLong, found as soon as more than limit bytes of it are
+// read. What follows the last newline is no line: the scanner stops
+// there, without an error.
+func lines(r io.Reader, limit int) *bufio.Scanner {
+	s := bufio.NewScanner(r)
+	s.Buffer(nil, min(limit, math.MaxInt-1)+1) // a line and its newline
+	s.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			return i + 1, data[:i+1], nil
+		}
+		return 0, nil, nil
+	})
+	return s
 }

@@ -10,13 +10,10 @@ import (
 	"github.com/connkit/connkit/sdk"
 )
 
-// Version is the connector's version, set at build time with -ldflags -X.
-var Version = "v0.1.0"
-
 // Connector is the log plugin.
 var Connector = sdk.Connector{
 	Name:        "log",
-	Version:     Version,
+	Version:     "v0.1.0",
 	Summary:     "Logs every record it receives.",
 	Description: "Writes each record, as Record.Bytes gives it (OpenCDC JSON unless a record format is set), to the plugin's log at the configured level. Conduit shows it when its own log level lets that level through.",
 	Author:      "connkit",

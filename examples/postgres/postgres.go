@@ -65,13 +65,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Version is the connector's version, set at build time with -ldflags -X.
-var Version = "v0.1.0"
-
 // Connector is the postgres plugin.
 var Connector = sdk.Connector{
 	Name:        "postgres",
-	Version:     Version,
+	Version:     "v0.1.0",
 	Summary:     "Reads PostgreSQL tables (snapshot, then changes through logical replication) and writes records to them.",
 	Description: "Source: a consistent snapshot of the tables in key order, then their inserts, updates and deletes through logical replication (pgoutput), resumable from any acknowledged position. Destination: creates, snapshots and updates upsert on the key (a plain insert when a record has no key); deletes delete by key. Structured payloads and raw JSON objects map to columns by name. Consecutive records for the same table and operation are written with one statement.",
 	Author:      "connkit",

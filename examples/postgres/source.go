@@ -148,16 +148,13 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 				return s.errorf("drop the replication slot to start over: %s", err)
 			}
 		}
-		created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, "pgoutput",
-			pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+		exported, err := s.createSlot(ctx, "EXPORT_SNAPSHOT")
 		if err != nil {
-			return s.errorf("create replication slot: %s", err)
+			return err
 		}
-		lsn, _ := pglogrepl.ParseLSN(created.ConsistentPoint)
-		s.confirmed.Store(uint64(lsn))
 		// The exported snapshot lives until the replication connection runs
 		// its next command, so it is imported before anything else.
-		if err := s.beginSnapshot(ctx, created.SnapshotName); err != nil {
+		if err := s.beginSnapshot(ctx, exported); err != nil {
 			return err
 		}
 		_, view, err := s.snapshotView(ctx)
@@ -170,13 +167,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		s.snap = &snapshotFrom{}
 	case from == nil:
 		if !slot.exists {
-			created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, "pgoutput",
-				pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
-			if err != nil {
-				return s.errorf("create replication slot: %s", err)
+			if _, err := s.createSlot(ctx, "NOEXPORT_SNAPSHOT"); err != nil {
+				return err
 			}
-			lsn, _ := pglogrepl.ParseLSN(created.ConsistentPoint)
-			s.confirmed.Store(uint64(lsn))
 		}
 	case pos.snapshot():
 		// The slot's own snapshot is gone with the connection that created
@@ -239,6 +232,20 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		}
 	}()
 	return nil
+}
+
+// createSlot creates the replication slot, exporting a snapshot or not as
+// snapshotAction (EXPORT_SNAPSHOT, NOEXPORT_SNAPSHOT) says, and takes its
+// consistent point as confirmed. It returns the exported snapshot's name.
+func (s *Source) createSlot(ctx context.Context, snapshotAction string) (string, error) {
+	created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: snapshotAction})
+	if err != nil {
+		return "", s.errorf("create replication slot: %s", err)
+	}
+	lsn, _ := pglogrepl.ParseLSN(created.ConsistentPoint)
+	s.confirmed.Store(uint64(lsn))
+	return created.SnapshotName, nil
 }
 
 // read copies the snapshot, if one is due, then streams changes, until ctx

@@ -498,25 +498,7 @@ func BenchmarkSourceSnapshot(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		src, err := Connector.Source.New(map[string]string{"url": url, "tables": "items", "slot.name": fmt.Sprintf("bench_%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := src.Open(b.Context(), nil); err != nil {
-			b.Fatal(err)
-		}
-		s := src.(*Source)
-		for n := 0; n < rows; {
-			recs, err := s.ReadBatch(b.Context(), 1000)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += len(recs)
-		}
-		src.Teardown(context.Background())
-		if err := s.OnDeleted(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		benchRead(b, map[string]string{"url": url, "tables": "items", "slot.name": fmt.Sprintf("bench_%d", i)}, rows, func() {})
 	}
 	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "records/s")
 }
@@ -528,32 +510,42 @@ func BenchmarkSourceChanges(b *testing.B) {
 	b.ReportAllocs()
 	var elapsed time.Duration
 	for i := range b.N {
-		src, err := Connector.Source.New(map[string]string{"url": url, "tables": "items", "snapshot.mode": "never", "slot.name": fmt.Sprintf("bench_%d", i)})
+		elapsed += benchRead(b, map[string]string{"url": url, "tables": "items", "snapshot.mode": "never", "slot.name": fmt.Sprintf("bench_%d", i)}, rows, func() {
+			if _, err := conn.Exec(b.Context(), fmt.Sprintf(`TRUNCATE items; INSERT INTO items SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(1, %d) i`, rows)); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "records/s")
+}
+
+// benchRead opens a source with settings and runs write, then reads rows
+// records in batches of 1000 and returns how long the reading took. It
+// tears the source down and drops its slot before it returns.
+func benchRead(b *testing.B, settings map[string]string, rows int, write func()) time.Duration {
+	src, err := Connector.Source.New(settings)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := src.Open(b.Context(), nil); err != nil {
+		b.Fatal(err)
+	}
+	write()
+	start := time.Now()
+	s := src.(*Source)
+	for n := 0; n < rows; {
+		recs, err := s.ReadBatch(b.Context(), 1000)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := src.Open(b.Context(), nil); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := conn.Exec(b.Context(), fmt.Sprintf(`TRUNCATE items; INSERT INTO items SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(1, %d) i`, rows)); err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		s := src.(*Source)
-		for n := 0; n < rows; {
-			recs, err := s.ReadBatch(b.Context(), 1000)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += len(recs)
-		}
-		elapsed += time.Since(start)
-		src.Teardown(context.Background())
-		if err := s.OnDeleted(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		n += len(recs)
 	}
-	b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "records/s")
+	elapsed := time.Since(start)
+	src.Teardown(context.Background())
+	if err := s.OnDeleted(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return elapsed
 }
 
 func TestSourceNames(t *testing.T) {

@@ -46,6 +46,26 @@ func BenchmarkUpsertStrategies(b *testing.B) {
 			b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+	// staged copies a batch into a temporary staging table with copyIn and
+	// upserts from there, in one transaction.
+	staged := func(b *testing.B, copyIn func(pgx.Tx) error) {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS stage (LIKE bench) ON COMMIT DELETE ROWS`); err != nil {
+			b.Fatal(err)
+		}
+		if err := copyIn(tx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO bench SELECT * FROM stage ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, n = EXCLUDED.n`); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.Run("copy into staging", func(b *testing.B) {
 		values := make([][]any, rows)
 		for b.Loop() {
@@ -53,22 +73,10 @@ func BenchmarkUpsertStrategies(b *testing.B) {
 				next++
 				values[i] = []any{next, "row", "a text column of moderate length", int32(next % 1000)}
 			}
-			tx, err := conn.Begin(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS stage (LIKE bench) ON COMMIT DELETE ROWS`); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage"}, []string{"id", "a", "b", "n"}, pgx.CopyFromRows(values)); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO bench SELECT * FROM stage ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, n = EXCLUDED.n`); err != nil {
-				b.Fatal(err)
-			}
-			if err := tx.Commit(ctx); err != nil {
-				b.Fatal(err)
-			}
+			staged(b, func(tx pgx.Tx) error {
+				_, err := tx.CopyFrom(ctx, pgx.Identifier{"stage"}, []string{"id", "a", "b", "n"}, pgx.CopyFromRows(values))
+				return err
+			})
 		}
 		b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
 	})
@@ -83,22 +91,10 @@ func BenchmarkUpsertStrategies(b *testing.B) {
 				buf.WriteString(strconv.FormatInt(next%1000, 10))
 				buf.WriteByte('\n')
 			}
-			tx, err := conn.Begin(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS stage (LIKE bench) ON COMMIT DELETE ROWS`); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Conn().PgConn().CopyFrom(ctx, &buf, `COPY stage (id, a, b, n) FROM STDIN`); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO bench SELECT * FROM stage ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, n = EXCLUDED.n`); err != nil {
-				b.Fatal(err)
-			}
-			if err := tx.Commit(ctx); err != nil {
-				b.Fatal(err)
-			}
+			staged(b, func(tx pgx.Tx) error {
+				_, err := tx.Conn().PgConn().CopyFrom(ctx, &buf, `COPY stage (id, a, b, n) FROM STDIN`)
+				return err
+			})
 		}
 		b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
 	})
