@@ -88,6 +88,17 @@ func (f Factory[T]) New(raw map[string]string) (T, error) {
 	return f.build(raw, nil)
 }
 
+// configure builds the connector from raw, the configuration Conduit
+// sends, with the connector's defaults, and fills settings, the SDK's
+// sdk.* parameters, in the same call.
+func (f Factory[T]) configure(raw, defaults map[string]string, settings any) (T, error) {
+	if err := f.check(); err != nil {
+		var t T
+		return t, err
+	}
+	return f.build(withDefaults(raw, defaults), settings)
+}
+
 func (f Factory[T]) isSet() bool { return f.build != nil || f.err != nil }
 
 func (f Factory[T]) check() error {

@@ -47,11 +47,8 @@ func (s served) Specification() pconnector.Specification { return s.spec }
 // SDK's middleware, and its batching policy. Errors name every parameter
 // at fault.
 func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
-	if err := s.c.Source.check(); err != nil {
-		return plugin.Source{}, err
-	}
 	var settings sourceSettings
-	src, err := s.c.Source.build(withDefaults(raw, s.c.SourceDefaults), &settings)
+	src, err := s.c.Source.configure(raw, s.c.SourceDefaults, &settings)
 	if err != nil {
 		return plugin.Source{}, err
 	}
@@ -94,11 +91,8 @@ func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
 // its writes are wrapped in the SDK's middleware, and its retry policy and
 // the classifier of its errors resolved too.
 func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
-	if err := s.c.Destination.check(); err != nil {
-		return plugin.Destination{}, err
-	}
 	var settings destinationSettings
-	dst, err := s.c.Destination.build(withDefaults(raw, s.c.DestinationDefaults), &settings)
+	dst, err := s.c.Destination.configure(raw, s.c.DestinationDefaults, &settings)
 	if err != nil {
 		return plugin.Destination{}, err
 	}

@@ -54,7 +54,7 @@ func crashDestination(t *testing.T, bug string, delivery Delivery) *results {
 	return runDestinationSuite(t, DestinationSuite{
 		Connector: destinationConnector(destinationOK, &store{}),
 		Config:    map[string]string{"bug": bug, "path": path},
-		Plugin:    "./internal/brokenplugin",
+		Plugin:    "./testdata/brokenplugin",
 		ReadBack:  readLines(path),
 		Delivery:  delivery,
 		Crash:     Crashes{Records: 120},
@@ -67,7 +67,7 @@ func crashSource(t *testing.T, bug string) *results {
 	return runSourceSuite(t, SourceSuite{
 		Connector: sourceConnector(sourceOK, nil),
 		Config:    map[string]string{"bug": bug},
-		Plugin:    "./internal/brokenplugin",
+		Plugin:    "./testdata/brokenplugin",
 		Crash:     Crashes{Records: 60},
 		Skip:      onlyCrashRead,
 	})
@@ -111,11 +111,11 @@ func TestCrashWrite(t *testing.T) {
 	})
 	t.Run("without ReadBack it is skipped", func(t *testing.T) {
 		is := is.New(t)
-		res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, &store{}), Plugin: "./internal/brokenplugin", Config: map[string]string{"bug": "none"}, Skip: onlyCrashWrite})
+		res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, &store{}), Plugin: "./testdata/brokenplugin", Config: map[string]string{"bug": "none"}, Skip: onlyCrashWrite})
 		is.True(strings.Contains(res.skipped["Suite/Plugin/Crash/Write"], "set DestinationSuite.ReadBack"))
 	})
 	t.Run("bad kill points are named", func(t *testing.T) {
-		res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, &store{}), Plugin: "./internal/brokenplugin",
+		res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, &store{}), Plugin: "./testdata/brokenplugin",
 			Config: map[string]string{"bug": "none"}, ReadBack: readLines(filepath.Join(t.TempDir(), "f")), Crash: Crashes{Records: 20, At: []int{10, 5}}, Skip: onlyCrashWrite})
 		res.mustFail(t, "Plugin/Crash/Write", "DestinationSuite.Crash.At[1] = 5: want increasing record counts between 1 and Crash.Records-1 (19)")
 	})

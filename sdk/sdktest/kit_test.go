@@ -221,14 +221,14 @@ func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
 func TestPluginModeFindsBugsInTheBinary(t *testing.T) {
 	t.Run("source", func(t *testing.T) {
 		is := is.New(t)
-		res := runSourceSuite(t, SourceSuite{Connector: sourceConnector(sourceOK, nil), Records: 10, Plugin: "./internal/brokenplugin"})
+		res := runSourceSuite(t, SourceSuite{Connector: sourceConnector(sourceOK, nil), Records: 10, Plugin: "./testdata/brokenplugin"})
 		checks, messages := res.failures("Resume")
 		is.Equal(checks, []string{"Suite/Plugin/Resume"}) // in process it resumes, the binary does not
 		is.True(strings.Contains(messages, "again, which was acknowledged before the restart"))
 	})
 	t.Run("destination", func(t *testing.T) {
 		is := is.New(t)
-		res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, &store{}), Records: 10, Plugin: "./internal/brokenplugin"})
+		res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationOK, &store{}), Records: 10, Plugin: "./testdata/brokenplugin"})
 		checks, messages := res.failures("Batching/Size")
 		is.Equal(checks, []string{"Suite/Plugin/Batching/Size"})
 		is.True(strings.Contains(messages, "broke the Write contract"))
