@@ -1,14 +1,12 @@
 package sdk
 
 import (
-	"cmp"
 	"context"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/middleware/format"
 	"github.com/connkit/connkit/sdk/config"
 )
 
@@ -52,17 +50,6 @@ func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
 	if err != nil {
 		return plugin.Source{}, err
 	}
-	schemas := settings.Schema
-	var subjects middleware.Subjects
-	if schemas.Key {
-		subjects.Key = schemas.KeySubject
-	}
-	if schemas.Payload {
-		subjects.Payload = schemas.PayloadSubject
-	}
-	if schemas.Context {
-		subjects.Context = cmp.Or(schemas.ContextName, s.connectorID)
-	}
 	read := func(ctx context.Context, _ int) ([]Record, error) {
 		rec, err := src.Read(ctx)
 		if err != nil {
@@ -80,7 +67,7 @@ func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
 	}
 	return plugin.Source{
 		Calls:   callsOf(src, src.Open, src.Teardown),
-		Read:    middleware.EncodeSchemas(subjects)(read),
+		Read:    middleware.EncodeSchemas(settings.subjects(s.connectorID))(read),
 		Batched: batched,
 		Ack:     ack,
 		Batch:   batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
@@ -96,17 +83,9 @@ func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination,
 	if err != nil {
 		return plugin.Destination{}, err
 	}
-	record := settings.Record
-	serializer, err := format.New(record.Format, record.Options) // checked by Validate
-	if err != nil {
-		return plugin.Destination{}, invalid(err)
-	}
-	if record.Format == format.OpenCDCJSON {
-		serializer = nil // what a record's Bytes returns anyway
-	}
 	write := middleware.Write(dst.Write)
 	write = middleware.LimitRate(settings.Rate.PerSecond, settings.Rate.Burst)(write)
-	write = middleware.FormatRecords(serializer)(write)
+	write = middleware.FormatRecords(settings.serializer)(write)
 	write = middleware.DecodeSchemas(settings.Schema.Key, settings.Schema.Payload)(write)
 	open := func(ctx context.Context, _ Position) error { return dst.Open(ctx) }
 	return plugin.Destination{

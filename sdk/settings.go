@@ -1,12 +1,15 @@
 package sdk
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"time"
 
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/middleware/format"
 	"github.com/connkit/connkit/sdk/config"
 )
@@ -51,6 +54,10 @@ type (
 			PerSecond float64 `param:"perSecond" default:"0" validate:"gt=-1" desc:"Maximum number of records written per second; 0 means no limit."`
 			Burst     int     `param:"burst" default:"0" validate:"gt=-1" desc:"Number of records that may be written at once, in one Write; 0 means the rate per second, rounded up."`
 		} `param:"sdk.rate"`
+
+		// serializer is the record format's serializer, which Validate
+		// makes; nil for opencdc/json, what a record's Bytes gives anyway.
+		serializer opencdc.RecordSerializer
 	}
 
 	// batching is the batching policy's parameters, which sources and
@@ -64,14 +71,35 @@ type (
 	}
 )
 
-// Validate reports the destination settings that do not fit together.
+// subjects says which of the source's structured keys and payloads are
+// encoded, and under which subjects, for the connector Conduit knows by
+// connectorID.
+func (s sourceSettings) subjects(connectorID string) middleware.Subjects {
+	var subjects middleware.Subjects
+	if s.Schema.Key {
+		subjects.Key = s.Schema.KeySubject
+	}
+	if s.Schema.Payload {
+		subjects.Payload = s.Schema.PayloadSubject
+	}
+	if s.Schema.Context {
+		subjects.Context = cmp.Or(s.Schema.ContextName, connectorID)
+	}
+	return subjects
+}
+
+// Validate reports the destination settings that do not fit together,
+// and makes the record format's serializer.
 func (s *destinationSettings) Validate() error {
 	var errs []error
 	if s.Retry.MaxDelay < s.Retry.Delay {
 		errs = append(errs, &config.ParameterError{Name: "sdk.retry.maxDelay", Value: s.Retry.MaxDelay.String(), Expected: fmt.Sprintf("at least the %v of \"sdk.retry.delay\"", s.Retry.Delay)})
 	}
-	if _, err := format.New(s.Record.Format, s.Record.Options); err != nil {
+	switch serializer, err := format.New(s.Record.Format, s.Record.Options); {
+	case err != nil:
 		errs = append(errs, err)
+	case s.Record.Format != format.OpenCDCJSON:
+		s.serializer = serializer
 	}
 	return errors.Join(errs...)
 }
