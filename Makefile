@@ -68,25 +68,10 @@ $(CONDUIT_BIN):
 # pinned in a module of their own (internal/e2e/incumbent).
 incumbent: $(INCUMBENT_BIN)/generator $(INCUMBENT_BIN)/log $(INCUMBENT_BIN)/postgres $(INCUMBENT_BIN)/file
 
-$(INCUMBENT_BIN)/generator:
-	@echo "building the incumbent's generator plugin (first run only, a minute or two)…"
+$(INCUMBENT_BIN)/%:
+	@echo "building the incumbent's $* plugin (first run only, a minute or two)…"
 	@mkdir -p $(dir $@)
-	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-generator/cmd/connector
-
-$(INCUMBENT_BIN)/log:
-	@echo "building the incumbent's log plugin (first run only, a minute or two)…"
-	@mkdir -p $(dir $@)
-	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-log/cmd/connector
-
-$(INCUMBENT_BIN)/postgres:
-	@echo "building the incumbent's postgres plugin (first run only, a minute or two)…"
-	@mkdir -p $(dir $@)
-	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-postgres/cmd/connector
-
-$(INCUMBENT_BIN)/file:
-	@echo "building the incumbent's file plugin (first run only, a minute or two)…"
-	@mkdir -p $(dir $@)
-	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-file/cmd/connector
+	cd internal/e2e/incumbent && $(GO) build -o $@ github.com/conduitio/conduit-connector-$*/cmd/connector
 
 # Schemas off, for both sides of the runs that measure without them: a
 # Postgres source's reading, not its Avro encoding. Elsewhere the settings

@@ -176,33 +176,33 @@ func (r outOfProcess) source(t tb) host.SourceClient {
 	return src
 }
 
-// launchSource returns the source of a freshly launched plugin process,
-// and the process, for the crash check to kill.
-func (r outOfProcess) launchSource(t tb) (*host.Plugin, host.SourceClient) {
-	t.Helper()
-	p := r.launch(t)
-	src, err := p.Source()
-	if err != nil {
-		t.Fatalf("plugin %s: dispense the source: %v", r.binary, err)
-	}
-	return p, src
-}
-
 func (r outOfProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
 	_, dst := r.launchDestination(t)
 	return dst, nil
 }
 
+// launchSource returns the source of a freshly launched plugin process,
+// and the process, for the crash check to kill.
+func (r outOfProcess) launchSource(t tb) (*host.Plugin, host.SourceClient) {
+	return dispense(t, r, "source", (*host.Plugin).Source)
+}
+
 // launchDestination is launchSource for a destination.
 func (r outOfProcess) launchDestination(t tb) (*host.Plugin, host.DestinationClient) {
+	return dispense(t, r, "destination", (*host.Plugin).Destination)
+}
+
+// dispense launches the plugin and returns what get dispenses from it,
+// the role named what, and the process.
+func dispense[C any](t tb, r outOfProcess, what string, get func(*host.Plugin) (C, error)) (*host.Plugin, C) {
 	t.Helper()
 	p := r.launch(t)
-	dst, err := p.Destination()
+	c, err := get(p)
 	if err != nil {
-		t.Fatalf("plugin %s: dispense the destination: %v", r.binary, err)
+		t.Fatalf("plugin %s: dispense the %s: %v", r.binary, what, err)
 	}
-	return p, dst
+	return p, c
 }
 
 func (r outOfProcess) specifier(t tb) pconnector.SpecifierPlugin {

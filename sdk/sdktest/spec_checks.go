@@ -14,38 +14,42 @@ import (
 // role is what the specification and configuration checks need to know
 // about a source or a destination.
 type role struct {
-	name      string // "source" or "destination"
-	field     string // "Source" or "Destination"
-	suite     string // "SourceSuite" or "DestinationSuite"
-	c         sdk.Connector
-	config    map[string]string
-	invalid   []Invalid
-	params    func(config.Specification) []config.Parameter
-	configure func(map[string]string) error
+	name    string // "source" or "destination"
+	field   string // "Source" or "Destination"
+	suite   string // "SourceSuite" or "DestinationSuite"
+	c       sdk.Connector
+	config  map[string]string
+	invalid []Invalid
 }
 
 func sourceRole(s SourceSuite) role {
-	return role{name: "source", field: "Source", suite: "SourceSuite", c: s.Connector, config: s.Config, invalid: s.Invalid,
-		params: func(spec config.Specification) []config.Parameter { return spec.SourceParameters },
-		configure: func(raw map[string]string) error {
-			pc, err := s.Connector.Plugin()
-			if err == nil {
-				_, err = pc.ConfigureSource(raw)
-			}
-			return err
-		}}
+	return role{name: "source", field: "Source", suite: "SourceSuite", c: s.Connector, config: s.Config, invalid: s.Invalid}
 }
 
 func destinationRole(s DestinationSuite) role {
-	return role{name: "destination", field: "Destination", suite: "DestinationSuite", c: s.Connector, config: s.Config, invalid: s.Invalid,
-		params: func(spec config.Specification) []config.Parameter { return spec.DestinationParameters },
-		configure: func(raw map[string]string) error {
-			pc, err := s.Connector.Plugin()
-			if err == nil {
-				_, err = pc.ConfigureDestination(raw)
-			}
-			return err
-		}}
+	return role{name: "destination", field: "Destination", suite: "DestinationSuite", c: s.Connector, config: s.Config, invalid: s.Invalid}
+}
+
+// params returns the role's parameters in spec.
+func (r role) params(spec config.Specification) []config.Parameter {
+	if r.name == "source" {
+		return spec.SourceParameters
+	}
+	return spec.DestinationParameters
+}
+
+// configure configures the role from raw as the plugin server does.
+func (r role) configure(raw map[string]string) error {
+	pc, err := r.c.Plugin()
+	if err != nil {
+		return err
+	}
+	if r.name == "source" {
+		_, err = pc.ConfigureSource(raw)
+	} else {
+		_, err = pc.ConfigureDestination(raw)
+	}
+	return err
 }
 
 // semver is the version form Conduit resolves standalone:<name>@<version>
