@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -26,62 +27,53 @@ const conduitTable = `CREATE TABLE IF NOT EXISTS batch_test (id bigint PRIMARY K
 
 // conduitPipeline is the experiment's pipeline: Conduit's builtin generator
 // making structured records as fast as it can (its schema extraction on, as
-// by default), the key hoisted from the payload by Conduit's builtin
-// processors (field.exclude drops the generator's random raw key, so that
-// field.set can build a structured one: {"id": "<id>"}), and a destination.
-// %[1]s is the source's extra settings, %[2]s the destination connector:
-// postgresDestination or ceilingDestination.
-const conduitPipeline = `version: "2.2"
-pipelines:
-  - id: batch
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: builtin:generator
-        settings:
-          format.type: structured
-          format.options.id: int
-          format.options.first_name: string
-          format.options.last_name: string
-%[1]s%[2]s    processors:
-      - id: drop-key
-        plugin: field.exclude
-        settings:
-          fields: .Key
-          # It touches the key alone: no need to decode the payload.
-          sdk.schema.decode.payload.enabled: "false"
-          sdk.schema.encode.payload.enabled: "false"
-      - id: hoist-key
-        plugin: field.set
-        settings:
-          field: .Key.id
-          value: "{{ .Payload.After.id }}"
-`
+// by default), with source's extra settings, the key hoisted from the
+// payload by Conduit's builtin processors (field.exclude drops the
+// generator's random raw key, so that field.set can build a structured one:
+// {"id": "<id>"}), and destination: postgresDestination or
+// ceilingDestination.
+func conduitPipeline(source map[string]string, destination conduit.Component) string {
+	generator := map[string]string{
+		"format.type":               "structured",
+		"format.options.id":         "int",
+		"format.options.first_name": "string",
+		"format.options.last_name":  "string",
+	}
+	maps.Copy(generator, source)
+	return conduit.Pipeline{
+		ID:          "batch",
+		Source:      conduit.Component{ID: "generator", Plugin: "builtin:generator", Settings: generator},
+		Destination: destination,
+		Processors: []conduit.Component{
+			{ID: "drop-key", Plugin: "field.exclude", Settings: map[string]string{
+				"fields": ".Key",
+				// It touches the key alone: no need to decode the payload.
+				"sdk.schema.decode.payload.enabled": "false",
+				"sdk.schema.encode.payload.enabled": "false",
+			}},
+			{ID: "hoist-key", Plugin: "field.set", Settings: map[string]string{"field": ".Key.id", "value": "{{ .Payload.After.id }}"}},
+		},
+	}.File()
+}
 
 // postgresDestination is the standalone Postgres destination of the
-// experiment: %[1]s is the database URL, %[2]s its extra settings.
-const postgresDestination = `      - id: postgres
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %[1]q
-          table: batch_test
-%[2]s`
+// experiment, writing into the database at url, with extra settings.
+func postgresDestination(url string, extra map[string]string) conduit.Component {
+	settings := map[string]string{"url": url, "table": "batch_test"}
+	maps.Copy(settings, extra)
+	return conduit.Component{ID: "postgres", Plugin: "standalone:postgres", Settings: settings}
+}
 
 // ceilingDestination is Conduit's builtin log destination logging at trace
 // level, below Conduit's own, decoding nothing (a standalone destination
 // decodes in its own process) and batching nothing (the builtin log's SDK
 // batches at a cost no plugin's would show in Conduit): it does nothing with
 // a record, so that its pipeline carries what Conduit itself can.
-const ceilingDestination = `      - id: log
-        type: destination
-        plugin: builtin:log
-        settings:
-          level: trace
-          sdk.schema.extract.key.enabled: "false"
-          sdk.schema.extract.payload.enabled: "false"
-`
+var ceilingDestination = conduit.Component{ID: "log", Plugin: "builtin:log", Settings: map[string]string{
+	"level":                              "trace",
+	"sdk.schema.extract.key.enabled":     "false",
+	"sdk.schema.extract.payload.enabled": "false",
+}}
 
 // ceiling is the name of the pipeline into ceilingDestination among the
 // plugins of a run.
@@ -105,19 +97,43 @@ func (l load) label() string {
 type conduitCell struct {
 	engine string
 	load
-	plugin pair
-
-	records, elapsed float64 // records through the pipeline in the window, and its seconds
-	hist             histogram
-	rows             int64 // rows in the table when Conduit has stopped
-	// What Conduit, the plugin and PostgreSQL (its postmaster and
-	// backends) used in the window.
-	conduitUse, pluginUse, postgresUse resourceUse
-	note                               string // what went wrong after the window, if anything
-	err                                error
+	plugin plugin
+	window
+	rows int64  // rows in the table when Conduit has stopped
+	note string // what went wrong after the window, if anything
+	err  error
 }
 
-func (c *conduitCell) rate() float64 { return c.records / c.elapsed }
+// window is what a pipeline did in a measured window: the records through
+// it, from two readings of its latency histogram, and the window's seconds;
+// and what Conduit, the plugins and PostgreSQL (its postmaster and
+// backends) used meanwhile.
+type window struct {
+	records, elapsed                   float64
+	hist                               histogram
+	conduitUse, pluginUse, postgresUse resourceUse
+}
+
+func (w window) rate() float64 { return w.records / w.elapsed }
+
+// used is what each process used: Conduit, the plugins, PostgreSQL.
+func (w window) used() []resourceUse {
+	return []resourceUse{w.conduitUse, w.pluginUse, w.postgresUse}
+}
+
+// measure ends a window of pipeline in s that began at t0 with the reading
+// before (zero: before any record), ending sampling too.
+func (w *window) measure(s *conduit.Server, pipeline string, before histogram, t0 time.Time, sampling *sampling) error {
+	after, t1, err := readHistogram(s.URL, pipeline)
+	used := sampling.finish()
+	w.conduitUse, w.pluginUse, w.postgresUse = used[0], used[1], used[2]
+	if err != nil {
+		return err
+	}
+	w.hist = after.minus(before)
+	w.records, w.elapsed = w.hist.count, t1.Sub(t0).Seconds()
+	return nil
+}
 
 // conduitMode runs the published batching experiment in real Conduit, one
 // Conduit per cell, each plugin in turn and the ceiling pipeline after
@@ -125,16 +141,12 @@ func (c *conduitCell) rate() float64 { return c.records / c.elapsed }
 // over a window after a warm-up, and what each process used meanwhile.
 func conduitMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("conduit", flag.ExitOnError)
-	a, b := pair{name: "connkit"}, pair{}
-	bin := fs.String("conduit", defaultConduit(), "Conduit binary (default $CONDUIT_BIN, else the one `make conduit` builds)")
-	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "Postgres destination plugin named postgres")
-	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
-	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin named postgres, measured side by side")
-	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
-	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
+	var f pgFlags
+	f.define(fs, "Postgres destination plugin named postgres", "second destination plugin named postgres, measured side by side")
+	var cf conduitFlags
+	cf.define(fs, "default,v2")
 	batches := fs.String("batch-sizes", "0,1,10,100,1000,10000", "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
 	delay := fs.Duration("batch-delay", time.Second, "sdk.batch.delay set with every batch size")
-	engines := fs.String("engines", "default,v2", "comma-separated engines: default, v2 (--preview.pipeline-arch-v2)")
 	v2Batching := fs.String("v2-batching", "both", "where the v2 engine gets the batch parameters: source, destination or both (the default engine: the destination)")
 	warmup := fs.Duration("warmup", 5*time.Second, "time after the first record that a cell leaves out of its measurement")
 	duration := fs.Duration("duration", 30*time.Second, "measurement window of a cell")
@@ -155,43 +167,35 @@ func conduitMode(ctx context.Context, args []string) error {
 	if *idle > 0 {
 		loads = append(loads, load{sourceRate: *idle})
 	}
-	engineList := strings.Split(*engines, ",")
-	for _, e := range engineList {
-		if e != "default" && e != "v2" {
-			return fmt.Errorf("-engines: got %q, expected default or v2", e)
-		}
+	engines, err := cf.check()
+	if err != nil {
+		return err
 	}
 	if !slices.Contains([]string{"source", "destination", "both"}, *v2Batching) {
 		return fmt.Errorf("-v2-batching: got %q, expected source, destination or both", *v2Batching)
 	}
-	if _, err := os.Stat(*bin); err != nil {
-		return fmt.Errorf("-conduit: %w (make conduit builds it)", err)
+	plugins, err := f.plugins()
+	if err != nil {
+		return err
 	}
-	pairs := []pair{a}
-	if b.destination != "" {
-		pairs = append(pairs, b)
-	}
-	conn, closeDB, err := database(ctx, url, conduitTable)
+	conn, closeDB, err := database(ctx, &f.url, conduitTable)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	// PostgreSQL's usage is that of the server behind this connection's
-	// backend, if it runs on this machine.
-	var backend int
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+	pgServer, err := postmaster(ctx, conn)
+	if err != nil {
 		return err
 	}
-	pgServer := postmaster(backend)
-	measured := pairs
+	measured := plugins
 	if *withCeiling {
-		measured = append(slices.Clip(pairs), pair{name: ceiling})
+		measured = append(slices.Clip(plugins), plugin{name: ceiling})
 	}
 
 	// The plugins alternate cell by cell, so that whatever the machine
 	// does meanwhile falls on both alike.
 	var cells []*conduitCell
-	for _, e := range engineList {
+	for _, e := range engines {
 		for _, l := range loads {
 			for _, p := range measured {
 				cells = append(cells, &conduitCell{engine: e, load: l, plugin: p})
@@ -205,15 +209,12 @@ func conduitMode(ctx context.Context, args []string) error {
 		if _, err := conn.Exec(ctx, "TRUNCATE batch_test"); err != nil {
 			return err
 		}
-		source, destination := batchSettings(c.engine, *v2Batching, c.batch, *delay)
-		if c.sourceRate > 0 {
-			source = fmt.Sprintf("          rate: \"%g\"\n", c.sourceRate) + source
-		}
-		to := fmt.Sprintf(postgresDestination, *url, destination)
+		source, destination := loadSettings(c.engine, *v2Batching, c.load, *delay)
+		to := postgresDestination(f.url, destination)
 		if c.plugin.name == ceiling {
 			to = ceilingDestination
 		}
-		c.runIn(ctx, *bin, fmt.Sprintf(conduitPipeline, source, to), pgServer, *warmup, *duration, *records)
+		c.runIn(ctx, cf.bin, conduitPipeline(source, to), pgServer, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -228,8 +229,8 @@ func conduitMode(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
 
-	table := conduitReport(cells, pairs, engineList, loads, *delay, *v2Batching, *warmup, *duration, *records)
-	svg := conduitChart(cells, pairs, engineList, sizes, *delay)
+	table := conduitReport(cells, names(plugins), engines, loads, *delay, *v2Batching, *warmup, *duration, *records)
+	svg := conduitChart(cells, names(plugins), engines, sizes, *delay)
 	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.csv": conduitCSV(cells), "conduit.svg": svg})
 }
 
@@ -241,8 +242,10 @@ func conduitMode(ctx context.Context, args []string) error {
 // between them.
 func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer int, warmup, duration time.Duration, records int64) {
 	var plugins []string
-	if c.plugin.name != ceiling {
-		plugins = []string{c.plugin.destination}
+	if c.plugin.name == ceiling {
+		pgServer = 0 // its pipeline has no PostgreSQL
+	} else {
+		plugins = []string{c.plugin.path}
 	}
 	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins...)
 	if err != nil {
@@ -289,11 +292,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 	if !wait("during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) }) {
 		return
 	}
-	postgres := processes()
-	if pgServer != 0 && c.plugin.name != ceiling {
-		postgres = processTree(pgServer)
-	}
-	sampling := startSampling(100*time.Millisecond, processes(s.Pid()), processes(pluginPids(dir)...), postgres)
+	sampling := startSampling(100*time.Millisecond, cellGroups(s, dir, pgServer)...)
 	before, t0, err := readHistogram(s.URL, "batch")
 	if err != nil {
 		sampling.finish()
@@ -315,15 +314,10 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 		sampling.finish()
 		return
 	}
-	after, t1, err := readHistogram(s.URL, "batch")
-	used := sampling.finish()
-	c.conduitUse, c.pluginUse, c.postgresUse = used[0], used[1], used[2]
-	if err != nil {
+	if err := c.measure(s, "batch", before, t0, sampling); err != nil {
 		c.err = err
 		return
 	}
-	c.hist = after.minus(before)
-	c.records, c.elapsed = c.hist.count, t1.Sub(t0).Seconds()
 	if c.records == 0 {
 		c.err = errors.New("no records in the measurement window")
 		return
@@ -334,31 +328,46 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 	}
 }
 
+// conduitFlags are the flags of the modes that run real Conduit: -conduit,
+// its binary, and -engines, the engines to run it in.
+type conduitFlags struct{ bin, engines string }
+
+// define defines the flags, engines being the engines run by default.
+func (f *conduitFlags) define(fs *flag.FlagSet, engines string) {
+	fs.StringVar(&f.bin, "conduit", defaultConduit(), "Conduit binary (default $CONDUIT_BIN, else the one `make conduit` builds)")
+	fs.StringVar(&f.engines, "engines", engines, "comma-separated engines: default, v2 (--preview.pipeline-arch-v2)")
+}
+
+// check returns the engines to run, or an error if -engines names another
+// or -conduit no file.
+func (f *conduitFlags) check() ([]string, error) {
+	engines := strings.Split(f.engines, ",")
+	for _, e := range engines {
+		if e != "default" && e != "v2" {
+			return nil, fmt.Errorf("-engines: got %q, expected default or v2", e)
+		}
+	}
+	if _, err := os.Stat(f.bin); err != nil {
+		return nil, fmt.Errorf("-conduit: %w (make conduit builds it)", err)
+	}
+	return engines, nil
+}
+
 // startConduit starts Conduit in engine (default or v2) in a directory of
 // its own, with the pipeline and the plugins alone in its connectors
-// directory; dir is that directory. stop kills Conduit and the plugins it
-// started, and removes dir.
+// directory (a plugin file's name does not matter: Conduit knows a plugin
+// by the name in its specification); dir is that directory. stop kills
+// Conduit and the plugins it started, and removes dir.
 func startConduit(bin, engine, pipeline string, plugins ...string) (s *conduit.Server, dir string, stop func(), err error) {
 	dir, err = os.MkdirTemp("", "connkit-bench-conduit-")
 	if err != nil {
 		return nil, "", nil, err
 	}
-	// A plugin file's name does not matter: Conduit knows a plugin by the
-	// name in its specification.
-	var abs []string
-	for _, p := range plugins {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, "", nil, err
-		}
-		abs = append(abs, a)
-	}
 	var flags []string
 	if engine == "v2" {
 		flags = append(flags, "--preview.pipeline-arch-v2")
 	}
-	s, err = conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: abs, Flags: flags})
+	s, err = conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: plugins, Flags: flags})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", nil, err
@@ -366,23 +375,27 @@ func startConduit(bin, engine, pipeline string, plugins ...string) (s *conduit.S
 	return s, dir, func() { s.Kill(); killPlugins(dir); os.RemoveAll(dir) }, nil
 }
 
-// batchSettings returns the pipeline file's extra source and destination
-// settings for a batch size: none for 0; else sdk.batch.size and
-// sdk.batch.delay on the destination in the default engine, and where
-// v2Batching says in the v2 engine, whose batches are made by the source.
-func batchSettings(engine, v2Batching string, batch int, delay time.Duration) (source, destination string) {
-	if batch == 0 {
-		return "", ""
+// loadSettings returns the pipeline's extra source and destination
+// settings for a load: the generator's rate, if the load has one; for a
+// batch size other than 0, sdk.batch.size and sdk.batch.delay on the
+// destination in the default engine, and where v2Batching says in the v2
+// engine, whose batches are made by the source.
+func loadSettings(engine, v2Batching string, l load, delay time.Duration) (source, destination map[string]string) {
+	source, destination = map[string]string{}, map[string]string{}
+	if l.sourceRate > 0 {
+		source["rate"] = fmt.Sprintf("%g", l.sourceRate)
 	}
-	s := fmt.Sprintf("          sdk.batch.size: \"%d\"\n          sdk.batch.delay: %q\n", batch, delay.String())
-	switch {
-	case engine == "default" || v2Batching == "destination":
-		return "", s
-	case v2Batching == "source":
-		return s, ""
-	default:
-		return s, s
+	if l.batch == 0 {
+		return source, destination
 	}
+	batch := map[string]string{"sdk.batch.size": strconv.Itoa(l.batch), "sdk.batch.delay": delay.String()}
+	if engine == "v2" && v2Batching != "destination" {
+		maps.Copy(source, batch)
+	}
+	if engine == "default" || v2Batching != "source" {
+		maps.Copy(destination, batch)
+	}
+	return source, destination
 }
 
 // killPlugins kills the plugin processes Conduit started from dir's
@@ -484,11 +497,15 @@ func readHistogram(baseURL, pipeline string) (histogram, time.Time, error) {
 	return h, at, nil
 }
 
-// minus returns what h counted since the earlier reading e.
+// minus returns what h counted since the earlier reading e; a zero e is a
+// reading before anything was counted.
 func (h histogram) minus(e histogram) histogram {
 	d := histogram{count: h.count - e.count, sum: h.sum - e.sum, bounds: h.bounds}
-	for i := range h.cumulative {
-		d.cumulative = append(d.cumulative, h.cumulative[i]-e.cumulative[i])
+	for i, c := range h.cumulative {
+		if e.cumulative != nil {
+			c -= e.cumulative[i]
+		}
+		d.cumulative = append(d.cumulative, c)
 	}
 	return d
 }
@@ -536,7 +553,7 @@ func thousands(v float64) string {
 	return s
 }
 
-func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
+func conduitReport(cells []*conduitCell, plugins []string, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
 	var t strings.Builder
 	window := duration.String()
 	if records > 0 {
@@ -551,34 +568,25 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads [
 	fmt.Fprintf(&t, "One Conduit per cell, the plugins alternating; a cell measures %s after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds histogram (from the source's read to the destination's ack). ", window, warmup)
 	t.WriteString("rows/s is its count over the window; mean is its sum over its count; p99 is estimated from its buckets (1 ms … 5 s) as Prometheus's histogram_quantile does, interpolating linearly inside the bucket that holds the 99th percentile; \"> 5,000 ms\" means beyond the last bucket. ")
 	t.WriteString("On a busy machine (two shared cores run Conduit, the plugin, PostgreSQL and whatever else runs there), the ratio of a row, its cells measured one after the other, says more than its absolute figures.\n\n")
-	measured := pairs
+	measured := plugins
 	if c := findCell(cells, engines[0], loads[0], ceiling); c.engine != "" {
-		measured = append(slices.Clip(pairs), c.plugin)
+		measured = append(slices.Clip(plugins), ceiling)
 		t.WriteString("The ceiling is the same pipeline, same engine and source settings, into Conduit's builtin log destination at trace level, with no batch settings, decoding nothing and writing nothing: no plugin, no PostgreSQL, what Conduit itself can carry (its batch column is the plugins' setting; in the default engine, where those go to the destination alone, the ceiling is the same pipeline in every row, measured again beside each). The percentage beside a plugin's rows/s is its share of the ceiling's.\n\n")
 	}
 
-	withCeiling := len(measured) > len(pairs)
-	t.WriteString("| engine | batch |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", p.name)
-	}
-	cols := 2 + 3*len(pairs)
-	if len(pairs) == 2 {
-		t.WriteString(" rows/s ratio |")
-		cols++
-	}
+	withCeiling := len(measured) > len(plugins)
+	head := "| engine | batch |" + pluginColumns(plugins, " %[1]s rows/s | %[1]s mean | %[1]s p99 |", " rows/s ratio |")
 	if withCeiling {
-		t.WriteString(" ceiling rows/s |")
-		cols++
+		head += " ceiling rows/s |"
 	}
-	t.WriteString("\n|" + strings.Repeat("---|", cols) + "\n")
+	writeTableHead(&t, head)
 	var notes []string
 	for _, e := range engines {
 		for _, l := range loads {
 			fmt.Fprintf(&t, "| %s | %s |", e, l.label())
-			row := make([]*conduitCell, len(pairs))
-			for i, p := range pairs {
-				row[i] = findCell(cells, e, l, p.name)
+			row := make([]*conduitCell, len(plugins))
+			for i, p := range plugins {
+				row[i] = findCell(cells, e, l, p)
 				c := row[i]
 				if c.err != nil {
 					fmt.Fprintf(&t, " failed: %s | | |", oneLine(c.err))
@@ -591,10 +599,10 @@ func conduitReport(cells []*conduitCell, pairs []pair, engines []string, loads [
 				}
 				fmt.Fprintf(&t, " %s%s | %s | %s%s |", thousands(c.rate()), shareOf(c, findCell(cells, e, l, ceiling)), millis(c.hist.mean()), gt, millis(p99))
 				if c.note != "" {
-					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, l.label(), p.name, c.note))
+					notes = append(notes, fmt.Sprintf("%s engine, batch %s, %s: %s", e, l.label(), p, c.note))
 				}
 			}
-			if len(pairs) == 2 {
+			if len(plugins) == 2 {
 				if row[0].err == nil && row[1].err == nil {
 					fmt.Fprintf(&t, " %.2fx |", row[0].rate()/row[1].rate())
 				} else {
@@ -633,14 +641,14 @@ func findCell(cells []*conduitCell, engine string, l load, plugin string) *condu
 // conduitChart draws rows per second and mean latency by batch size side
 // by side, as the published experiment does: a colour per plugin, solid for
 // the default engine and dashed for v2.
-func conduitChart(cells []*conduitCell, pairs []pair, engines []string, sizes []int, delay time.Duration) string {
+func conduitChart(cells []*conduitCell, plugins []string, engines []string, sizes []int, delay time.Duration) string {
 	var tp, lat []chart.Series
-	for pi, p := range pairs {
+	for pi, p := range plugins {
 		for ei, e := range engines {
-			s := chart.Series{Label: p.name + ", " + e, Color: chart.Palette[pi%len(chart.Palette)], Dashed: ei == 1}
+			s := chart.Series{Label: p + ", " + e, Color: chart.Palette[pi%len(chart.Palette)], Dashed: ei == 1}
 			l := s
 			for _, size := range sizes {
-				c := findCell(cells, e, load{batch: size}, p.name)
+				c := findCell(cells, e, load{batch: size}, p)
 				tv, lv := math.NaN(), math.NaN()
 				if c.err == nil {
 					tv, lv = c.rate(), c.hist.mean()*1000

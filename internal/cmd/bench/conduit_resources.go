@@ -10,36 +10,44 @@ import (
 // writeResourceTable writes what Conduit, the plugin and PostgreSQL used in
 // every cell's window: processor time per row, in microseconds (benchi's
 // CPU % is this times rows/s over 10,000), and peak resident memory.
-func writeResourceTable(t *strings.Builder, cells []*conduitCell, measured []pair, engines []string, loads []load) {
+func writeResourceTable(t *strings.Builder, cells []*conduitCell, measured, engines []string, loads []load) {
 	t.WriteString("\nWhat the processes used in the same windows, read from /proc: CPU is user and system time per row, in µs (benchi's CPU %, a share of one core, is µs/row × rows/s ÷ 10,000); peak RSS is the largest resident set sampled every 100 ms, for PostgreSQL the sum over its postmaster and every backend (which counts the shared buffers a backend has touched once per backend). \"–\" is a process the cell does not have. On a busy machine processor time per row varies less than rows/s.\n\n")
-	t.WriteString("| engine | batch | pipeline | rows/s | Conduit CPU | plugin CPU | PostgreSQL CPU | Conduit peak RSS | plugin peak RSS | PostgreSQL peak RSS |\n")
-	t.WriteString("|" + strings.Repeat("---|", 10) + "\n")
+	writeResourceHead(t, "batch", "plugin")
 	for _, e := range engines {
 		for _, l := range loads {
 			for _, p := range measured {
-				c := findCell(cells, e, l, p.name)
-				if c.err != nil {
-					fmt.Fprintf(t, "| %s | %s | %s | failed | | | | | | |\n", e, l.label(), p.name)
-					continue
-				}
-				fmt.Fprintf(t, "| %s | %s | %s | %s |%s\n", e, l.label(), p.name, thousands(c.rate()), resourceColumns(c.records, c.conduitUse, c.pluginUse, c.postgresUse))
+				c := findCell(cells, e, l, p)
+				writeResourceRow(t, e, l.label(), p, c.window, c.err)
 			}
 		}
 	}
 }
 
-// resourceColumns formats the table cells of what Conduit, the plugins and
-// PostgreSQL used for rows: their processor time per row, then their peak
-// resident memory.
-func resourceColumns(rows float64, conduit, plugins, postgres resourceUse) string {
-	var b strings.Builder
-	for _, u := range []resourceUse{conduit, plugins, postgres} {
-		fmt.Fprintf(&b, " %s |", cpuPerRow(u, rows))
+// writeResourceHead writes the head of a table of what the processes used
+// in each window: column names the column that tells a pipeline's windows
+// apart, plugin its plugin processes.
+func writeResourceHead(t *strings.Builder, column, plugin string) {
+	writeTableHead(t, fmt.Sprintf("| engine | %[1]s | pipeline | rows/s | Conduit CPU | %[2]s CPU | PostgreSQL CPU | Conduit peak RSS | %[2]s peak RSS | PostgreSQL peak RSS |", column, plugin))
+}
+
+// writeResourceRow writes the row of window w of a pipeline in an engine,
+// under label: its rows/s, and the processor time per row and peak
+// resident memory of Conduit, the plugins and PostgreSQL; or, with err,
+// that the pipeline failed.
+func writeResourceRow(t *strings.Builder, engine, label, pipeline string, w window, err error) {
+	fmt.Fprintf(t, "| %s | %s | %s |", engine, label, pipeline)
+	if err != nil {
+		t.WriteString(" failed | | | | | | |\n")
+		return
 	}
-	for _, u := range []resourceUse{conduit, plugins, postgres} {
-		fmt.Fprintf(&b, " %s |", mebibytes(u))
+	fmt.Fprintf(t, " %s |", thousands(w.rate()))
+	for _, u := range w.used() {
+		fmt.Fprintf(t, " %s |", cpuPerRow(u, w.records))
 	}
-	return b.String()
+	for _, u := range w.used() {
+		fmt.Fprintf(t, " %s |", mebibytes(u))
+	}
+	t.WriteString("\n")
 }
 
 // shareOf formats c's rows/s as a percentage of the ceiling's, " (41%)";
@@ -92,15 +100,14 @@ func conduitCSV(cells []*conduitCell) string {
 		}
 		p99, _ := c.hist.quantile(0.99)
 		line = append(line, num(c.rate()), share, num(c.hist.mean()*1000), num(p99*1000))
-		uses := []resourceUse{c.conduitUse, c.pluginUse, c.postgresUse}
-		for _, u := range uses {
+		for _, u := range c.used() {
 			v := ""
 			if u.ok {
 				v = num(u.cpu.Seconds() / c.records * 1e6)
 			}
 			line = append(line, v)
 		}
-		for _, u := range uses {
+		for _, u := range c.used() {
 			v := ""
 			if u.ok {
 				v = strconv.FormatInt(u.peakRSS, 10)

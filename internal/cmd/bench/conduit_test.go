@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -41,6 +42,7 @@ func TestHistogramMinus(t *testing.T) {
 	is.Equal(d.count, 20.0)
 	is.Equal(d.mean(), 3.0/20)
 	is.Equal(d.cumulative, []float64{10, 20})
+	is.Equal(after.minus(histogram{}), after) // since before anything was counted
 }
 
 func TestThousands(t *testing.T) {
@@ -50,4 +52,30 @@ func TestThousands(t *testing.T) {
 	}
 	is.Equal(millis(0.00123), "1.2 ms")
 	is.Equal(millis(10.5), "10,500 ms")
+}
+
+func TestLoadSettings(t *testing.T) {
+	batch := map[string]string{"sdk.batch.size": "100", "sdk.batch.delay": "1s"}
+	none := map[string]string{}
+	for _, tt := range []struct {
+		engine, v2Batching  string
+		source, destination map[string]string
+	}{
+		{"default", "both", none, batch},
+		{"default", "source", none, batch},
+		{"v2", "destination", none, batch},
+		{"v2", "source", batch, none},
+		{"v2", "both", batch, batch},
+	} {
+		t.Run(tt.engine+"/"+tt.v2Batching, func(t *testing.T) {
+			is := is.New(t)
+			source, destination := loadSettings(tt.engine, tt.v2Batching, load{batch: 100}, time.Second)
+			is.Equal(source, tt.source)
+			is.Equal(destination, tt.destination)
+		})
+	}
+	is := is.New(t)
+	source, destination := loadSettings("v2", "both", load{sourceRate: 2.5}, time.Second)
+	is.Equal(source, map[string]string{"rate": "2.5"}) // an idle load: its rate, no batch settings
+	is.Equal(destination, none)
 }

@@ -35,12 +35,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,8 +52,19 @@ import (
 	"github.com/connkit/connkit/internal/host"
 )
 
+// modes are the command's modes by name.
+var modes = map[string]func(ctx context.Context, args []string) error{
+	"source":      sourceMode,
+	"destination": destinationMode,
+	"sweep":       sweepMode,
+	"postgres":    postgresMode,
+	"pgsource":    pgsourceMode,
+	"conduit":     conduitMode,
+	"replicate":   replicateMode,
+}
+
 func main() {
-	if len(os.Args) < 2 {
+	if len(os.Args) < 2 || modes[os.Args[1]] == nil {
 		usage()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -62,25 +75,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer schemas.Stop()
-	switch os.Args[1] {
-	case "source":
-		err = sourceMode(ctx, os.Args[2:])
-	case "destination":
-		err = destinationMode(ctx, os.Args[2:])
-	case "sweep":
-		err = sweepMode(ctx, os.Args[2:])
-	case "postgres":
-		err = postgresMode(ctx, os.Args[2:])
-	case "pgsource":
-		err = pgsourceMode(ctx, os.Args[2:])
-	case "conduit":
-		err = conduitMode(ctx, os.Args[2:])
-	case "replicate":
-		err = replicateMode(ctx, os.Args[2:])
-	default:
-		usage()
-	}
-	if err != nil {
+	if err = modes[os.Args[1]](ctx, os.Args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -241,4 +236,31 @@ func publish(dir, table string, files map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// pluginColumns returns head cells of a results table: cols for each
+// plugin, %[1]s standing for its name, and for two plugins, ratios.
+func pluginColumns(names []string, cols, ratios string) string {
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, cols, name)
+	}
+	if len(names) == 2 {
+		b.WriteString(ratios)
+	}
+	return b.String()
+}
+
+// writeTableHead writes the head of a table, its cells between bars, and
+// the line under it.
+func writeTableHead(b *strings.Builder, head string) {
+	b.WriteString(head + "\n|" + strings.Repeat("---|", strings.Count(head, "|")-1) + "\n")
+}
+
+// medianBy returns the element of xs with the median key, the upper one of
+// an even count.
+func medianBy[T any](xs []T, key func(T) float64) T {
+	sorted := slices.Clone(xs)
+	slices.SortFunc(sorted, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return sorted[len(sorted)/2]
 }

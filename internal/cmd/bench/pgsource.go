@@ -6,9 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,14 +18,6 @@ import (
 	"github.com/connkit/connkit/internal/host"
 	"github.com/jackc/pgx/v5"
 )
-
-// The pgsource mode's tables: the snapshot reads pgsource_snapshot, the
-// changes are inserts into pgsource_changes.
-const pgsourceTables = `
-	CREATE TABLE IF NOT EXISTS pgsource_snapshot (id bigint PRIMARY KEY, a text, b text, n int);
-	CREATE TABLE IF NOT EXISTS pgsource_changes (id bigint PRIMARY KEY, a text, b text, n int)`
-
-const pgsourceRows = `SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(%d, %d) i`
 
 // snapshotFetchSize is the rows per snapshot query for both dialects:
 // connkit's default. The incumbent's default of 50000 makes it send 50000
@@ -67,18 +59,10 @@ var dialects = map[string]sourceDialect{
 // deliver every record.
 func pgsourceMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pgsource", flag.ExitOnError)
-	a := pair{sourceCfg: host.Settings{}}
-	b := pair{sourceCfg: host.Settings{}}
-	var aDialect, bDialect string
-	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
-	fs.StringVar(&a.source, "plugin", "bin/connkit-postgres", "source plugin")
-	fs.Var(a.sourceCfg, "config", "extra parameter as key=value (repeatable)")
-	fs.StringVar(&aDialect, "dialect", "connkit", "how the plugin spells its settings: connkit or incumbent")
-	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
-	fs.StringVar(&b.source, "vs-plugin", "", "second source plugin, measured side by side")
-	fs.Var(b.sourceCfg, "vs-config", "second plugin's extra parameter (repeatable)")
-	fs.StringVar(&bDialect, "vs-dialect", "incumbent", "how the second plugin spells its settings")
-	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
+	var f pgFlags
+	f.define(fs, "source plugin", "second source plugin, measured side by side")
+	f.defineConfig(fs)
+	f.defineDialects(fs, "how the plugin spells its settings: connkit or incumbent", "how the second plugin spells its settings")
 	batches := fs.String("batch-sizes", "0,10000", "comma-separated sdk.batch.size values; 0 sets no sdk.batch parameter (the plugin's default), others come with sdk.batch.delay=100ms")
 	records := fs.Int64("records", 100000, "rows in the snapshot")
 	changes := fs.Int64("changes", 100000, "changes to stream")
@@ -89,41 +73,22 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	if *rounds < 1 {
 		return fmt.Errorf("-rounds: got %d, expected at least 1", *rounds)
 	}
-	var batchSizes []int
-	for s := range strings.SplitSeq(*batches, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			return fmt.Errorf("-batch-sizes: %q is not a non-negative integer", s)
-		}
-		batchSizes = append(batchSizes, n)
+	sizes, err := batchSizes(*batches)
+	if err != nil {
+		return err
 	}
-	pairs := []pair{a}
-	kinds := []sourceDialect{}
-	for _, d := range []string{aDialect, bDialect} {
-		k, ok := dialects[d]
-		if !ok {
-			return fmt.Errorf("-dialect: got %q, expected connkit or incumbent", d)
-		}
-		kinds = append(kinds, k)
+	plugins, err := f.plugins()
+	if err != nil {
+		return err
 	}
-	if b.source != "" {
-		pairs = append(pairs, b)
-	}
-	conn, closeDB, err := database(ctx, url, pgsourceTables)
+	// The snapshot reads pgsource_snapshot; the changes are inserts into
+	// pgsource_changes.
+	conn, closeDB, err := database(ctx, &f.url, createTables("pgsource_snapshot", "pgsource_changes"))
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	var have int64
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pgsource_snapshot`).Scan(&have); err != nil {
-		return err
-	}
-	if have != *records {
-		if _, err := conn.Exec(ctx, `TRUNCATE pgsource_snapshot; INSERT INTO pgsource_snapshot `+fmt.Sprintf(pgsourceRows, 1, *records)); err != nil {
-			return err
-		}
-	}
-	if _, err := conn.Exec(ctx, `VACUUM ANALYZE pgsource_snapshot`); err != nil {
+	if err := fillTable(ctx, conn, "pgsource_snapshot", *records); err != nil {
 		return err
 	}
 
@@ -132,26 +97,27 @@ func pgsourceMode(ctx context.Context, args []string) error {
 		snapshotErr, cdcErr error
 	}
 	results := map[string]map[int]*result{}
-	for _, p := range pairs {
+	for _, p := range plugins {
 		results[p.name] = map[int]*result{}
-		for _, batch := range batchSizes {
+		for _, batch := range sizes {
 			results[p.name][batch] = &result{}
 		}
 	}
-	total, done := *rounds*len(batchSizes)*len(pairs)*2, 0
+	total, done := *rounds*len(sizes)*len(plugins)*2, 0
 	run := 0
 	// Rounds outermost, so that every plugin and setting sees the machine's
 	// changing load alike.
 	for range *rounds {
-		for _, batch := range batchSizes {
-			for i, p := range pairs {
+		for _, batch := range sizes {
+			for _, p := range plugins {
 				r := results[p.name][batch]
+				d := dialects[p.dialect]
 				for _, phase := range []string{"snapshot", "cdc"} {
 					done++
 					run++
 					fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, %s, %s ...", done, total, batch, p.name, phase)
 					name := fmt.Sprintf("bench_%d_%d", os.Getpid(), run)
-					cfg := host.Settings{"url": *url, kinds[i].slot: name, kinds[i].publication: name}
+					cfg := host.Settings{"url": f.url, d.slot: name, d.publication: name}
 					if batch > 0 {
 						cfg["sdk.batch.size"] = strconv.Itoa(batch)
 						cfg["sdk.batch.delay"] = "100ms"
@@ -159,27 +125,19 @@ func pgsourceMode(ctx context.Context, args []string) error {
 					var st host.Stats
 					var err error
 					if phase == "snapshot" {
-						for k, v := range kinds[i].snapshot("pgsource_snapshot") {
-							cfg[k] = v
-						}
-						for k, v := range p.sourceCfg {
-							cfg[k] = v
-						}
-						st, err = drainSource(ctx, p.source, cfg, *records, nil)
+						maps.Copy(cfg, d.snapshot("pgsource_snapshot"))
+						maps.Copy(cfg, p.config)
+						st, err = drainSource(ctx, p.path, cfg, *records, nil)
 						r.snapshot = append(r.snapshot, st)
 						r.snapshotErr = cmp.Or(r.snapshotErr, err)
 					} else {
-						for k, v := range kinds[i].never("pgsource_changes") {
-							cfg[k] = v
-						}
-						for k, v := range p.sourceCfg {
-							cfg[k] = v
-						}
+						maps.Copy(cfg, d.never("pgsource_changes"))
+						maps.Copy(cfg, p.config)
 						if _, err := conn.Exec(ctx, `TRUNCATE pgsource_changes`); err != nil {
 							return err
 						}
-						st, err = drainSource(ctx, p.source, cfg, *changes, func() error {
-							_, err := conn.Exec(ctx, `INSERT INTO pgsource_changes `+fmt.Sprintf(pgsourceRows, 1, *changes))
+						st, err = drainSource(ctx, p.path, cfg, *changes, func() error {
+							_, err := conn.Exec(ctx, insertRows("pgsource_changes", 1, *changes))
 							return err
 						})
 						r.cdc = append(r.cdc, st)
@@ -198,41 +156,20 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	fmt.Fprintln(os.Stderr, "\r\033[Kdone")
 
 	var t strings.Builder
-	fmt.Fprintf(&t, "Snapshot of %d rows of (id bigint PRIMARY KEY, a text, b text, n int), then %d inserts into a table like it streamed through logical replication; records per second over the plugin protocol, each record acked as it arrives; median of %d rounds.\n\n", *records, *changes, *rounds)
-	t.WriteString("| sdk.batch.size |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %s snapshot rec/s |", p.name)
-	}
-	if len(pairs) == 2 {
-		t.WriteString(" ratio |")
-	}
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %s CDC rec/s |", p.name)
-	}
-	if len(pairs) == 2 {
-		t.WriteString(" ratio |")
-	}
-	cols := len(pairs)*2 + 1
-	if len(pairs) == 2 {
-		cols += 2
-	}
-	t.WriteString("\n|" + strings.Repeat("---|", cols) + "\n")
+	fmt.Fprintf(&t, "Snapshot of %d rows of %s, then %d inserts into a table like it streamed through logical replication; records per second over the plugin protocol, each record acked as it arrives; median of %d rounds.\n\n", *records, rowColumns, *changes, *rounds)
+	writeTableHead(&t, "| sdk.batch.size |"+pluginColumns(names(plugins), " %s snapshot rec/s |", " ratio |")+pluginColumns(names(plugins), " %s CDC rec/s |", " ratio |"))
 	var series []chart.Series
-	for i, p := range pairs {
+	for i, p := range plugins {
 		series = append(series,
 			chart.Series{Label: p.name + " snapshot", Color: chart.Palette[0], Dashed: i == 1},
 			chart.Series{Label: p.name + " CDC", Color: chart.Palette[1], Dashed: i == 1})
 	}
-	labels := make([]string, len(batchSizes))
-	for bi, batch := range batchSizes {
-		label := strconv.Itoa(batch)
-		if batch == 0 {
-			label = "not set"
-		}
-		labels[bi] = label
-		fmt.Fprintf(&t, "| %s |", label)
+	labels := make([]string, len(sizes))
+	for bi, batch := range sizes {
+		labels[bi] = batchLabel(batch)
+		fmt.Fprintf(&t, "| %s |", labels[bi])
 		for ph := range 2 {
-			for i, p := range pairs {
+			for i, p := range plugins {
 				r := results[p.name][batch]
 				st, err := median(r.snapshot), r.snapshotErr
 				if ph == 1 {
@@ -246,8 +183,8 @@ func pgsourceMode(ctx context.Context, args []string) error {
 				fmt.Fprintf(&t, " %.0f |", st.RecordsPerSecond())
 				series[2*i+ph].Values = append(series[2*i+ph].Values, st.RecordsPerSecond())
 			}
-			if len(pairs) == 2 {
-				ra, rb := results[pairs[0].name][batch], results[pairs[1].name][batch]
+			if len(plugins) == 2 {
+				ra, rb := results[plugins[0].name][batch], results[plugins[1].name][batch]
 				sa, sb, ea, eb := median(ra.snapshot), median(rb.snapshot), ra.snapshotErr, rb.snapshotErr
 				if ph == 1 {
 					sa, sb, ea, eb = median(ra.cdc), median(rb.cdc), ra.cdcErr, rb.cdcErr
@@ -271,11 +208,7 @@ func median(runs []host.Stats) host.Stats {
 	if len(runs) == 0 {
 		return host.Stats{}
 	}
-	sorted := slices.Clone(runs)
-	slices.SortFunc(sorted, func(a, b host.Stats) int {
-		return cmp.Compare(a.RecordsPerSecond(), b.RecordsPerSecond())
-	})
-	return sorted[len(sorted)/2]
+	return medianBy(runs, host.Stats.RecordsPerSecond)
 }
 
 // drainSource launches, configures and opens a source and reads n records

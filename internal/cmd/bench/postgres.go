@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -21,31 +22,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// benchTable is the table the postgres mode writes: a bigint key, two text
-// columns and an int.
-const benchTable = `CREATE TABLE IF NOT EXISTS bench (id bigint PRIMARY KEY, a text, b text, n int)`
-
-// keylessTable is benchTable without a key, for records without one,
+// keylessTable is the bench table without a key, for records without one,
 // which the destination writes with plain inserts.
 const keylessTable = `DROP TABLE IF EXISTS bench; CREATE TABLE bench (id bigint, a text, b text, n int)`
 
-// postgresMode measures Postgres destinations: rows per second into
-// benchTable, one record per message as Conduit's default engine sends them,
-// with sdk.batch.size set to each batch size, for one or two plugins side by
-// side, with schemas off (structured keys and payloads) and on (Avro named
-// by schemas in the host's schema service, as a source of Conduit's sends
-// them). Each run starts from an empty table and ends by checking its rows.
+// postgresMode measures Postgres destinations: rows per second into the
+// bench table, one record per message as Conduit's default engine sends
+// them, with sdk.batch.size set to each batch size, for one or two plugins
+// side by side, with schemas off (structured keys and payloads) and on (Avro
+// named by schemas in the host's schema service, as a source of Conduit's
+// sends them). Each run starts from an empty table and ends by checking its
+// rows.
 func postgresMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("postgres", flag.ExitOnError)
-	a := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
-	b := pair{sourceCfg: host.Settings{}, destCfg: host.Settings{}}
-	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
-	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "destination plugin")
-	fs.Var(a.destCfg, "config", "extra parameter as key=value (repeatable)")
-	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
-	fs.StringVar(&b.destination, "vs-plugin", "", "second destination plugin, measured side by side")
-	fs.Var(b.destCfg, "vs-config", "second plugin's extra parameter (repeatable)")
-	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
+	var f pgFlags
+	f.define(fs, "destination plugin", "second destination plugin, measured side by side")
+	f.defineConfig(fs)
 	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes; 0 sets no sdk.batch.size, the destination's default")
 	keyless := fs.Bool("keyless", false, "records without a key (id in the payload) into a table without one: plain inserts; needs -schemas off")
 	records := fs.Int64("records", 50000, "rows per run")
@@ -56,13 +48,9 @@ func postgresMode(ctx context.Context, args []string) error {
 	modes := fs.String("schemas", "off,on", "comma-separated: off sends structured records; on sends Avro, its schemas in the host's schema service")
 	_ = fs.Parse(args)
 
-	var batchSizes []int
-	for s := range strings.SplitSeq(*batches, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			return fmt.Errorf("-batch-sizes: %q is not a batch size (0 for the default, or a positive integer)", s)
-		}
-		batchSizes = append(batchSizes, n)
+	sizes, err := batchSizes(*batches)
+	if err != nil {
+		return err
 	}
 	var schemaModes []string
 	for m := range strings.SplitSeq(*modes, ",") {
@@ -82,7 +70,7 @@ func postgresMode(ctx context.Context, args []string) error {
 	if *rounds < 1 {
 		return fmt.Errorf("-rounds: got %d, expected 1 or more", *rounds)
 	}
-	ddl, record := benchTable, func(i int64) opencdc.Record {
+	ddl, record := createTables("bench"), func(i int64) opencdc.Record {
 		r := pgRecord(i)
 		r.Operation = op
 		return r
@@ -93,15 +81,15 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		ddl, record = keylessTable, keylessRecord
 	}
-	conn, closeDB, err := database(ctx, url, ddl)
+	plugins, err := f.plugins()
+	if err != nil {
+		return err
+	}
+	conn, closeDB, err := database(ctx, &f.url, ddl)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	pairs := []pair{a}
-	if b.destination != "" {
-		pairs = append(pairs, b)
-	}
 	makers := map[string]func(int64) opencdc.Record{"off": record}
 	if slices.Contains(schemaModes, "on") {
 		if makers["on"], err = avroRecords(ctx, schemas.Registry, record); err != nil {
@@ -114,7 +102,7 @@ func postgresMode(ctx context.Context, args []string) error {
 		batch           int
 	}
 	results := map[run][]pgResult{} // a result per round
-	total, done := *rounds*len(batchSizes)*len(schemaModes)*(1+len(pairs)), 0
+	total, done := *rounds*len(sizes)*len(schemaModes)*(1+len(plugins)), 0
 	progress := func(batch int, mode, name string) {
 		done++
 		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, schemas %s, %s ...", done, total, batch, mode, name)
@@ -131,7 +119,7 @@ func postgresMode(ctx context.Context, args []string) error {
 		return nil
 	}
 	for range *rounds {
-		for _, batch := range batchSizes {
+		for _, batch := range sizes {
 			for _, mode := range schemaModes {
 				progress(batch, mode, "COPY")
 				if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
@@ -144,15 +132,13 @@ func postgresMode(ctx context.Context, args []string) error {
 				if err != nil {
 					return fmt.Errorf("COPY: %w", err)
 				}
-				for _, p := range pairs {
+				for _, p := range plugins {
 					progress(batch, mode, p.name)
-					cfg := host.Settings{"url": *url, "table": "bench"}
+					cfg := host.Settings{"url": f.url, "table": "bench"}
 					if batch > 0 {
 						cfg["sdk.batch.size"] = strconv.Itoa(batch)
 					}
-					for k, v := range p.destCfg {
-						cfg[k] = v
-					}
+					maps.Copy(cfg, p.config)
 					// Every run sends the same positions: an exactly-once
 					// destination must not find the last run's.
 					positions := cmp.Or(cfg["exactlyOnce.table"], "connkit_positions")
@@ -164,7 +150,7 @@ func postgresMode(ctx context.Context, args []string) error {
 					if per == 0 {
 						per = batch
 					}
-					r.st, r.cpu, r.err = feedPostgres(ctx, p.destination, cfg, *records, per, makers[mode])
+					r.st, r.cpu, r.err = feedPostgres(ctx, p.path, cfg, *records, per, makers[mode])
 					var stopErr *host.StopError
 					if errors.As(r.err, &stopErr) {
 						r.note, r.err = "Stop failed after every ack: "+oneLine(stopErr.Err), nil
@@ -191,16 +177,14 @@ func postgresMode(ctx context.Context, args []string) error {
 				return r
 			}
 		}
-		sorted := slices.Clone(rs)
-		slices.SortFunc(sorted, func(a, b pgResult) int { return cmp.Compare(a.share(), b.share()) })
-		return sorted[len(sorted)/2]
+		return medianBy(rs, pgResult.share)
 	}
 	var t strings.Builder
 	msgs := "one record per message"
 	if *perMessage != 1 {
 		msgs = fmt.Sprintf("%d records per message (0: the batch size)", *perMessage)
 	}
-	into := fmt.Sprintf("(id bigint PRIMARY KEY, a text, b text, n int), keyed %s records (upserts on the key)", op)
+	into := fmt.Sprintf("%s, keyed %s records (upserts on the key)", rowColumns, op)
 	if *keyless {
 		into = "(id bigint, a text, b text, n int), records without a key (plain inserts)"
 	}
@@ -211,21 +195,10 @@ func postgresMode(ctx context.Context, args []string) error {
 	if *rounds > 1 {
 		fmt.Fprintf(&t, "Each figure is from the round (of %d, alternating) with the median share of COPY.\n\n", *rounds)
 	}
-	t.WriteString("| batch | schemas |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s share of COPY | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", p.name)
-	}
-	if len(pairs) == 2 {
-		t.WriteString(" ratio |")
-	}
-	t.WriteString("\n|---|---|" + strings.Repeat("---|---|---|---|", len(pairs)))
-	if len(pairs) == 2 {
-		t.WriteString("---|")
-	}
-	t.WriteString("\n")
+	writeTableHead(&t, "| batch | schemas |"+pluginColumns(names(plugins), " %[1]s rows/s | %[1]s share of COPY | %[1]s ack p50 / p99 | %[1]s CPU µs/row |", " ratio |"))
 	var series []chart.Series
 	for _, mode := range schemaModes {
-		for i, p := range pairs {
+		for i, p := range plugins {
 			color := chart.Palette[i]
 			if mode == "on" {
 				color = chart.Palette[2+i]
@@ -233,13 +206,13 @@ func postgresMode(ctx context.Context, args []string) error {
 			series = append(series, chart.Series{Label: p.name + ", schemas " + mode, Color: color, Dashed: i == 1})
 		}
 	}
-	labels := make([]string, len(batchSizes))
-	for bi, batch := range batchSizes {
+	labels := make([]string, len(sizes))
+	for bi, batch := range sizes {
 		labels[bi] = strconv.Itoa(batch)
 		for mi, mode := range schemaModes {
 			fmt.Fprintf(&t, "| %d | %s |", batch, mode)
-			for i, p := range pairs {
-				i := mi*len(pairs) + i
+			for i, p := range plugins {
+				i := mi*len(plugins) + i
 				r := typical(results[run{p.name, mode, batch}])
 				if r.err != nil {
 					fmt.Fprintf(&t, " failed: %s | | | |", oneLine(r.err))
@@ -254,8 +227,8 @@ func postgresMode(ctx context.Context, args []string) error {
 					ms(r.st.Latency(0.5)), ms(r.st.Latency(0.99)), float64(r.cpu.Microseconds())/float64(r.st.Records))
 				series[i].Values = append(series[i].Values, r.st.RecordsPerSecond())
 			}
-			if len(pairs) == 2 {
-				ra, rb := typical(results[run{pairs[0].name, mode, batch}]), typical(results[run{pairs[1].name, mode, batch}])
+			if len(plugins) == 2 {
+				ra, rb := typical(results[run{plugins[0].name, mode, batch}]), typical(results[run{plugins[1].name, mode, batch}])
 				if ra.err == nil && rb.err == nil {
 					fmt.Fprintf(&t, " %.1fx |", ra.share()/rb.share())
 				} else {
@@ -303,6 +276,79 @@ type pgResult struct {
 // share is the run's rows/s as a share of COPY's.
 func (r pgResult) share() float64 { return r.st.RecordsPerSecond() / r.copy }
 
+// plugin is a plugin measured under a name: its binary, its extra
+// settings, and for a Postgres source the dialect they are spelled in (see
+// dialects).
+type plugin struct {
+	name, path string
+	config     host.Settings
+	dialect    string
+}
+
+// names returns the plugins' names.
+func names(plugins []plugin) []string {
+	var out []string
+	for _, p := range plugins {
+		out = append(out, p.name)
+	}
+	return out
+}
+
+// pgFlags are the flags of the modes that measure Postgres plugins: -plugin
+// and -name, -vs-plugin and -vs-name for a second plugin measured side by
+// side, and -url for the PostgreSQL server.
+type pgFlags struct {
+	a, b         plugin
+	url          string
+	withDialects bool // -dialect and -vs-dialect are defined
+}
+
+// define defines the flags; what and vsWhat say what -plugin and
+// -vs-plugin name.
+func (f *pgFlags) define(fs *flag.FlagSet, what, vsWhat string) {
+	fs.StringVar(&f.a.path, "plugin", "bin/connkit-postgres", what)
+	fs.StringVar(&f.a.name, "name", "connkit", "name of the plugin")
+	fs.StringVar(&f.b.path, "vs-plugin", "", vsWhat)
+	fs.StringVar(&f.b.name, "vs-name", "incumbent", "name of the second plugin")
+	fs.StringVar(&f.url, "url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
+}
+
+// defineConfig defines -config and -vs-config, the plugins' extra
+// settings.
+func (f *pgFlags) defineConfig(fs *flag.FlagSet) {
+	f.a.config, f.b.config = host.Settings{}, host.Settings{}
+	fs.Var(f.a.config, "config", "extra parameter as key=value (repeatable)")
+	fs.Var(f.b.config, "vs-config", "second plugin's extra parameter (repeatable)")
+}
+
+// defineDialects defines -dialect and -vs-dialect, how the plugins spell
+// their settings (see dialects); what and vsWhat say so.
+func (f *pgFlags) defineDialects(fs *flag.FlagSet, what, vsWhat string) {
+	f.withDialects = true
+	fs.StringVar(&f.a.dialect, "dialect", "connkit", what)
+	fs.StringVar(&f.b.dialect, "vs-dialect", "incumbent", vsWhat)
+}
+
+// plugins returns the plugins to measure: the first, and the second if
+// -vs-plugin names one, under a name of its own; each in a dialect, if the
+// flags have them.
+func (f *pgFlags) plugins() ([]plugin, error) {
+	if f.withDialects {
+		for _, p := range []plugin{f.a, f.b} {
+			if _, ok := dialects[p.dialect]; !ok {
+				return nil, fmt.Errorf("-dialect, -vs-dialect: got %q, expected connkit or incumbent", p.dialect)
+			}
+		}
+	}
+	if f.b.path == "" {
+		return []plugin{f.a}, nil
+	}
+	if f.a.name == f.b.name {
+		return nil, errors.New("-name and -vs-name: expected two names")
+	}
+	return []plugin{f.a, f.b}, nil
+}
+
 // database connects to *url or, if it is empty, to a throwaway server it
 // starts from the machine's binaries, setting *url, and runs ddl, which
 // creates the run's tables; done closes both.
@@ -327,6 +373,44 @@ func database(ctx context.Context, url *string, ddl string) (conn *pgx.Conn, don
 		return nil, nil, err
 	}
 	return conn, done, nil
+}
+
+// rowColumns are the columns of the tables the Postgres modes fill: a
+// bigint key, two text columns and an int, as pgRecord and insertRows
+// make them.
+const rowColumns = "(id bigint PRIMARY KEY, a text, b text, n int)"
+
+// createTables returns the statements that create the named tables of
+// rowColumns, if they do not exist.
+func createTables(tables ...string) string {
+	var b strings.Builder
+	for _, table := range tables {
+		fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s %s;\n", table, rowColumns)
+	}
+	return b.String()
+}
+
+// insertRows returns the statement that inserts rows first to last of
+// pgRecord's values into table.
+func insertRows(table string, first, last int64) string {
+	return fmt.Sprintf("INSERT INTO %s SELECT i, 'row-' || i, 'a text column of moderate length', i %% 1000 FROM generate_series(%d, %d) i", table, first, last)
+}
+
+// fillTable makes table, of rowColumns, hold rows 1 to n of pgRecord's
+// values, unless it holds n rows already (insertRows made them all), and
+// analyzes it.
+func fillTable(ctx context.Context, conn *pgx.Conn, table string, n int64) error {
+	var have int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&have); err != nil {
+		return err
+	}
+	if have != n {
+		if _, err := conn.Exec(ctx, "TRUNCATE "+table+"; "+insertRows(table, 1, n)); err != nil {
+			return err
+		}
+	}
+	_, err := conn.Exec(ctx, "VACUUM ANALYZE "+table)
+	return err
 }
 
 // benchCheck counts the rows in the bench table, and those holding the

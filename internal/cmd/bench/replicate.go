@@ -5,38 +5,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/connkit/connkit/internal/conduit"
 	"github.com/jackc/pgx/v5"
 )
 
-// The replicate mode's tables: the pipeline copies replicate_source into
-// replicate_copy.
-const replicateTables = `
-	CREATE TABLE IF NOT EXISTS replicate_source (id bigint PRIMARY KEY, a text, b text, n int);
-	CREATE TABLE IF NOT EXISTS replicate_copy (id bigint PRIMARY KEY, a text, b text, n int)`
-
 // replicatePipeline is a Postgres source → Postgres destination pipeline,
-// both from one plugin binary, named postgres: %[1]s and %[2]s are their
-// settings.
-const replicatePipeline = `version: "2.2"
-pipelines:
-  - id: replicate
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: standalone:postgres
-        settings:
-%[1]s      - id: destination
-        type: destination
-        plugin: standalone:postgres
-        settings:
-%[2]s`
+// both from one plugin binary, named postgres, with their settings.
+func replicatePipeline(source, destination map[string]string) string {
+	return conduit.Pipeline{
+		ID:          "replicate",
+		Source:      conduit.Component{ID: "source", Plugin: "standalone:postgres", Settings: source},
+		Destination: conduit.Component{ID: "destination", Plugin: "standalone:postgres", Settings: destination},
+	}.File()
+}
 
 // replicateSource returns the settings of a Postgres source in dialect d
 // (see dialects) that reads replicate_source through the replication slot
@@ -63,22 +48,12 @@ func replicateSource(d, engine, url, name string) map[string]string {
 	return s
 }
 
-// phase is what a pipeline did in one part of its run: the snapshot, or the
-// changes streamed after it.
-type phase struct {
-	records, elapsed float64 // records through the pipeline, and its seconds
-	hist             histogram
-	// What Conduit, the two plugins and PostgreSQL used meanwhile.
-	conduitUse, pluginUse, postgresUse resourceUse
-}
-
-func (p phase) rate() float64 { return p.records / p.elapsed }
-
-// replicateCell is one pipeline in one engine: its snapshot and its changes.
+// replicateCell is one pipeline in one engine: its snapshot and its
+// changes, each a window.
 type replicateCell struct {
 	engine            string
-	plugin            pair
-	snapshot, changes phase
+	plugin            plugin
+	snapshot, changes window
 	offered           float64 // rows per second the changes were committed at
 	note              string  // what went wrong after the measurement, if anything
 	err               error
@@ -92,66 +67,45 @@ type replicateCell struct {
 // metrics, and what each process used.
 func replicateMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replicate", flag.ExitOnError)
-	a, b := pair{}, pair{}
-	bin := fs.String("conduit", defaultConduit(), "Conduit binary (default $CONDUIT_BIN, else the one `make conduit` builds)")
-	fs.StringVar(&a.destination, "plugin", "bin/connkit-postgres", "Postgres plugin named postgres, source and destination, configured as connkit's")
-	fs.StringVar(&a.name, "name", "connkit", "name of the plugin")
-	fs.StringVar(&b.destination, "vs-plugin", "", "second Postgres plugin, configured as the incumbent's, measured side by side")
-	fs.StringVar(&b.name, "vs-name", "incumbent", "name of the second plugin")
-	dialect := fs.String("dialect", "connkit", "how the first plugin is configured: connkit or incumbent")
-	vsDialect := fs.String("vs-dialect", "incumbent", "how the second plugin is configured: connkit or incumbent")
-	url := fs.String("url", "", "PostgreSQL URL; empty starts a throwaway server from the machine's binaries")
-	engines := fs.String("engines", "v2,default", "comma-separated engines: default, v2 (--preview.pipeline-arch-v2)")
+	var f pgFlags
+	f.define(fs, "Postgres plugin named postgres, source and destination, configured as connkit's", "second Postgres plugin, configured as the incumbent's, measured side by side")
+	f.defineDialects(fs, "how the first plugin is configured: connkit or incumbent", "how the second plugin is configured: connkit or incumbent")
+	var cf conduitFlags
+	cf.define(fs, "v2,default")
 	snapshotRows := fs.Int64("snapshot", 100000, "rows in the table when the pipeline starts")
 	changes := fs.Int64("changes", 50000, "rows inserted once the snapshot is through")
 	txRows := fs.Int64("tx-rows", 1000, "rows per inserting transaction: enough to commit faster than a pipeline streams")
 	out := fs.String("out", "bench/results", "directory for replicate.md")
 	_ = fs.Parse(args)
 
-	engineList := strings.Split(*engines, ",")
-	for _, e := range engineList {
-		if e != "default" && e != "v2" {
-			return fmt.Errorf("-engines: got %q, expected default or v2", e)
-		}
+	engines, err := cf.check()
+	if err != nil {
+		return err
 	}
 	if *snapshotRows < 1 || *changes < 1 || *txRows < 1 {
 		return errors.New("-snapshot, -changes and -tx-rows: expected positive numbers")
 	}
-	if _, err := os.Stat(*bin); err != nil {
-		return fmt.Errorf("-conduit: %w (make conduit builds it)", err)
+	plugins, err := f.plugins()
+	if err != nil {
+		return err
 	}
-	pairs := []pair{a}
-	if b.destination != "" {
-		pairs = append(pairs, b)
-	}
-	dialectOf := map[string]string{a.name: *dialect, b.name: *vsDialect}
-	for _, d := range []string{*dialect, *vsDialect} {
-		if _, ok := dialects[d]; !ok {
-			return fmt.Errorf("-dialect, -vs-dialect: got %q, expected connkit or incumbent", d)
-		}
-	}
-	if len(pairs) == 2 && a.name == b.name {
-		return errors.New("-name and -vs-name: expected two names")
-	}
-	conn, closeDB, err := database(ctx, url, replicateTables)
+	// The pipeline copies replicate_source into replicate_copy.
+	conn, closeDB, err := database(ctx, &f.url, createTables("replicate_source", "replicate_copy"))
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	for _, sql := range []string{`TRUNCATE replicate_source`, `INSERT INTO replicate_source ` + fmt.Sprintf(pgsourceRows, 1, *snapshotRows), `VACUUM ANALYZE replicate_source`} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return err
-		}
-	}
-	var backend int
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+	if err := fillTable(ctx, conn, "replicate_source", *snapshotRows); err != nil {
 		return err
 	}
-	pgServer := postmaster(backend)
+	pgServer, err := postmaster(ctx, conn)
+	if err != nil {
+		return err
+	}
 
 	var cells []*replicateCell
-	for _, e := range engineList {
-		for _, p := range pairs {
+	for _, e := range engines {
+		for _, p := range plugins {
 			cells = append(cells, &replicateCell{engine: e, plugin: p})
 		}
 	}
@@ -162,10 +116,9 @@ func replicateMode(ctx context.Context, args []string) error {
 			return err
 		}
 		name := fmt.Sprintf("bench_replicate_%d", i)
-		source := replicateSource(dialectOf[c.plugin.name], c.engine, *url, name)
-		destination := map[string]string{"url": *url, "table": "replicate_copy"}
-		pipeline := fmt.Sprintf(replicatePipeline, yamlSettings(source), yamlSettings(destination))
-		c.run(ctx, *bin, pipeline, *url, pgServer, *snapshotRows, *changes, *txRows)
+		source := replicateSource(c.plugin.dialect, c.engine, f.url, name)
+		pipeline := replicatePipeline(source, map[string]string{"url": f.url, "table": "replicate_copy"})
+		c.run(ctx, cf.bin, pipeline, f.url, pgServer, *snapshotRows, *changes, *txRows)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -184,18 +137,8 @@ func replicateMode(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
-	table := replicateReport(cells, pairs, engineList, *snapshotRows, *changes, *txRows)
+	table := replicateReport(cells, names(plugins), engines, *snapshotRows, *changes, *txRows)
 	return publish(*out, table, map[string]string{"replicate.md": table})
-}
-
-// yamlSettings formats settings as a pipeline file's connector settings,
-// sorted by name.
-func yamlSettings(settings map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(settings)) {
-		fmt.Fprintf(&b, "          %s: %q\n", k, settings[k])
-	}
-	return b.String()
 }
 
 // run starts Conduit with the pipeline and the cell's plugin alone in its
@@ -204,7 +147,7 @@ func yamlSettings(settings map[string]string) string {
 // inserted, txRows per transaction, and the changes are measured from the
 // first insert to the last row through the pipeline.
 func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgServer int, snapshotRows, changes, txRows int64) {
-	s, dir, stop, err := startConduit(bin, c.engine, pipeline, c.plugin.destination)
+	s, dir, stop, err := startConduit(bin, c.engine, pipeline, c.plugin.path)
 	if err != nil {
 		c.err = err
 		return
@@ -218,13 +161,6 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 			}
 		}
 	}()
-	groups := func() []processGroup {
-		postgres := processes()
-		if pgServer != 0 {
-			postgres = processTree(pgServer)
-		}
-		return []processGroup{processes(s.Pid()), processes(pluginPids(dir)...), postgres}
-	}
 
 	// The snapshot: from the first record through to the table's last.
 	until := func(n int64, limit time.Duration) error {
@@ -236,14 +172,17 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 		c.err = err
 		return
 	}
-	sampling := startSampling(100*time.Millisecond, groups()...)
+	sampling := startSampling(100*time.Millisecond, cellGroups(s, dir, pgServer)...)
 	t0 := time.Now()
 	if err := until(snapshotRows, 10*time.Minute); err != nil {
 		sampling.finish()
 		c.err = fmt.Errorf("snapshot: %w", err)
 		return
 	}
-	c.snapshot.measure(s.URL, histogram{}, t0, sampling)
+	if err := c.snapshot.measure(s, "replicate", histogram{}, t0, sampling); err != nil {
+		c.err = fmt.Errorf("snapshot: %w", err)
+		return
+	}
 	if c.snapshot.records != float64(snapshotRows) {
 		// A record counted twice, or a change before any was made.
 		c.err = fmt.Errorf("snapshot: %v records through the pipeline, expected %d", c.snapshot.records, snapshotRows)
@@ -263,13 +202,13 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 		return
 	}
 	defer loader.Close(context.Background())
-	sampling = startSampling(100*time.Millisecond, groups()...)
+	sampling = startSampling(100*time.Millisecond, cellGroups(s, dir, pgServer)...)
 	t0 = time.Now()
 	loaded := make(chan error, 1)
 	go func() {
 		for first := snapshotRows + 1; first <= snapshotRows+changes; first += txRows {
 			last := min(first+txRows-1, snapshotRows+changes)
-			if _, err := loader.Exec(ctx, `INSERT INTO replicate_source `+fmt.Sprintf(pgsourceRows, first, last)); err != nil {
+			if _, err := loader.Exec(ctx, insertRows("replicate_source", first, last)); err != nil {
 				loaded <- err
 				return
 			}
@@ -286,56 +225,35 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 		c.err = fmt.Errorf("changes: %w", err)
 		return
 	}
-	c.changes.measure(s.URL, before, t0, sampling)
+	if err := c.changes.measure(s, "replicate", before, t0, sampling); err != nil {
+		c.err = fmt.Errorf("changes: %w", err)
+		return
+	}
 	if err := s.Stop(15 * time.Second); err != nil {
 		c.note = "stop: " + oneLine(err)
 	}
 }
 
-// measure ends a phase begun at t0 with the histogram reading before.
-func (p *phase) measure(baseURL string, before histogram, t0 time.Time, sampling *sampling) {
-	after, t1, err := readHistogram(baseURL, "replicate")
-	used := sampling.finish()
-	p.conduitUse, p.pluginUse, p.postgresUse = used[0], used[1], used[2]
-	if err != nil {
-		return
-	}
-	if before.bounds == nil {
-		before = histogram{bounds: after.bounds, cumulative: make([]float64, len(after.cumulative))}
-	}
-	p.hist = after.minus(before)
-	p.records, p.elapsed = p.hist.count, t1.Sub(t0).Seconds()
-}
-
-func replicateReport(cells []*replicateCell, pairs []pair, engines []string, snapshotRows, changes, txRows int64) string {
+func replicateReport(cells []*replicateCell, plugins []string, engines []string, snapshotRows, changes, txRows int64) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "Real Conduit v0.14.0: standalone Postgres source → standalone Postgres destination, one plugin binary for both, each with its defaults and no batch settings (but the incumbent's source, which needs some: snapshot.fetchSize 2000, since with its own, 50000, it sends messages over gRPC's 4 MiB limit, and with 10000 its destination does, acking a snapshot batch in the v2 engine; and in the v2 engine sdk.batch.size 4000 with sdk.batch.delay 10ms, since with no batch settings it sends batches of 20000 records there, whose acks its destination sends in one message over the limit). ")
-	fmt.Fprintf(&t, "The table (id bigint PRIMARY KEY, a text, b text, n int) holds %d rows when the pipeline starts; the snapshot is measured from the first record through the pipeline to the last. Then %d rows are inserted, %d per transaction, back to back from one connection, and the changes are measured from the first insert until the last row is through. ", snapshotRows, changes, txRows)
+	fmt.Fprintf(&t, "The table %s holds %d rows when the pipeline starts; the snapshot is measured from the first record through the pipeline to the last. Then %d rows are inserted, %d per transaction, back to back from one connection, and the changes are measured from the first insert until the last row is through. ", rowColumns, snapshotRows, changes, txRows)
 	t.WriteString("Latency is Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack) over the phase, its percentiles estimated from the buckets as Prometheus's histogram_quantile does. One Conduit per cell, the plugins alternating; on a busy two-core machine the ratio of a row says more than its absolute figures.\n\n")
-	t.WriteString("| engine | phase |")
-	for _, p := range pairs {
-		fmt.Fprintf(&t, " %[1]s rows/s | %[1]s p50 | %[1]s p99 |", p.name)
-	}
-	cols := 2 + 3*len(pairs)
-	if len(pairs) == 2 {
-		t.WriteString(" rows/s ratio | p50 ratio |")
-		cols += 2
-	}
-	t.WriteString("\n|" + strings.Repeat("---|", cols) + "\n")
+	writeTableHead(&t, "| engine | phase |"+pluginColumns(plugins, " %[1]s rows/s | %[1]s p50 | %[1]s p99 |", " rows/s ratio | p50 ratio |"))
 	phases := []struct {
 		name string
-		of   func(*replicateCell) phase
+		of   func(*replicateCell) window
 	}{
-		{"snapshot", func(c *replicateCell) phase { return c.snapshot }},
-		{"changes", func(c *replicateCell) phase { return c.changes }},
+		{"snapshot", func(c *replicateCell) window { return c.snapshot }},
+		{"changes", func(c *replicateCell) window { return c.changes }},
 	}
 	var notes []string
 	for _, e := range engines {
 		for _, ph := range phases {
 			fmt.Fprintf(&t, "| %s | %s |", e, ph.name)
-			row := make([]*replicateCell, len(pairs))
-			for i, p := range pairs {
-				row[i] = findReplicateCell(cells, e, p.name)
+			row := make([]*replicateCell, len(plugins))
+			for i, p := range plugins {
+				row[i] = findReplicateCell(cells, e, p)
 				c := row[i]
 				if c.err != nil {
 					fmt.Fprintf(&t, " failed: %s | | |", oneLine(c.err))
@@ -349,10 +267,10 @@ func replicateReport(cells []*replicateCell, pairs []pair, engines []string, sna
 				}
 				fmt.Fprintf(&t, " %s | %s | %s%s |", thousands(ph.of(c).rate()), millis(p50), gt, millis(p99))
 				if c.note != "" && ph.name == "snapshot" {
-					notes = append(notes, fmt.Sprintf("%s engine, %s: %s", e, p.name, c.note))
+					notes = append(notes, fmt.Sprintf("%s engine, %s: %s", e, p, c.note))
 				}
 			}
-			if len(pairs) == 2 {
+			if len(plugins) == 2 {
 				if row[0].err == nil && row[1].err == nil {
 					a, b := ph.of(row[0]), ph.of(row[1])
 					pa, _ := a.hist.quantile(0.5)
@@ -375,18 +293,12 @@ func replicateReport(cells []*replicateCell, pairs []pair, engines []string, sna
 	t.WriteString(strings.Join(offered, "; ") + ".\n")
 
 	t.WriteString("\nWhat the processes used in the same phases, read from /proc: CPU is user and system time per row (both plugin processes together; PostgreSQL's postmaster and every backend, the inserting one included); peak RSS is the largest resident set sampled every 100 ms.\n\n")
-	t.WriteString("| engine | phase | pipeline | rows/s | Conduit CPU | plugins CPU | PostgreSQL CPU | Conduit peak RSS | plugins peak RSS | PostgreSQL peak RSS |\n")
-	t.WriteString("|" + strings.Repeat("---|", 10) + "\n")
+	writeResourceHead(&t, "phase", "plugins")
 	for _, e := range engines {
 		for _, ph := range phases {
-			for _, p := range pairs {
-				c := findReplicateCell(cells, e, p.name)
-				if c.err != nil {
-					fmt.Fprintf(&t, "| %s | %s | %s | failed | | | | | | |\n", e, ph.name, p.name)
-					continue
-				}
-				x := ph.of(c)
-				fmt.Fprintf(&t, "| %s | %s | %s | %s |%s\n", e, ph.name, p.name, thousands(x.rate()), resourceColumns(x.records, x.conduitUse, x.pluginUse, x.postgresUse))
+			for _, p := range plugins {
+				c := findReplicateCell(cells, e, p)
+				writeResourceRow(&t, e, ph.name, p, ph.of(c), c.err)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/connkit/connkit/internal/conduit"
 	"github.com/connkit/connkit/internal/host"
+	"github.com/jackc/pgx/v5"
 )
 
 // resourceUse is what a group of processes used over a measurement window, what
@@ -118,6 +121,17 @@ func (s *sampling) finish() []resourceUse {
 	return out
 }
 
+// cellGroups are the groups of processes a cell measures in Conduit s:
+// Conduit, the plugins it started from dir, and PostgreSQL, that is the
+// server pgServer and its backends (none if pgServer is 0).
+func cellGroups(s *conduit.Server, dir string, pgServer int) []processGroup {
+	postgres := processes()
+	if pgServer != 0 {
+		postgres = processTree(pgServer)
+	}
+	return []processGroup{processes(s.Pid()), processes(pluginPids(dir)...), postgres}
+}
+
 // pluginPids returns the processes started from a Conduit directory's
 // connectors/: its standalone plugins.
 func pluginPids(dir string) []int {
@@ -136,16 +150,20 @@ func pluginPids(dir string) []int {
 	return pids
 }
 
-// postmaster returns the PostgreSQL server process behind a backend, the
-// backend's parent, if the server runs on this machine; else 0.
-func postmaster(backend int) int {
+// postmaster returns the PostgreSQL server process behind conn, the parent
+// of its backend, if the server runs on this machine; else 0.
+func postmaster(ctx context.Context, conn *pgx.Conn) (int, error) {
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0, err
+	}
 	st, err := host.ReadProcStat(backend)
 	if err != nil {
-		return 0
+		return 0, nil
 	}
 	comm, err := os.ReadFile("/proc/" + strconv.Itoa(st.PPid) + "/comm")
 	if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-		return 0
+		return 0, nil
 	}
-	return st.PPid
+	return st.PPid, nil
 }

@@ -36,12 +36,12 @@ func TestConduitCSV(t *testing.T) {
 	is := is.New(t)
 	h := histogram{count: 1000, sum: 2, bounds: []float64{.01, 1}, cumulative: []float64{500, 1000}}
 	cell := func(name string, records float64, conduitCPU time.Duration) *conduitCell {
-		return &conduitCell{engine: "default", load: load{batch: 1}, plugin: pair{name: name}, records: records, elapsed: 10, hist: h,
-			conduitUse: resourceUse{cpu: conduitCPU, peakRSS: 64 << 20, ok: true}}
+		return &conduitCell{engine: "default", load: load{batch: 1}, plugin: plugin{name: name}, window: window{records: records, elapsed: 10, hist: h,
+			conduitUse: resourceUse{cpu: conduitCPU, peakRSS: 64 << 20, ok: true}}}
 	}
 	pg := cell("connkit", 1000, time.Second)
 	pg.pluginUse = resourceUse{cpu: 500 * time.Millisecond, peakRSS: 30 << 20, ok: true}
-	cells := []*conduitCell{pg, cell(ceiling, 4000, 2*time.Second), {engine: "v2", load: load{batch: 1}, plugin: pair{name: "connkit"}, err: errors.New("degraded")}}
+	cells := []*conduitCell{pg, cell(ceiling, 4000, 2*time.Second), {engine: "v2", load: load{batch: 1}, plugin: plugin{name: "connkit"}, err: errors.New("degraded")}}
 	lines := strings.Split(strings.TrimSpace(conduitCSV(cells)), "\n")
 	is.Equal(len(lines), 4)
 	is.True(strings.HasPrefix(lines[0], "engine,batch,pipeline,rows_per_s,ceiling_percent,"))

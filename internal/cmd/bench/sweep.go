@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -133,12 +134,8 @@ func runPair(ctx context.Context, p pair, payloadFile string, batch int, n int64
 	} else {
 		dstCfg["sdk.batch.size"] = strconv.Itoa(batch)
 	}
-	for k, v := range p.sourceCfg {
-		srcCfg[k] = v
-	}
-	for k, v := range p.destCfg {
-		dstCfg[k] = v
-	}
+	maps.Copy(srcCfg, p.sourceCfg)
+	maps.Copy(dstCfg, p.destCfg)
 	src, srcPlugin, err := launchSource(p.source, srcCfg)
 	if err != nil {
 		return host.Result{}, err
@@ -155,7 +152,11 @@ func runPair(ctx context.Context, p pair, payloadFile string, batch int, n int64
 func markdownTable(cells []cell, pairs []pair, engine string, records int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d records per run, engine %s (batch size on the %s).\n\n", records, engine, map[string]string{"default": "destination", "v2": "source"}[engine])
-	writeTableHead(&b, "| payload | batch |", pairs, " %[1]s rec/s | %[1]s MB/s | %[1]s ack p50 / p99 |", "ratio")
+	var names []string
+	for _, p := range pairs {
+		names = append(names, p.name)
+	}
+	writeTableHead(&b, "| payload | batch |"+pluginColumns(names, " %[1]s rec/s | %[1]s MB/s | %[1]s ack p50 / p99 |", " ratio |"))
 	for i := 0; i < len(cells); i += len(pairs) {
 		row := cells[i : i+len(pairs)]
 		fmt.Fprintf(&b, "| %s | %d |", bytesLabel(row[0].payload), row[0].batch)
@@ -198,24 +199,6 @@ func oneLine(err error) string {
 		s = s[:80] + "…"
 	}
 	return strings.ReplaceAll(s, "|", "/")
-}
-
-// writeTableHead writes the head of a results table: the two leading
-// columns, three columns a pair, named by cols with %[1]s standing for the
-// pair's name, and for two pairs a last column named ratio.
-func writeTableHead(b *strings.Builder, leading string, pairs []pair, cols, ratio string) {
-	b.WriteString(leading)
-	for _, p := range pairs {
-		fmt.Fprintf(b, cols, p.name)
-	}
-	if len(pairs) == 2 {
-		b.WriteString(" " + ratio + " |")
-	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|---|---|", len(pairs)))
-	if len(pairs) == 2 {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
 }
 
 // charts draws throughput and p50 ack latency per batch size: a colour per
