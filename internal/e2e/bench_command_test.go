@@ -13,15 +13,21 @@ import (
 	"github.com/matryer/is"
 )
 
+// buildBench builds the bench command and returns its binary.
+func buildBench(t *testing.T) string {
+	t.Helper()
+	bench := filepath.Join(t.TempDir(), "bench")
+	if out, err := exec.Command("go", "build", "-o", bench, "github.com/connkit/connkit/internal/cmd/bench").CombinedOutput(); err != nil {
+		t.Fatalf("build bench: %v\n%s", err, out)
+	}
+	return bench
+}
+
 // TestBenchCommand runs the bench command's modes on small counts
 // against connkit's plugins and checks what they report and write.
 func TestBenchCommand(t *testing.T) {
 	is := is.New(t)
-	bench := filepath.Join(t.TempDir(), "bench")
-	out, err := exec.Command("go", "build", "-o", bench, "github.com/connkit/connkit/internal/cmd/bench").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build bench: %v\n%s", err, out)
-	}
+	bench := buildBench(t)
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(bench, args...).CombinedOutput()
@@ -65,7 +71,7 @@ func TestBenchCommand(t *testing.T) {
 	is.True(!strings.Contains(pgOut, "failed")) // every run left its 300 rows
 	// Each run's share of the COPY beside it.
 	is.Equal(len(regexp.MustCompile(`\| \d+% of \d+ \|`).FindAllString(pgOut, -1)), 4)
-	_, err = os.Stat(filepath.Join(dir, "postgres.svg"))
+	_, err := os.Stat(filepath.Join(dir, "postgres.svg"))
 	is.NoErr(err)
 
 	srcURL, _ := pg.Database(t, "")
@@ -79,7 +85,7 @@ func TestBenchCommand(t *testing.T) {
 	is.NoErr(err)
 
 	// Bad flags are errors that say what was expected.
-	out, err = exec.Command(bench, "sweep", "-engine", "v3").CombinedOutput()
+	out, err := exec.Command(bench, "sweep", "-engine", "v3").CombinedOutput()
 	is.True(err != nil)
 	is.True(strings.Contains(string(out), `-engine: got "v3", expected default or v2`))
 }
@@ -93,17 +99,13 @@ func TestBenchCommand(t *testing.T) {
 func TestBenchConduit(t *testing.T) {
 	is := is.New(t)
 	conduitPath, incumbent := conduitBin(t), incumbentBin(t)
-	bench := filepath.Join(t.TempDir(), "bench")
-	out, err := exec.Command("go", "build", "-o", bench, "github.com/connkit/connkit/internal/cmd/bench").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build bench: %v\n%s", err, out)
-	}
+	bench := buildBench(t)
 	url, _ := pg.Database(t, "")
 	dir := t.TempDir()
 	args := []string{"conduit", "-conduit", conduitPath, "-url", url, "-out", dir,
 		"-plugin", binary("connkit-postgres"), "-vs-plugin", filepath.Join(incumbent, "postgres"),
 		"-batch-sizes", "100", "-engines", "default,v2", "-idle-rate", "0", "-warmup", "0s", "-duration", "3s"}
-	out, err = exec.Command(bench, args...).CombinedOutput()
+	out, err := exec.Command(bench, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench %v: %v\n%s", args, err, out)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
 )
 
@@ -110,18 +109,7 @@ func runPipeline(b *testing.B, p pair, srcConfig, dstConfig map[string]string, r
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: srcConfig}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: dstConfig}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := src.Open(ctx, pconnector.SourceOpenRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := dst.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
-		b.Fatal(err)
-	}
+	openPipeline(b, ctx, src, dst, srcConfig, dstConfig)
 	b.ResetTimer()
 	res, err := host.Pipeline{Source: src, Destination: dst, Records: records, PerMessage: perMessage}.Run(ctx)
 	if err != nil && p.name == "incumbent" {

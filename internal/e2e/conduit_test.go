@@ -154,12 +154,17 @@ func settings(ms ...map[string]string) string {
 	return b.String()
 }
 
-// pipelineYAML is a pipeline e2e from the plugin source to the plugin
-// destination, each with its settings.
+// pipelineYAML is a pipeline file of one pipeline, e2e, from the plugin
+// source to the plugin destination, each with its settings. What else the
+// pipeline has, such as processors or a dead-letter queue, is appended.
 func pipelineYAML(source string, sourceSettings map[string]string, destination string, destSettings map[string]string) string {
-	return fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
+	return "version: \"2.2\"\npipelines:\n" + pipelineEntry("e2e", source, sourceSettings, destination, destSettings)
+}
+
+// pipelineEntry is pipeline id of a pipeline file's list, from the plugin
+// source to the plugin destination, each with its settings.
+func pipelineEntry(id, source string, sourceSettings map[string]string, destination string, destSettings map[string]string) string {
+	return fmt.Sprintf(`  - id: %s
     status: running
     connectors:
       - id: source
@@ -170,32 +175,53 @@ pipelines:
         type: destination
         plugin: %s
         settings:
-%s`, source, settings(sourceSettings), destination, settings(destSettings))
+%s`, id, source, settings(sourceSettings), destination, settings(destSettings))
 }
 
 // pipelineFile is a pipeline e2e from standalone:generator, making records
 // of three structured fields, to a destination plugin, each with extra
 // settings.
 func pipelineFile(records int, source map[string]string, destination string, destSettings map[string]string) string {
-	return fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: standalone:generator
-        settings:
-          format.type: structured
-          format.options.name: string
-          format.options.n: int
-          format.options.at: time
-          recordCount: "%d"
-%s      - id: destination
-        type: destination
-        plugin: standalone:%s
-        settings:
-%s`, records, settings(source), destination, settings(destSettings))
+	return pipelineYAML("standalone:generator", merge(generatorSettings(records), source), "standalone:"+destination, destSettings)
+}
+
+// generatorSettings are standalone:generator's settings for records
+// records of three structured fields: name, n and at.
+func generatorSettings(records int) map[string]string {
+	return map[string]string{
+		"format.type": "structured", "format.options.name": "string", "format.options.n": "int", "format.options.at": "time",
+		"recordCount": fmt.Sprint(records),
+	}
+}
+
+// deadLetterQueue is a pipeline's dead-letter queue for a pipeline file:
+// a jsonl file at path, with the nack window given.
+func deadLetterQueue(path string, windowSize, nackThreshold int) string {
+	return fmt.Sprintf(`    dead-letter-queue:
+      plugin: standalone:jsonl
+      settings:
+        path: %q
+      window-size: %d
+      window-nack-threshold: %d
+`, path, windowSize, nackThreshold)
+}
+
+// executions returns how many records Conduit reports through pipeline id,
+// acked or nacked.
+func (c *conduit) executions(id string) float64 {
+	n, _ := c.Latency(id)
+	return n
+}
+
+// checkDelivered checks that Conduit reports exactly n records through
+// pipeline id, none twice, and n written by its destination plugin, and
+// that the pipeline runs.
+func (c *conduit) checkDelivered(id, plugin string, n int) {
+	c.t.Helper()
+	is := is.New(c.t)
+	is.Equal(c.executions(id), float64(n)) // exactly: no record twice
+	is.Equal(c.Metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin=%q,type="destination"}`, id, plugin)), float64(n))
+	c.checkRunning(id)
 }
 
 // TestConduit runs standalone:generator → standalone:log in real Conduit,
@@ -226,12 +252,9 @@ func TestConduit(t *testing.T) {
 			source: map[string]string{"sdk.batch.size": "3000"}, destination: map[string]string{"sdk.batch.size": "7000"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
 			c := startConduit(t, pipelineFile(records, tt.source, "log", merge(map[string]string{"level": "trace"}, tt.destination)), tt.flags...)
 			c.waitForAcked(records)
-			is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // exactly: no record twice
-			is.Equal(c.Metric(`conduit_connector_bytes_count{pipeline_name="e2e",plugin="standalone:log",type="destination"}`), float64(records))
-			c.checkRunning("e2e")
+			c.checkDelivered("e2e", "standalone:log", records)
 			c.stop()
 			c.checkProblems()
 		})
@@ -252,12 +275,12 @@ func TestConduitLargeRecords(t *testing.T) {
 			is := is.New(t)
 			payload := filepath.Join(t.TempDir(), "payload")
 			is.NoErr(os.WriteFile(payload, []byte(strings.Repeat("x", tt.size)), 0o644))
-			pipeline := strings.Replace(pipelineFile(tt.records, nil, "log", map[string]string{"level": "trace"}),
-				"          format.type: structured\n          format.options.name: string\n          format.options.n: int\n          format.options.at: time\n",
-				fmt.Sprintf("          format.type: file\n          format.options.path: %q\n", payload), 1)
+			pipeline := pipelineYAML("standalone:generator", map[string]string{
+				"format.type": "file", "format.options.path": payload, "recordCount": fmt.Sprint(tt.records),
+			}, "standalone:log", map[string]string{"level": "trace"})
 			c := startConduit(t, pipeline, "--preview.pipeline-arch-v2")
 			c.waitForAcked(tt.records)
-			is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(tt.records))
+			is.Equal(c.executions("e2e"), float64(tt.records))
 			c.checkRunning("e2e")
 			c.stop()
 			c.checkProblems()

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
 
@@ -46,6 +45,9 @@ var dlqBad = map[int]struct {
 
 const dlqRecords = 23
 
+// dlqRows selects the rows of items, in id order, one string each.
+const dlqRows = `SELECT concat_ws('|', id, coalesce(name, '<null>'), coalesce(qty::text, '<null>'), coalesce(code, '<null>'), coalesce(small::text, '<null>'), coalesce(price::text, '<null>')) FROM items ORDER BY id`
+
 // dlqSourceFile writes the source's file: records 1 to 23 as jsonl lines,
 // each with its own position (r01…), which the source keeps in the
 // metadata as jsonl.position, so that a DLQ entry names its record even
@@ -53,7 +55,7 @@ const dlqRecords = 23
 func dlqSourceFile(t *testing.T) (path string, afters map[string]string) {
 	t.Helper()
 	afters = map[string]string{}
-	var b strings.Builder
+	var records []map[string]any
 	for id := 1; id <= dlqRecords; id++ {
 		after := map[string]any{
 			"id": id, "name": fmt.Sprintf("item-%d", id), "qty": id * 10,
@@ -67,23 +69,14 @@ func dlqSourceFile(t *testing.T) (path string, afters map[string]string) {
 			}
 			afters[fmt.Sprintf("r%02d", id)] = string(j)
 		}
-		line, err := json.Marshal(map[string]any{
+		records = append(records, map[string]any{
 			"position":  []byte(fmt.Sprintf("r%02d", id)),
 			"operation": "create",
 			"key":       map[string]any{"structured": map[string]any{"id": after["id"]}},
 			"after":     map[string]any{"structured": after},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
 	}
-	path = filepath.Join(t.TempDir(), "source.jsonl")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, afters
+	return jsonlFile(t, records), afters
 }
 
 // dlqEntry is what the dead-letter queue holds for a record: its position
@@ -144,25 +137,6 @@ func readDLQ(t *testing.T, path string) []dlqEntry {
 	return out
 }
 
-// tableRows returns the rows of items, in id order, one string each.
-func tableRows(t *testing.T, url string) []string {
-	t.Helper()
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	rows, err := conn.Query(t.Context(), `SELECT concat_ws('|', id, coalesce(name, '<null>'), coalesce(qty::text, '<null>'), coalesce(code, '<null>'), coalesce(small::text, '<null>'), coalesce(price::text, '<null>')) FROM items ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestConduitDeadLetterQueue runs a jsonl file of 23 records, 8 of them
 // bad each in its own way for the table, into connkit's Postgres
 // destination in real Conduit, with a dead-letter queue (a jsonl file)
@@ -188,7 +162,7 @@ func TestConduitDeadLetterQueue(t *testing.T) {
 	// Avro (its default, with the schema in Conduit's schema service), so
 	// that the dead-letter queue, which holds records as Conduit got them
 	// from the source, can be read here and compared.
-	const noSchemas = "          sdk.schema.extract.payload.enabled: \"false\"\n          sdk.schema.extract.key.enabled: \"false\"\n"
+	noSchemas := map[string]string{"sdk.schema.extract.payload.enabled": "false", "sdk.schema.extract.key.enabled": "false"}
 	jsonl := binary("connkit-jsonl")
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
@@ -196,50 +170,27 @@ func TestConduitDeadLetterQueue(t *testing.T) {
 			// Batched, the source's batches (what the v2 engine sends as
 			// one message) and the destination's Writes hold several
 			// records, good and bad together.
-			const batched = "          sdk.batch.size: \"10\"\n          sdk.batch.delay: \"100ms\"\n"
 			for _, batch := range []struct {
 				name     string
-				settings string
+				settings map[string]string
 			}{
-				{"unbatched", ""},
-				{"batched", batched},
+				{"unbatched", nil},
+				{"batched", map[string]string{"sdk.batch.size": "10", "sdk.batch.delay": "100ms"}},
 			} {
 				t.Run(batch.name, func(t *testing.T) {
 					is := is.New(t)
 					url, _ := pg.Database(t, dlqTable)
 					src, afters := dlqSourceFile(t)
 					dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
-					pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: standalone:jsonl
-        settings:
-          path: %q
-          poll: 50ms
-%s%s      - id: destination
-        type: destination
-        plugin: standalone:postgres
-        settings:
-          url: %q
-          table: items
-          key: id
-%s    dead-letter-queue:
-      plugin: standalone:jsonl
-      settings:
-        path: %q
-      window-size: 30
-      window-nack-threshold: 10
-`, src, noSchemas, batch.settings, url, batch.settings, dlq)
+					pipeline := pipelineYAML("standalone:jsonl", merge(map[string]string{"path": src, "poll": "50ms"}, noSchemas, batch.settings),
+						"standalone:postgres", merge(map[string]string{"url": url, "table": "items", "key": "id"}, batch.settings)) +
+						deadLetterQueue(dlq, 30, 10)
 					c := startConduitWith(t, pipeline, []string{jsonl}, engine.flags...)
 					c.waitForPipelineAcked("e2e", dlqRecords)
 					c.checkRunning("e2e")
 					c.stop()
 
-					is.Equal(tableRows(t, url), wantRows) // exactly the good rows, as they were sent
+					is.Equal(column(t, url, dlqRows), wantRows) // exactly the good rows, as they were sent
 
 					entries := readDLQ(t, dlq)
 					var refs, positions []string

@@ -46,6 +46,23 @@ var deliveryModes = []struct {
 	{"at least once", false},
 }
 
+// The crash tests' processors: keepPosition keeps a record's position in
+// its payload's field pos, dropKey drops its key, so that the destination
+// inserts into a keyless table.
+const (
+	keepPosition = `      - id: keep-position
+        plugin: field.set
+        settings:
+          field: .Payload.After.pos
+          value: "{{ .Position }}"
+`
+	dropKey = `      - id: drop-key
+        plugin: field.exclude
+        settings:
+          fields: .Key
+`
+)
+
 // crash is a pipeline e2e into a keyless table, run in a Conduit that the
 // test kills.
 type crash struct {
@@ -102,20 +119,8 @@ func (cr *crash) killConduit() {
 	}
 	cr.c.Kill()
 	// A plugin left writing would be a second writer next to the new one.
-	deadline := time.Now().Add(time.Minute)
-	for _, pid := range plugins {
-		for {
-			var status syscall.WaitStatus
-			got, err := syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
-			if err != nil || got == pid {
-				break
-			}
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				cr.t.Fatalf("plugin %d still runs a minute after Conduit was killed", pid)
-			}
-			time.Sleep(20 * time.Millisecond) // polling a process that has no other way to tell
-		}
+	if len(reap(cr.t, plugins, 0)) > 0 {
+		cr.t.FailNow()
 	}
 	cr.c = runConduit(cr.t, conduitBin(cr.t), cr.dir, cr.flags...)
 }
@@ -184,35 +189,11 @@ func TestExactlyOnceGenerator(t *testing.T) {
 		for _, mode := range deliveryModes {
 			t.Run(engine.name+"/"+mode.name, func(t *testing.T) {
 				url, _ := pg.Database(t, `CREATE TABLE generated (pos bigint, name text, n bigint, at timestamptz)`)
-				pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: standalone:generator
-        settings:
-%s      - id: destination
-        type: destination
-        plugin: standalone:postgres
-        settings:
-%s    processors:
-      - id: keep-position
-        plugin: field.set
-        settings:
-          field: .Payload.After.pos
-          value: "{{ .Position }}"
-      - id: drop-key
-        plugin: field.exclude
-        settings:
-          fields: .Key
-`, settings(map[string]string{
-					"format.type": "structured", "format.options.name": "string", "format.options.n": "int", "format.options.at": "time",
-					"recordCount": fmt.Sprint(records), "rate": "4000", "sdk.batch.size": "500", "sdk.batch.delay": "10ms",
-				}), settings(map[string]string{
+				pipeline := pipelineYAML("standalone:generator", merge(generatorSettings(records), map[string]string{
+					"rate": "4000", "sdk.batch.size": "500", "sdk.batch.delay": "10ms",
+				}), "standalone:postgres", map[string]string{
 					"url": url, "table": "generated", "exactlyOnce.enabled": fmt.Sprint(mode.exactlyOnce),
-				}))
+				}) + "    processors:\n" + keepPosition + dropKey
 				cr := startCrash(t, pipeline, url, engine.flags)
 				const rows = `SELECT count(*) FROM generated`
 				cr.waitFor(rows, records/5)
@@ -240,30 +221,12 @@ func TestExactlyOncePostgresSource(t *testing.T) {
 				from, src := sourceDatabase(t, `CREATE TABLE items (id int PRIMARY KEY, n bigint);
 					INSERT INTO items SELECT i, i FROM generate_series(1, `+fmt.Sprint(snapshot)+`) i`)
 				url, _ := pg.Database(t, `CREATE TABLE items (id int, n bigint)`)
-				pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: source
-        type: source
-        plugin: standalone:postgres
-        settings:
-%s      - id: destination
-        type: destination
-        plugin: standalone:postgres
-        settings:
-%s    processors:
-      - id: drop-key
-        plugin: field.exclude
-        settings:
-          fields: .Key
-`, settings(map[string]string{
+				pipeline := pipelineYAML("standalone:postgres", map[string]string{
 					"url": from, "tables": "items", "slot.name": dbName(from), "snapshot.fetchSize": "1000",
 					"sdk.batch.size": "500", "sdk.batch.delay": "10ms",
-				}), settings(map[string]string{
+				}, "standalone:postgres", map[string]string{
 					"url": url, "exactlyOnce.enabled": fmt.Sprint(mode.exactlyOnce),
-				}))
+				}) + "    processors:\n" + dropKey
 				cr := startCrash(t, pipeline, url, engine.flags)
 				last := snapshot
 				// Rows inserted while the snapshot is read, and across the

@@ -63,20 +63,16 @@ func TestInteropBuiltinGenerator(t *testing.T) {
 		t.Run(engine.name, func(t *testing.T) {
 			is := is.New(t)
 			url, conn := pg.Database(t, `CREATE TABLE typed (pos bigint PRIMARY KEY, n bigint, name text, at timestamptz, flag boolean)`)
-			pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: builtin:generator
-        settings:
-%s      - id: destination
-        type: destination
-        plugin: %s
-        settings:
-%s    processors:
+			pipeline := pipelineYAML("builtin:generator", map[string]string{
+				"format.type":         "structured",
+				"format.options.n":    "int",
+				"format.options.name": "string",
+				"format.options.at":   "time",
+				"format.options.flag": "bool",
+				"recordCount":         fmt.Sprint(records),
+			}, pluginRef(t, binary("connkit-postgres")), map[string]string{
+				"url": url, "table": "typed", "key": "pos",
+			}) + `    processors:
       - id: key
         plugin: field.set
         settings:
@@ -84,16 +80,7 @@ pipelines:
           value: "{{ .Position }}"
           sdk.schema.decode.key.enabled: "false"
           sdk.schema.encode.key.enabled: "false"
-`, settings(map[string]string{
-				"format.type":         "structured",
-				"format.options.n":    "int",
-				"format.options.name": "string",
-				"format.options.at":   "time",
-				"format.options.flag": "bool",
-				"recordCount":         fmt.Sprint(records),
-			}), pluginRef(t, binary("connkit-postgres")), settings(map[string]string{
-				"url": url, "table": "typed", "key": "pos",
-			}))
+`
 			c := startConduit(t, pipeline, engine.flags...)
 			c.waitForAcked(records)
 
@@ -208,7 +195,7 @@ func copyKinds(t *testing.T, flags []string, nulls bool, expected []string, pipe
 	if d := tableDifferences(t, conn, "kinds", "kinds_copy"); len(d) > 0 {
 		t.Fatalf("after the changes, the copy differs:\n%s", strings.Join(d, "\n"))
 	}
-	is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"}`), float64(records)) // no record twice
+	is.Equal(c.executions("e2e"), float64(records)) // no record twice
 	c.stop()
 	c.checkProblems(expected...)
 }

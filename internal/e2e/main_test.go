@@ -11,9 +11,9 @@ import (
 	"github.com/connkit/connkit/internal/pgtest"
 )
 
-// binDir holds connkit's plugins; faultyBin is the test plugin in ./faulty;
-// pg is a PostgreSQL server for the tests that need one; schemas is the
-// schema service the plugins of a pipeline share.
+// binDir holds connkit's plugins; faultyBin is the test plugin in
+// ./testdata/faulty; pg is a PostgreSQL server for the tests that need
+// one; schemas is the schema service the plugins of a pipeline share.
 var (
 	binDir, faultyBin string
 	pg                *pgtest.Server
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	pkgs := []string{"github.com/connkit/connkit/internal/e2e/faulty"}
+	pkgs := []string{"./testdata/faulty"}
 	binDir = os.Getenv("CONNKIT_BIN")
 	if binDir == "" {
 		pkgs = append(pkgs,

@@ -17,33 +17,21 @@ import (
 	"github.com/matryer/is"
 )
 
-// readmeSection returns the README's section under heading, up to the next
-// heading of the same level.
-func readmeSection(t *testing.T, readme []byte, heading string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(string(readme), "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("README.md has no section %q", heading)
-	}
-	section, _, _ := strings.Cut(rest, "\n## ")
-	return section
-}
-
-// readmeFiles returns the code blocks of section whose info string names a
-// file (```go file=main.go), by file name.
-func readmeFiles(section string) map[string]string {
+// docFiles returns the code blocks of doc whose info string names a file
+// (```go file=main.go), by file name.
+func docFiles(doc string) map[string]string {
 	files := map[string]string{}
-	for _, m := range regexp.MustCompile("(?s)```\\w+ file=(\\S+)\n(.*?)```").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)```\\w+ file=(\\S+)\n(.*?)```").FindAllStringSubmatch(doc, -1) {
 		files[m[1]] = m[2]
 	}
 	return files
 }
 
-// readmeCommands returns the commands of section's sh blocks, in order,
+// docCommands returns the commands of doc's sh blocks, in order,
 // without comments, a command continued with a backslash on one line.
-func readmeCommands(section string) []string {
+func docCommands(doc string) []string {
 	var cmds []string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(doc, -1) {
 		for line := range strings.SplitSeq(strings.ReplaceAll(m[1], "\\\n", " "), "\n") {
 			line, _, _ = strings.Cut(line, "#")
 			if line = strings.TrimSpace(line); line != "" {
@@ -54,36 +42,34 @@ func readmeCommands(section string) []string {
 	return cmds
 }
 
-// TestOutsideModule follows README's "Your own connector" as an author
-// outside this repository would: the README's files in a module of their
+// TestOutsideModule follows WRITING.md, writing a connector by hand, as an
+// author outside this repository would: its files in a module of their
 // own that requires connkit through a replace directive pointing at this
-// checkout, the README's commands in order (go mod tidy, go vet, the
-// sdktest test, go build into connectors/), and then Conduit started there
-// with the README's pipeline from the builtin generator into the plugin.
-// The README's Conduit command must name the binary make builds and flags
-// that Conduit has, keeping its APIs on loopback; the test runs that
-// Conduit with the same layout, on free loopback ports. It checks that
-// every generated record is a row of the CSV file, decoded from Avro into
-// typed fields, and acknowledged once. The checkout is only read.
+// checkout, its commands in order (go mod tidy, go vet, the sdktest test,
+// go build into connectors/), and then Conduit started there with its
+// pipeline from the builtin generator into the plugin. Its Conduit command
+// must name the binary make builds and flags that Conduit has, keeping its
+// APIs on loopback; the test runs that Conduit with the same layout, on
+// free loopback ports. It checks that every generated record is a row of
+// the CSV file, decoded from Avro into typed fields, and acknowledged
+// once. The checkout is only read.
 func TestOutsideModule(t *testing.T) {
 	conduitPath := conduitBin(t)
 	is := is.New(t)
 	root, err := filepath.Abs("../..")
 	is.NoErr(err)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	is.NoErr(err)
-	section := readmeSection(t, readme, "## Your own connector")
-	files := readmeFiles(section)
+	doc := string(readDoc(t, "WRITING.md"))
+	files := docFiles(doc)
 	names := slices.Sorted(maps.Keys(files))
 	if want := []string{"csvsink_test.go", "main.go", "pipelines/csvsink.yaml"}; !slices.Equal(names, want) {
-		t.Fatalf("the section's code blocks name the files %v, want %v", names, want)
+		t.Fatalf("WRITING.md's code blocks name the files %v, want %v", names, want)
 	}
 
 	for name, content := range files {
 		if strings.HasSuffix(name, ".go") {
 			formatted, err := format.Source([]byte(content))
 			if err != nil || string(formatted) != content {
-				t.Errorf("the README's %s is not as gofmt formats it (%v):\n%s", name, err, formatted)
+				t.Errorf("WRITING.md's %s is not as gofmt formats it (%v):\n%s", name, err, formatted)
 			}
 		}
 	}
@@ -107,7 +93,7 @@ func TestOutsideModule(t *testing.T) {
 	is.True(version != nil)                                        // the Makefile names Conduit's version
 	conduitCmd := "~/.cache/connkit/conduit-" + string(version[1]) // where make conduit builds it
 	var conduitArgs []string
-	for _, line := range readmeCommands(section) {
+	for _, line := range docCommands(doc) {
 		args := strings.Fields(line)
 		switch {
 		case args[0] == "mkdir" || args[0] == "cd":
@@ -124,7 +110,7 @@ func TestOutsideModule(t *testing.T) {
 		case args[0] == conduitCmd:
 			conduitArgs = args[1:]
 		default:
-			t.Fatalf("the README shows a command this test does not know how to follow: %s", line)
+			t.Fatalf("WRITING.md shows a command this test does not know how to follow: %s", line)
 		}
 	}
 	checkConduitArgs(t, conduitPath, conduitArgs)
@@ -136,7 +122,7 @@ func TestOutsideModule(t *testing.T) {
 		t.Helper()
 		m := regexp.MustCompile(re).FindStringSubmatch(pipeline)
 		if m == nil {
-			t.Fatalf("the README's pipeline file does not match %s", re)
+			t.Fatalf("WRITING.md's pipeline file does not match %s", re)
 		}
 		return m[1]
 	}
@@ -150,7 +136,7 @@ func TestOutsideModule(t *testing.T) {
 
 	c := runConduit(t, conduitPath, dir)
 	c.waitForPipelineAcked(id, records)
-	is.Equal(c.Metric(`conduit_pipeline_execution_duration_seconds_count{pipeline_name="`+id+`"}`), float64(records)) // exactly: no record twice
+	is.Equal(c.executions(id), float64(records)) // exactly: no record twice
 
 	f, err := os.Open(csvPath)
 	is.NoErr(err)
@@ -168,7 +154,7 @@ func TestOutsideModule(t *testing.T) {
 	c.checkRunning(id)
 	c.stop()
 
-	// The README says Conduit warns that the generator's keys are not
+	// WRITING.md says Conduit warns that the generator's keys are not
 	// structured; anything else is a problem.
 	var problems []string
 	for _, p := range c.Problems() {
@@ -181,14 +167,14 @@ func TestOutsideModule(t *testing.T) {
 	}
 }
 
-// checkConduitArgs checks the README's arguments for the Conduit binary:
+// checkConduitArgs checks WRITING.md's arguments for the Conduit binary:
 // `run` with the layout runConduit gives Conduit (connectors/ and
 // pipelines/ in its working directory), and its HTTP and gRPC APIs on
 // loopback addresses, with flags Conduit's own help lists.
 func checkConduitArgs(t *testing.T, conduitPath string, args []string) {
 	t.Helper()
 	if len(args) == 0 || args[0] != "run" || len(args)%2 != 1 {
-		t.Fatalf("the README runs Conduit with %q, want run and flags with values", args)
+		t.Fatalf("WRITING.md runs Conduit with %q, want run and flags with values", args)
 	}
 	help, err := exec.CommandContext(t.Context(), conduitPath, "run", "--help").CombinedOutput()
 	if err != nil {
@@ -197,7 +183,7 @@ func checkConduitArgs(t *testing.T, conduitPath string, args []string) {
 	flags := map[string]string{}
 	for i := 1; i < len(args); i += 2 {
 		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(args[i]) + `\s`).Match(help) {
-			t.Errorf("the README passes Conduit %s, which `conduit run --help` does not list", args[i])
+			t.Errorf("WRITING.md passes Conduit %s, which `conduit run --help` does not list", args[i])
 		}
 		flags[args[i]] = args[i+1]
 	}
@@ -205,11 +191,11 @@ func checkConduitArgs(t *testing.T, conduitPath string, args []string) {
 	for _, api := range []string{"--api.http.address", "--api.grpc.address"} {
 		host, _, err := net.SplitHostPort(flags[api])
 		if err != nil || !net.ParseIP(host).IsLoopback() {
-			t.Errorf("the README's Conduit has %s %q, want a loopback address", api, flags[api])
+			t.Errorf("WRITING.md's Conduit has %s %q, want a loopback address", api, flags[api])
 		}
 		want[api] = flags[api]
 	}
 	if !maps.Equal(flags, want) {
-		t.Errorf("the README runs Conduit with flags %v, want %v", flags, want)
+		t.Errorf("WRITING.md runs Conduit with flags %v, want %v", flags, want)
 	}
 }

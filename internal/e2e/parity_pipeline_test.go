@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -83,55 +82,23 @@ func TestIncumbentPipelineFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			url := database(t)
-			generator := map[string]string{
-				"format.type": "structured", "format.options.name": "string", "format.options.n": "int",
-				"format.options.at": "time", "recordCount": fmt.Sprint(records),
-			}
+			generator := generatorSettings(records)
 			// Two pipelines, as the v2 engine takes one destination per
 			// pipeline; each source has its own schema context.
-			pipeline := fmt.Sprintf(`version: "2.2"
-pipelines:
-  - id: e2e
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: standalone:generator
-        settings:
-%s      - id: log
-        type: destination
-        plugin: standalone:log
-        settings:
-%s  - id: e2e-pg
-    status: running
-    connectors:
-      - id: generator
-        type: source
-        plugin: standalone:generator
-        settings:
-%s      - id: postgres
-        type: destination
-        plugin: standalone:postgres
-        settings:
-%s`,
-				settings(incumbentSettings.source, generator),
-				settings(incumbentSettings.destination, map[string]string{"level": "info"}),
-				settings(incumbentSettings.source, generator, map[string]string{"sdk.schema.context.name": "parity-pg"}),
-				settings(incumbentSettings.destination, map[string]string{"url": url, "table": "generated", "key": "seq"}),
-			)
+			pipeline := pipelineYAML("standalone:generator", merge(incumbentSettings.source, generator),
+				"standalone:log", merge(incumbentSettings.destination, map[string]string{"level": "info"})) +
+				pipelineEntry("e2e-pg", "standalone:generator", merge(incumbentSettings.source, generator, map[string]string{"sdk.schema.context.name": "parity-pg"}),
+					"standalone:postgres", merge(incumbentSettings.destination, map[string]string{"url": url, "table": "generated", "key": "seq"}))
 			c := startConduit(t, pipeline, tt.flags...)
 			c.waitForPipelineAcked("e2e", records)
 			c.waitForPipelineAcked("e2e-pg", records)
-			for _, p := range []struct{ pipeline, plugin string }{{"e2e", "log"}, {"e2e-pg", "postgres"}} {
-				is.Equal(c.Metric(fmt.Sprintf(`conduit_pipeline_execution_duration_seconds_count{pipeline_name=%q}`, p.pipeline)), float64(records)) // exactly: no record twice
-				is.Equal(c.Metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin="standalone:%s",type="destination"}`, p.pipeline, p.plugin)), float64(records))
-				c.checkRunning(p.pipeline)
-			}
+			c.checkDelivered("e2e", "standalone:log", records)
+			c.checkDelivered("e2e-pg", "standalone:postgres", records)
 			is.Equal(count(t, url, `SELECT count(*) FROM generated WHERE name IS NOT NULL AND n IS NOT NULL AND at IS NOT NULL`), int64(records))
 			c.stop()
 			c.checkProblems()
 
-			events := c.loggedRecords("e2e:log")
+			events := c.loggedRecords("e2e:destination")
 			is.Equal(len(events), records) // the log destination logged each record once
 			for _, line := range events {
 				var e debeziumEvent

@@ -68,32 +68,20 @@ func sdkParams(params config.Parameters) map[string]config.Parameter {
 // specification too.
 func TestSpecificationMatchesIncumbent(t *testing.T) {
 	dir := incumbentBin(t)
+	ofSource := func(s pconnector.Specification) config.Parameters { return s.SourceParams }
+	ofDestination := func(s pconnector.Specification) config.Parameters { return s.DestinationParams }
+	onlyConnkitSource := []string{"sdk.batch.bytes"}
+	onlyConnkitDestination := []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"}
 	for _, tt := range []struct {
 		role               string
 		incumbent, connkit string
 		params             func(pconnector.Specification) config.Parameters
 		onlyConnkit        []string
 	}{
-		{
-			role: "source", incumbent: "generator", connkit: "connkit-generator",
-			params:      func(s pconnector.Specification) config.Parameters { return s.SourceParams },
-			onlyConnkit: []string{"sdk.batch.bytes"},
-		},
-		{
-			role: "destination", incumbent: "log", connkit: "connkit-log",
-			params:      func(s pconnector.Specification) config.Parameters { return s.DestinationParams },
-			onlyConnkit: []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"},
-		},
-		{
-			role: "file source", incumbent: "file", connkit: "connkit-file",
-			params:      func(s pconnector.Specification) config.Parameters { return s.SourceParams },
-			onlyConnkit: []string{"sdk.batch.bytes"},
-		},
-		{
-			role: "file destination", incumbent: "file", connkit: "connkit-file",
-			params:      func(s pconnector.Specification) config.Parameters { return s.DestinationParams },
-			onlyConnkit: []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"},
-		},
+		{"source", "generator", "connkit-generator", ofSource, onlyConnkitSource},
+		{"destination", "log", "connkit-log", ofDestination, onlyConnkitDestination},
+		{"file source", "file", "connkit-file", ofSource, onlyConnkitSource},
+		{"file destination", "file", "connkit-file", ofDestination, onlyConnkitDestination},
 	} {
 		t.Run(tt.role, func(t *testing.T) {
 			is := is.New(t)

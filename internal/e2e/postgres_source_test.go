@@ -222,15 +222,8 @@ func conduitPostgresSource(t *testing.T, flags ...string) {
 		}
 	}
 	c.waitForAcked(5000 + 100 + 51 + 20)
-	dump := func(conn *pgx.Conn) string {
-		var s string
-		if err := conn.QueryRow(t.Context(), `SELECT string_agg(i::text, E'\n' ORDER BY id) FROM items i`).Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	is.Equal(count(t, to, `SELECT count(*) FROM items`), int64(5080))
-	is.Equal(dump(dst), dump(src))
+	is.Equal(dump(t, dst, "items"), dump(t, src, "items"))
 	c.stop()
 	c.checkProblems()
 }

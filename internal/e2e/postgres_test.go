@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
@@ -19,6 +18,7 @@ func database(t *testing.T) string {
 	return url
 }
 
+// count returns query's one number.
 func count(t *testing.T, url, query string) int64 {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), url)
@@ -33,6 +33,36 @@ func count(t *testing.T, url, query string) int64 {
 	return n
 }
 
+// column returns query's one column, a string a row.
+func column(t *testing.T, url, query string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	rows, err := conn.Query(t.Context(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// dump returns the rows of table, each as PostgreSQL prints a row, one a
+// line, in id order.
+func dump(t *testing.T, conn *pgx.Conn, table string) string {
+	t.Helper()
+	var s string
+	if err := conn.QueryRow(t.Context(), `SELECT string_agg(r::text, E'\n' ORDER BY id) FROM `+table+` r`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestPostgresOverTheProtocol runs generator → postgres through the plugin
 // binaries, with destination batching, and checks the table.
 func TestPostgresOverTheProtocol(t *testing.T) {
@@ -44,19 +74,9 @@ func TestPostgresOverTheProtocol(t *testing.T) {
 	p := launch(t, "connkit-postgres", host.Options{})
 	dst, err := p.Destination()
 	is.NoErr(err)
-	_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{
-		"format.type": "structured", "format.options.name": "string", "format.options.n": "int", "format.options.at": "time",
-		"recordCount": "5000",
-	}})
-	is.NoErr(err)
-	_, err = dst.Configure(ctx, pconnector.DestinationConfigureRequest{Config: map[string]string{
+	openPipeline(t, ctx, src, dst, generatorSettings(5000), map[string]string{
 		"url": url, "table": "generated", "key": "seq", "sdk.batch.size": "500",
-	}})
-	is.NoErr(err)
-	_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
-	is.NoErr(err)
-	_, err = dst.Open(ctx, pconnector.DestinationOpenRequest{})
-	is.NoErr(err)
+	})
 	res, err := host.Pipeline{Source: src, Destination: dst, Records: 5000, PerMessage: true}.Run(ctx)
 	is.NoErr(err)
 	is.Equal(res.Acked, int64(5000))

@@ -17,23 +17,45 @@ import (
 	"github.com/matryer/is"
 )
 
+// goBlock matches a Go code block of a Markdown file.
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// readDoc returns the contents of the repository's file name, such as
+// README.md.
+func readDoc(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testdataPackage writes code into the file name of a new directory in
+// testdata and returns the directory, as a relative package path (./…).
+// testdata is inside the module, so the code builds against this checkout,
+// and ./... ignores it.
+func testdataPackage(t *testing.T, prefix, name string, code []byte) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("testdata", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, name), code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "./" + dir
+}
+
 // TestReadmeConnector builds the connector README shows and runs it over the
 // protocol, so the README cannot drift from the API.
 func TestReadmeConnector(t *testing.T) {
 	is := is.New(t)
-	readme, err := os.ReadFile("../../README.md")
-	is.NoErr(err)
-	block := regexp.MustCompile("(?s)```go\n(.*?)```").FindSubmatch(readme)
+	block := goBlock.FindSubmatch(readDoc(t, "README.md"))
 	is.True(block != nil)
-
-	// testdata is inside the module, so the program builds against this
-	// checkout of the sdk, and ./... ignores it.
-	dir, err := os.MkdirTemp("testdata", "readme-")
-	is.NoErr(err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	is.NoErr(os.WriteFile(filepath.Join(dir, "main.go"), block[1], 0o644))
 	bin := filepath.Join(t.TempDir(), "printer")
-	out, err := exec.Command("go", "build", "-o", bin, "./"+dir).CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, testdataPackage(t, "readme-", "main.go", block[1])).CombinedOutput()
 	if err != nil {
 		t.Fatalf("README's connector does not build: %v\n%s", err, out)
 	}
@@ -61,10 +83,7 @@ func TestReadmeConnector(t *testing.T) {
 // pipeline file and the table the pipeline command uses.
 func TestReadmeCommands(t *testing.T) {
 	is := is.New(t)
-	readme, err := os.ReadFile("../../README.md")
-	is.NoErr(err)
-	makefile, err := os.ReadFile("../../Makefile")
-	is.NoErr(err)
+	readme, makefile := readDoc(t, "README.md"), readDoc(t, "Makefile")
 
 	commands := regexp.MustCompile("(?s)```sh\n(.*?)```").FindSubmatch(readme)
 	is.True(commands != nil)
@@ -97,13 +116,24 @@ func TestReadmeCommands(t *testing.T) {
 	}
 }
 
+// The markers around a README's table of parameters, which a plugin
+// prints with `spec -format markdown`.
+const parametersBegin, parametersEnd = "<!-- spec -format markdown -->\n", "<!-- /spec -->\n"
+
+// cutParameters returns what readme holds before its table of parameters,
+// the table and what follows it; ok is false without the markers.
+func cutParameters(readme string) (before, table, after string, ok bool) {
+	before, rest, ok1 := strings.Cut(readme, parametersBegin)
+	table, after, ok2 := strings.Cut(rest, parametersEnd)
+	return before, table, after, ok1 && ok2
+}
+
 var updateReadmes = flag.Bool("update-readmes", false, "rewrite the parameter tables of examples/*/README.md from the plugins' specifications")
 
 // TestExampleReadmeParameters holds the parameter table of each example's
 // README, between the markers, to what its plugin prints with
 // `spec -format markdown`. Run with -update-readmes to rewrite them.
 func TestExampleReadmeParameters(t *testing.T) {
-	const begin, end = "<!-- spec -format markdown -->\n", "<!-- /spec -->\n"
 	for _, name := range []string{"generator", "log", "postgres", "jsonl", "file"} {
 		t.Run(name, func(t *testing.T) {
 			table, err := exec.Command(binary("connkit-"+name), "spec", "-format", "markdown").Output()
@@ -115,10 +145,9 @@ func TestExampleReadmeParameters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before, rest, ok1 := strings.Cut(string(readme), begin)
-			current, after, ok2 := strings.Cut(rest, end)
-			if !ok1 || !ok2 {
-				t.Fatalf("%s has no %q ... %q markers around its parameter table", path, begin, end)
+			before, current, after, ok := cutParameters(string(readme))
+			if !ok {
+				t.Fatalf("%s has no %q ... %q markers around its parameter table", path, parametersBegin, parametersEnd)
 			}
 			if current == string(table) {
 				return
@@ -126,7 +155,7 @@ func TestExampleReadmeParameters(t *testing.T) {
 			if !*updateReadmes {
 				t.Fatalf("%s's parameter table is not what connkit-%s spec -format markdown prints; rewrite it with go test ./internal/e2e -run TestExampleReadmeParameters -update-readmes\nwant:\n%s", path, name, table)
 			}
-			if err := os.WriteFile(path, []byte(before+begin+string(table)+end+after), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte(before+parametersBegin+string(table)+parametersEnd+after), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		})

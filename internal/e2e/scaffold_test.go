@@ -92,7 +92,6 @@ func TestScaffold(t *testing.T) {
 // module's make readme rewrites it so: it breaks the table first.
 func checkParametersTable(t *testing.T, dir, plugin string, env []string) {
 	t.Helper()
-	const begin, end = "<!-- spec -format markdown -->\n", "<!-- /spec -->\n"
 	want, err := exec.CommandContext(t.Context(), plugin, "spec", "-format", "markdown").Output()
 	if err != nil {
 		t.Fatalf("%s spec -format markdown: %v", plugin, err)
@@ -103,10 +102,9 @@ func checkParametersTable(t *testing.T, dir, plugin string, env []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, rest, ok1 := strings.Cut(string(readme), begin)
-		table, _, ok2 := strings.Cut(rest, end)
-		if !ok1 || !ok2 {
-			t.Fatalf("the README has no %q ... %q markers around its parameters", begin, end)
+		_, table, _, ok := cutParameters(string(readme))
+		if !ok {
+			t.Fatalf("the README has no %q ... %q markers around its parameters", parametersBegin, parametersEnd)
 		}
 		return table
 	}

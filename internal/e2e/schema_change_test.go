@@ -26,13 +26,8 @@ func TestConduitColumnsAddedWhileRunning(t *testing.T) {
 			dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
 			batch := map[string]string{"sdk.batch.size": "50", "sdk.batch.delay": "20ms"}
 			pipeline := pipelineYAML("standalone:postgres", merge(batch, map[string]string{"url": from, "tables": "e6", "slot.name": dbName(from)}),
-				"standalone:postgres", merge(batch, map[string]string{"url": to})) + fmt.Sprintf(`    dead-letter-queue:
-      plugin: standalone:jsonl
-      settings:
-        path: %q
-      window-size: 1000
-      window-nack-threshold: 999
-`, dlq)
+				"standalone:postgres", merge(batch, map[string]string{"url": to})) +
+				deadLetterQueue(dlq, 1000, 999)
 			c := startConduitWith(t, pipeline, []string{binary("connkit-jsonl")}, engine.flags...)
 			c.waitForAcked(200)
 			exec := func(conn *pgx.Conn, sql string) {
@@ -58,15 +53,8 @@ func TestConduitColumnsAddedWhileRunning(t *testing.T) {
 			if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
 				t.Fatalf("records went to the dead-letter queue:\n%s", b)
 			}
-			dump := func(conn *pgx.Conn) string {
-				var s string
-				if err := conn.QueryRow(t.Context(), `SELECT string_agg(e::text, E'\n' ORDER BY id) FROM e6 e`).Scan(&s); err != nil {
-					t.Fatal(err)
-				}
-				return s
-			}
 			is.Equal(count(t, to, `SELECT count(*) FROM e6 WHERE c4 IS NOT NULL`), int64(310))
-			is.Equal(dump(dst), dump(src))
+			is.Equal(dump(t, dst, "e6"), dump(t, src, "e6"))
 		})
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,6 +98,11 @@ func typed(i int) opencdc.StructuredData {
 	}
 }
 
+// typedKey is the key of typed(i): its id.
+func typedKey(i int) opencdc.StructuredData {
+	return opencdc.StructuredData{"id": typed(i)["id"]}
+}
+
 // avroCodec registers d's extracted schema under subject and returns its
 // codec.
 func avroCodec(t *testing.T, reg schema.Registry, subject string, d opencdc.StructuredData) *schema.Codec {
@@ -141,6 +147,20 @@ func avroRecord(t *testing.T, pos string, keyCodec, payloadCodec *schema.Codec, 
 		Key:     opencdc.RawData(k),
 		Payload: opencdc.Change{After: opencdc.RawData(p)},
 	}
+}
+
+// typedBatch registers the schemas of typedKey and typed under the
+// subjects name:key and name:payload, and returns n records encoded with
+// them, record i of typedKey(i) and typed(i) at position prefix+"<i>".
+func typedBatch(t *testing.T, reg schema.Registry, name, prefix string, n int) []opencdc.Record {
+	t.Helper()
+	keyCodec := avroCodec(t, reg, name+":key", typedKey(0))
+	payloadCodec := avroCodec(t, reg, name+":payload", typed(0))
+	batch := make([]opencdc.Record, n)
+	for i := range batch {
+		batch[i] = avroRecord(t, prefix+strconv.Itoa(i), keyCodec, payloadCodec, typedKey(i), typed(i))
+	}
+	return batch
 }
 
 // jsonlDestination is a connkit-jsonl destination, opened and running,
@@ -278,13 +298,7 @@ func TestSchemaDecodeOverTheProtocol(t *testing.T) {
 			leakcheck.Check(t)
 			is := is.New(t)
 			svc, reg, _ := serveSchemas(t)
-			keyCodec := avroCodec(t, reg, "test:key", opencdc.StructuredData{"id": int64(0)})
-			payloadCodec := avroCodec(t, reg, "test:payload", typed(0))
-			var batch []opencdc.Record
-			for i := range records {
-				batch = append(batch, avroRecord(t, strconv.Itoa(i), keyCodec, payloadCodec,
-					opencdc.StructuredData{"id": typed(i)["id"]}, typed(i)))
-			}
+			batch := typedBatch(t, reg, "test", "", records)
 			messages := [][]opencdc.Record{batch}
 			if tt.perMessage {
 				messages = nil
@@ -305,7 +319,7 @@ func TestSchemaDecodeOverTheProtocol(t *testing.T) {
 			is.Equal(len(lines), records)
 			for i, l := range lines {
 				is.Equal(string(l.Position), strconv.Itoa(i))
-				is.Equal(string(l.Key), asWritten(t, opencdc.StructuredData{"id": typed(i)["id"]}))
+				is.Equal(string(l.Key), asWritten(t, typedKey(i)))
 				is.Equal(string(l.After), asWritten(t, typed(i)))
 			}
 			// The int64 is written with all its digits: no float64 on the way.
@@ -363,13 +377,8 @@ func TestSchemaMissingSubjectIsNacked(t *testing.T) {
 	leakcheck.Check(t)
 	is := is.New(t)
 	svc, reg, _ := serveSchemas(t)
-	keyCodec := avroCodec(t, reg, "miss:key", opencdc.StructuredData{"id": int64(0)})
-	payloadCodec := avroCodec(t, reg, "miss:payload", typed(0))
 	const size, bad = 5, 2
-	var batch []opencdc.Record
-	for i := range size {
-		batch = append(batch, avroRecord(t, "pos-"+strconv.Itoa(i), keyCodec, payloadCodec, opencdc.StructuredData{"id": int64(i)}, typed(i)))
-	}
+	batch := typedBatch(t, reg, "miss", "pos-", size)
 	batch[bad].Metadata[opencdc.MetadataPayloadSchemaSubject] = "no-such-subject"
 
 	// One Write of the whole batch: it is complete at its size, and a delay
@@ -411,12 +420,7 @@ func TestSchemaCorruptPayloadIsNacked(t *testing.T) {
 			leakcheck.Check(t)
 			is := is.New(t)
 			svc, reg, _ := serveSchemas(t)
-			keyCodec := avroCodec(t, reg, "corrupt:key", opencdc.StructuredData{"id": int64(0)})
-			payloadCodec := avroCodec(t, reg, "corrupt:payload", typed(0))
-			var batch []opencdc.Record
-			for i := range size {
-				batch = append(batch, avroRecord(t, "pos-"+strconv.Itoa(i), keyCodec, payloadCodec, opencdc.StructuredData{"id": int64(i)}, typed(i)))
-			}
+			batch := typedBatch(t, reg, "corrupt", "pos-", size)
 			valid := batch[k].Payload.After.(opencdc.RawData)
 			batch[k].Payload.After = valid[:len(valid)/2] // cut short
 
@@ -480,11 +484,7 @@ func TestSchemaEncodeOverTheProtocol(t *testing.T) {
 		}
 		return opencdc.StructuredData{"n": float64(i), "name": fmt.Sprintf("r-%d", i), "none": nil}
 	}
-	key := func(i int) opencdc.StructuredData { return opencdc.StructuredData{"id": float64(i)} }
-	path := filepath.Join(t.TempDir(), "in.jsonl")
-	writeJSONL(t, path, records, key, payload)
-
-	got := readSource(t, svc, "", "src", map[string]string{"path": path, "poll": "10ms"}, records)
+	got := readSource(t, svc, "", writeJSONL(t, records, payload), records)
 
 	codecs := schema.NewCodecs(reg)
 	decode := func(r opencdc.Record, subjectKey, versionKey string, d opencdc.Data) opencdc.StructuredData {
@@ -503,7 +503,7 @@ func TestSchemaEncodeOverTheProtocol(t *testing.T) {
 		is.Equal(r.Metadata[opencdc.MetadataPayloadSchemaSubject], "src:payload") // in the connector's schema context
 		is.Equal(r.Metadata[opencdc.MetadataKeySchemaSubject], "src:key")
 		is.Equal(decode(r, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, r.Payload.After), payload(i))
-		is.Equal(decode(r, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, r.Key), key(i))
+		is.Equal(decode(r, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, r.Key), jsonlKey(i))
 	}
 	creates := map[string]int{}
 	for _, c := range calls.of("Create") {
@@ -525,11 +525,7 @@ func TestSchemaServiceSeesTheToken(t *testing.T) {
 	payload := func(i int) opencdc.StructuredData {
 		return opencdc.StructuredData{"n": float64(i), "name": fmt.Sprintf("r-%d", i)}
 	}
-	key := func(i int) opencdc.StructuredData { return opencdc.StructuredData{"id": float64(i)} }
-	in := filepath.Join(t.TempDir(), "in.jsonl")
-	writeJSONL(t, in, records, key, payload)
-
-	read := readSource(t, svc, "source-token", "src", map[string]string{"path": in, "poll": "10ms"}, records)
+	read := readSource(t, svc, "source-token", writeJSONL(t, records, payload), records)
 	dst := openJSONL(t, svc, "destination-token", nil)
 	for _, a := range flatten(dst.send(t, read)) {
 		is.Equal(a.Error, "")
@@ -549,39 +545,57 @@ func TestSchemaServiceSeesTheToken(t *testing.T) {
 	}
 }
 
-// writeJSONL writes records as the jsonl destination would, with
-// positions "w-<i>".
-func writeJSONL(t *testing.T, path string, records int, key, payload func(int) opencdc.StructuredData) {
+// jsonlKey is the key of writeJSONL's record i.
+func jsonlKey(i int) opencdc.StructuredData { return opencdc.StructuredData{"id": float64(i)} }
+
+// writeJSONL writes records records to a file as the jsonl destination
+// would, record i with the key jsonlKey(i), the payload payload(i) and the
+// position "w-<i>", and returns the file's path.
+func writeJSONL(t *testing.T, records int, payload func(int) opencdc.StructuredData) string {
 	t.Helper()
-	var b strings.Builder
-	for i := range records {
-		line, err := json.Marshal(map[string]any{
+	lines := make([]map[string]any, records)
+	for i := range lines {
+		lines[i] = map[string]any{
 			"position":  []byte("w-" + strconv.Itoa(i)),
 			"operation": "create",
-			"key":       map[string]any{"structured": key(i)},
+			"key":       map[string]any{"structured": jsonlKey(i)},
 			"after":     map[string]any{"structured": payload(i)},
-		})
+		}
+	}
+	return jsonlFile(t, lines)
+}
+
+// jsonlFile writes a file of records, each given as the fields of its
+// OpenCDC JSON, one a line, and returns its path.
+func jsonlFile(t *testing.T, records []map[string]any) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, r := range records {
+		line, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
 }
 
-// readSource runs a connkit-jsonl source until it has sent want records,
-// acks them, stops it and returns them.
-func readSource(t *testing.T, svc *host.SchemaService, token, id string, config map[string]string, want int) []opencdc.Record {
+// readSource runs a connkit-jsonl source of connector ID src on the file
+// at path until it has sent want records, acks them, stops it and returns
+// them.
+func readSource(t *testing.T, svc *host.SchemaService, token, path string, want int) []opencdc.Record {
 	t.Helper()
 	is := is.New(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	src, err := launch(t, "connkit-jsonl", host.Options{ConnectorID: id, Schemas: svc, Token: token}).Source()
+	src, err := launch(t, "connkit-jsonl", host.Options{ConnectorID: "src", Schemas: svc, Token: token}).Source()
 	is.NoErr(err)
-	_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: config})
+	_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"path": path, "poll": "10ms"}})
 	is.NoErr(err)
 	_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
 	is.NoErr(err)

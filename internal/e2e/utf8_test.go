@@ -2,15 +2,12 @@ package e2e
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
 
@@ -29,57 +26,37 @@ func TestConduitInvalidUTF8(t *testing.T) {
 		}
 		return fmt.Appendf(nil, `{"id":%d,"name":"item-%d é"}`, id, id)
 	}
-	var lines strings.Builder
+	var lines []map[string]any
 	for id := 1; id <= records; id++ {
-		line, err := json.Marshal(map[string]any{
+		lines = append(lines, map[string]any{
 			"position":  []byte(fmt.Sprintf("r%02d", id)),
 			"operation": "create",
 			"after":     map[string]any{"raw": payload(id)},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines.Write(line)
-		lines.WriteByte('\n')
 	}
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
 			is := is.New(t)
 			url, _ := pg.Database(t, `CREATE TABLE items (id int PRIMARY KEY, name text)`)
-			src := filepath.Join(t.TempDir(), "source.jsonl")
-			if err := os.WriteFile(src, []byte(lines.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			src := jsonlFile(t, lines)
 			dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
 			batch := map[string]string{"sdk.batch.size": "10", "sdk.batch.delay": "100ms"}
 			pipeline := pipelineYAML("standalone:jsonl", merge(batch, map[string]string{"path": src, "poll": "50ms"}),
-				"standalone:postgres", merge(batch, map[string]string{"url": url, "table": "items", "key": "id"})) + fmt.Sprintf(`    dead-letter-queue:
-      plugin: standalone:jsonl
-      settings:
-        path: %q
-      window-size: 10
-      window-nack-threshold: 5
-`, dlq)
+				"standalone:postgres", merge(batch, map[string]string{"url": url, "table": "items", "key": "id"})) +
+				deadLetterQueue(dlq, 10, 5)
 			c := startConduitWith(t, pipeline, []string{binary("connkit-jsonl")}, engine.flags...)
 			c.waitForAcked(records)
 			c.checkRunning("e2e")
 			c.stop()
 			c.checkProblems("record not written")
 
-			conn, err := pgx.Connect(t.Context(), url)
-			is.NoErr(err)
-			defer conn.Close(t.Context())
-			rows, err := conn.Query(t.Context(), `SELECT id || '|' || name FROM items ORDER BY id`)
-			is.NoErr(err)
-			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			is.NoErr(err)
 			var want []string
 			for id := 1; id <= records; id++ {
 				if id != bad {
 					want = append(want, fmt.Sprintf("%d|item-%d é", id, id))
 				}
 			}
-			is.Equal(got, want) // every other record, and no U+FFFD
+			is.Equal(column(t, url, `SELECT id || '|' || name FROM items ORDER BY id`), want) // every other record, and no U+FFFD
 
 			entries := readDLQ(t, dlq)
 			is.Equal(len(entries), 1)
