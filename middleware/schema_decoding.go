@@ -71,72 +71,60 @@ func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, er
 	return d.write(ctx, decoded)
 }
 
+// decode decodes the raw key and payload of rec that its metadata names a
+// schema for, as d is set to, and reports whether anything changed.
 func (d *decoding) decode(ctx context.Context, codecs *schema.Codecs, rec opencdc.Record, keys, payloads *lastCodec) (opencdc.Record, bool, error) {
 	changed := false
-	if d.key {
-		if raw, ok := rec.Key.(opencdc.RawData); ok {
-			c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
-			if err != nil {
-				return rec, false, fmt.Errorf("key: %w", err)
-			}
-			if c != nil {
-				v, ok, err := decodeData(c, raw)
-				if err != nil {
-					return rec, false, fmt.Errorf("decode the key: %w", err)
-				}
-				if ok {
-					rec.Key, changed = v, true
-				}
-			}
+	if _, raw := rec.Key.(opencdc.RawData); d.key && raw {
+		c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
+		if err != nil {
+			return rec, false, fmt.Errorf("key: %w", err)
+		}
+		if changed, err = decodeData(c, &rec.Key, "the key"); err != nil {
+			return rec, false, err
 		}
 	}
-	if d.payload {
-		before, isBefore := rec.Payload.Before.(opencdc.RawData)
-		after, isAfter := rec.Payload.After.(opencdc.RawData)
-		if isBefore || isAfter {
-			c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, payloads)
+	_, rawBefore := rec.Payload.Before.(opencdc.RawData)
+	_, rawAfter := rec.Payload.After.(opencdc.RawData)
+	if d.payload && (rawBefore || rawAfter) {
+		c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion, payloads)
+		if err != nil {
+			return rec, false, fmt.Errorf("payload: %w", err)
+		}
+		for _, side := range []struct {
+			data *opencdc.Data
+			name string
+		}{{&rec.Payload.Before, "payload.before"}, {&rec.Payload.After, "payload.after"}} {
+			decoded, err := decodeData(c, side.data, side.name)
 			if err != nil {
-				return rec, false, fmt.Errorf("payload: %w", err)
+				return rec, false, err
 			}
-			if c != nil {
-				if isBefore {
-					v, ok, err := decodeData(c, before)
-					if err != nil {
-						return rec, false, fmt.Errorf("decode payload.before: %w", err)
-					}
-					if ok {
-						rec.Payload.Before, changed = v, true
-					}
-				}
-				if isAfter {
-					v, ok, err := decodeData(c, after)
-					if err != nil {
-						return rec, false, fmt.Errorf("decode payload.after: %w", err)
-					}
-					if ok {
-						rec.Payload.After, changed = v, true
-					}
-				}
-			}
+			changed = changed || decoded
 		}
 	}
 	return rec, changed, nil
 }
 
-// decodeData decodes raw with c, and reports whether there was a value to
-// decode. Empty raw data that c cannot decode holds none: a source's nil
-// raw data arrives empty (the wire cannot tell them apart) beside a
-// structured side that the metadata's schema is for. It is left as it is.
-// Empty data can still be a value, of a record without fields.
-func decodeData(c *schema.Codec, raw opencdc.RawData) (opencdc.StructuredData, bool, error) {
-	v, err := c.Decode(raw)
-	if err != nil {
-		if len(raw) == 0 {
-			return nil, false, nil
-		}
-		return nil, false, err
+// decodeData decodes *d with c, a nil c meaning there is no schema, if *d
+// is raw data that holds a value, and reports whether it did. Empty raw
+// data that c cannot decode holds none: a source's nil raw data arrives
+// empty (the wire cannot tell them apart) beside a structured side that
+// the metadata's schema is for. It is left as it is. Empty data can still
+// be a value, of a record without fields.
+func decodeData(c *schema.Codec, d *opencdc.Data, name string) (bool, error) {
+	raw, ok := (*d).(opencdc.RawData)
+	if c == nil || !ok {
+		return false, nil
 	}
-	return v, true, nil
+	v, err := c.Decode(raw)
+	switch {
+	case err != nil && len(raw) == 0:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("decode %s: %w", name, err)
+	}
+	*d = v
+	return true, nil
 }
 
 // codec returns the codec of the schema named by the metadata fields

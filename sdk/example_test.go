@@ -50,7 +50,7 @@ func ExampleNewDestination() {
 
 // A connector changes the default of one sdk.* parameter, by name, and
 // keeps the SDK's for the others; a pipeline may still override each.
-func ExampleConnector_defaults() {
+func ExampleConnector_destinationDefaults() {
 	connector := sdk.Connector{
 		Name:                "counter",
 		Version:             "v0.1.0",
@@ -58,31 +58,39 @@ func ExampleConnector_defaults() {
 		DestinationDefaults: map[string]string{"sdk.batch.size": "1000"},
 	}
 	spec, _ := connector.Specification()
-	for _, p := range spec.DestinationParameters {
-		switch p.Name {
-		case "sdk.batch.size", "sdk.batch.bytes", "sdk.retry.attempts":
-			fmt.Println(p.Name, p.Default)
-		}
-	}
+	printDefaults(spec.DestinationParameters)
 	// Output:
-	// sdk.batch.bytes 3932160
-	// sdk.batch.size 1000
-	// sdk.retry.attempts 8
+	// sdk.batch.bytes="3932160"
+	// sdk.batch.delay="0"
+	// sdk.batch.size="1000"
+	// sdk.rate.burst="0"
+	// sdk.rate.perSecond="0"
+	// sdk.record.format="opencdc/json"
+	// sdk.record.format.options=""
+	// sdk.retry.attempts="8"
+	// sdk.retry.delay="100ms"
+	// sdk.retry.maxDelay="10s"
+	// sdk.schema.extract.key.enabled="true"
+	// sdk.schema.extract.payload.enabled="true"
+}
+
+// printDefaults prints each parameter's default.
+func printDefaults(params []config.Parameter) {
+	for _, p := range params {
+		fmt.Printf("%s=%q\n", p.Name, p.Default)
+	}
 }
 
 // A source turns payload schema extraction off and keeps every other
 // default: the payload subject, the key's extraction, batching.
 func ExampleConnector_sourceDefaults() {
-	connector := sdk.Connector{
+	spec, _ := sdk.Connector{
 		Name:           "numbers",
 		Version:        "v0.1.0",
 		Source:         sdk.NewSource(func(struct{}) (*Numbers, error) { return &Numbers{}, nil }),
 		SourceDefaults: map[string]string{"sdk.schema.extract.payload.enabled": "false"},
-	}
-	spec, _ := connector.Specification()
-	for _, p := range spec.SourceParameters {
-		fmt.Printf("%s=%q\n", p.Name, p.Default)
-	}
+	}.Specification()
+	printDefaults(spec.SourceParameters)
 	// Output:
 	// sdk.batch.bytes="3932160"
 	// sdk.batch.delay="0"
@@ -110,33 +118,6 @@ func ExampleConnector_badDefaults() {
 	// Output:
 	// sdk: Connector.DestinationDefaults: parameter "sdk.batch.sise": is not a known parameter (did you mean "sdk.batch.size"?)
 	// parameter "sdk.retry.attempts": got "many", expected an integer
-}
-
-// Every default of a destination's sdk.* parameters, as a connector that
-// sets none has them.
-func ExampleConnector_destinationDefaults() {
-	connector := sdk.Connector{
-		Name:        "counter",
-		Version:     "v0.1.0",
-		Destination: sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
-	}
-	spec, _ := connector.Specification()
-	for _, p := range spec.DestinationParameters {
-		fmt.Printf("%s=%q\n", p.Name, p.Default)
-	}
-	// Output:
-	// sdk.batch.bytes="3932160"
-	// sdk.batch.delay="0"
-	// sdk.batch.size="0"
-	// sdk.rate.burst="0"
-	// sdk.rate.perSecond="0"
-	// sdk.record.format="opencdc/json"
-	// sdk.record.format.options=""
-	// sdk.retry.attempts="8"
-	// sdk.retry.delay="100ms"
-	// sdk.retry.maxDelay="10s"
-	// sdk.schema.extract.key.enabled="true"
-	// sdk.schema.extract.payload.enabled="true"
 }
 
 // A factory sees only valid configurations, and can still refuse one, best

@@ -136,11 +136,7 @@ func TestParametersDescribeTheSpec(t *testing.T) {
 	is := is.New(t)
 	params, err := Parameters(testConfig{})
 	is.NoErr(err)
-	var names []string
-	for _, p := range params {
-		names = append(names, p.Name)
-	}
-	is.Equal(names, []string{"count", "delay", "format.options.*", "format.type", "mode", "rate", "size", "small", "tables", "url", "verbose"})
+	is.Equal(names(params), []string{"count", "delay", "format.options.*", "format.type", "mode", "rate", "size", "small", "tables", "url", "verbose"})
 	url := params[9]
 	is.Equal(url.Description, "where to connect")
 	is.True(url.Required)
@@ -240,11 +236,7 @@ func TestParseMapOfStructs(t *testing.T) {
 	is := is.New(t)
 	params, err := Parameters(groupConfig{})
 	is.NoErr(err)
-	var names []string
-	for _, p := range params {
-		names = append(names, p.Name)
-	}
-	is.Equal(names, []string{"collections.*.format.options.*", "collections.*.format.type", "collections.*.operations", "collections.*.weight"})
+	is.Equal(names(params), []string{"collections.*.format.options.*", "collections.*.format.type", "collections.*.operations", "collections.*.weight"})
 
 	var cfg groupConfig
 	is.NoErr(Parse(map[string]string{
@@ -402,4 +394,13 @@ func TestValidateJoinsTagErrors(t *testing.T) {
 			is.Equal(strings.Split(err.Error(), "\n"), tt.want)
 		})
 	}
+}
+
+// names returns the names of params.
+func names(params []Parameter) []string {
+	var out []string
+	for _, p := range params {
+		out = append(out, p.Name)
+	}
+	return out
 }
