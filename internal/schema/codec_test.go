@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/big"
 	"testing"
@@ -37,24 +38,15 @@ func sample() (in, want opencdc.StructuredData) {
 		"ints":  []int64{1, 2, 3},
 		"empty": []any{},
 	}
-	want = opencdc.StructuredData{
-		"bool":     true,
-		"int":      int64(42),
-		"int32":    int(math.MinInt32),
-		"int64":    int64(1)<<53 + 1,
-		"int64max": int64(math.MaxInt64),
-		"float32":  float32(1.5),
-		"float64":  math.Pi,
-		"string":   "héllo",
-		"bytes":    []byte{0, 1, 255},
-		"time":     ts.Truncate(time.Microsecond).UTC(),
-		"nil":      nil,
-		"nested":   map[string]any{"id": int64(7), "name": "n"},
-		"map":      map[string]any{"a": int64(1), "b": "x", "c": nil},
-		"list":     []any{int64(1), "two", nil},
-		"ints":     []any{int64(1), int64(2), int64(3)},
-		"empty":    []any(nil), // as conduit-commons decodes it
-	}
+	// What Decode returns differs from what was encoded only where Avro
+	// has no type of its own for the Go one.
+	want = maps.Clone(in)
+	want["int"] = int64(42)
+	want["int32"] = int(math.MinInt32)
+	want["time"] = ts.Truncate(time.Microsecond).UTC()
+	want["nested"] = map[string]any{"id": int64(7), "name": "n"}
+	want["ints"] = []any{int64(1), int64(2), int64(3)}
+	want["empty"] = []any(nil) // as conduit-commons decodes it
 	return in, want
 }
 
