@@ -13,6 +13,9 @@ type emptyError struct{}
 
 func (emptyError) Error() string { return "" }
 
+// TestSettle: a Write's outcome becomes one ack per record, in order: the
+// records written are acked, the others nacked with an error that says
+// why and keeps the connector's error.
 func TestSettle(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
@@ -56,9 +59,10 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+// TestSettleEveryOutcome: for every n from -2 to len+2, with and without
+// an error, each record is acked exactly once, positives strictly before
+// negatives.
 func TestSettleEveryOutcome(t *testing.T) {
-	// Every n from -2 to len+2, with and without an error: each record is
-	// acked exactly once, positives strictly before negatives.
 	for size := 0; size <= 4; size++ {
 		for n := -2; n <= size+2; n++ {
 			for _, err := range []error{nil, fmt.Errorf("failed at %d", n)} {

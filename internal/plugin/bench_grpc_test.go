@@ -107,9 +107,7 @@ func benchmarkDestinationOverGRPC(b *testing.B, window int32) {
 // and returns the protocol's client for it.
 func destinationOverGRPC(b *testing.B, window int32) *clientv2.DestinationPluginClient {
 	conn := serveOverGRPC(b, window, func(s *grpc.Server) {
-		registerDestination(s, testDestinationServer(func(map[string]string) (Destination, error) {
-			return destinationOf(nopDestination{}, batcher.Policy{Count: 1000}, Retry{}), nil
-		}), DefaultMaxReceiveSize)
+		registerDestination(s, destinationServerOf(nopDestination{}, batcher.Policy{Count: 1000}, Retry{}), DefaultMaxReceiveSize)
 	})
 	return clientv2.NewDestinationPluginClient(conn)
 }

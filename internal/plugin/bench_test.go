@@ -23,19 +23,12 @@ func (nopDestination) Teardown(context.Context) error                           
 func BenchmarkDestinationPath(b *testing.B) {
 	for _, p := range []batcher.Policy{{}, {Count: 1000}, {Count: 1000, Bytes: 1 << 20, Delay: 100 * 1e6}} {
 		b.Run(fmtPolicy(p), func(b *testing.B) {
-			d := testDestinationServer(func(map[string]string) (Destination, error) {
-				return destinationOf(nopDestination{}, p, Retry{}), nil
-			})
-			if _, err := d.Configure(b.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(b.Context())
-			st, runDone := runDestination(ctx, d)
+			r := newDestinationRun(b, openDestination(b, nopDestination{}, p, Retry{})).run()
 			acked := make(chan int)
 			go func() {
 				n := 0
 				for n < b.N {
-					n += len((<-st.out).Acks)
+					n += len((<-r.st.out).Acks)
 				}
 				acked <- n
 			}()
@@ -46,18 +39,14 @@ func BenchmarkDestinationPath(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				st.in <- pconnector.DestinationRunRequest{Records: recs[i%len(recs)]}
+				r.st.in <- pconnector.DestinationRunRequest{Records: recs[i%len(recs)]}
 			}
-			if _, err := d.Stop(b.Context(), pconnector.DestinationStopRequest{LastPosition: recs[(b.N-1)%len(recs)][0].Position}); err != nil {
+			if _, err := r.d.Stop(b.Context(), pconnector.DestinationStopRequest{LastPosition: recs[(b.N-1)%len(recs)][0].Position}); err != nil {
 				b.Fatal(err)
 			}
 			<-acked
 			b.StopTimer()
-			cancel()
-			<-runDone
-			if _, err := d.Teardown(b.Context(), pconnector.DestinationTeardownRequest{}); err != nil {
-				b.Fatal(err)
-			}
+			r.end()
 		})
 	}
 }
@@ -74,27 +63,13 @@ func fmtPolicy(p batcher.Policy) string {
 // read, collect, send. The in-memory stream's channel hand-offs are part of
 // the figure.
 func BenchmarkSourcePath(b *testing.B) {
-	src := &fakeSource{limit: b.N}
-	s := testSourceServer(func(map[string]string) (Source, error) {
-		return sourceOf(src, batcher.Policy{Count: 1000}), nil
-	})
-	if _, err := s.Configure(b.Context(), pconnector.SourceConfigureRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Open(b.Context(), pconnector.SourceOpenRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(b.Context())
+	r := newSourceRun(b, openSource(b, &fakeSource{limit: b.N}, batcher.Policy{Count: 1000}))
 	b.ReportAllocs()
 	b.ResetTimer()
-	st, runDone := runSource(ctx, s)
+	r.run()
 	for n := 0; n < b.N; {
-		n += len((<-st.out).Records)
+		n += len((<-r.st.out).Records)
 	}
 	b.StopTimer()
-	cancel()
-	<-runDone
-	if _, err := s.Teardown(b.Context(), pconnector.SourceTeardownRequest{}); err != nil {
-		b.Fatal(err)
-	}
+	r.end()
 }

@@ -4,78 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 )
 
-var discard = slog.New(slog.DiscardHandler)
-
-// stream is an in-memory Run stream: the server sends on out and receives
-// from in. Closing in is Conduit closing its side.
-type stream[In, Out any] struct {
-	ctx context.Context
-	in  chan In
-	out chan Out
+// callLog records a fake's calls, and whether it was torn down; its lock
+// is the fake's.
+type callLog struct {
+	mu       sync.Mutex
+	calls    []string
+	torndown bool
 }
 
-func newStream[In, Out any](ctx context.Context) *stream[In, Out] {
-	return &stream[In, Out]{ctx: ctx, in: make(chan In), out: make(chan Out, 1000)}
+func (c *callLog) record(call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, call)
+	c.torndown = c.torndown || call == "Teardown"
 }
 
-func (s *stream[In, Out]) Send(v Out) error {
-	if err := s.ctx.Err(); err != nil {
-		return err // a closed stream sends nothing, even with room in out
-	}
-	select {
-	case s.out <- v:
-		return nil
-	case <-s.ctx.Done():
-		return s.ctx.Err()
-	}
+// Teardown is a fake's Teardown: it only records the call.
+func (c *callLog) Teardown(context.Context) error {
+	c.record("Teardown")
+	return nil
 }
 
-func (s *stream[In, Out]) Recv() (In, error) {
-	var zero In
-	select {
-	case v, ok := <-s.in:
-		if !ok {
-			return zero, io.EOF
+// count returns how many times call was made.
+func (c *callLog) count(call string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, made := range c.calls {
+		if made == call {
+			n++
 		}
-		return v, nil
-	case <-s.ctx.Done():
-		return zero, s.ctx.Err()
 	}
+	return n
 }
-
-type sourceStream struct {
-	*stream[pconnector.SourceRunRequest, pconnector.SourceRunResponse]
-}
-
-func (s sourceStream) Client() pconnector.SourceRunStreamClient { panic("server side only") }
-
-// Send copies the records, as gRPC serializes a message before Send returns:
-// the server may reuse its slice afterwards.
-func (s sourceStream) Send(resp pconnector.SourceRunResponse) error {
-	resp.Records = slices.Clone(resp.Records)
-	return s.stream.Send(resp)
-}
-func (s sourceStream) Server() pconnector.SourceRunStreamServer { return s }
-
-type destinationStream struct {
-	*stream[pconnector.DestinationRunRequest, pconnector.DestinationRunResponse]
-}
-
-func (s destinationStream) Client() pconnector.DestinationRunStreamClient {
-	panic("server side only")
-}
-func (s destinationStream) Server() pconnector.DestinationRunStreamServer { return s }
 
 // fakeSource emits records with positions "1", "2", ... after its Open
 // position, up to limit, then blocks. It records every call.
@@ -84,18 +55,10 @@ type fakeSource struct {
 	readPanic bool
 	badPos    bool // emit a record without a position
 
-	mu       sync.Mutex
-	calls    []string
-	opened   opencdc.Position
-	next     int
-	acked    []string
-	torndown bool
-}
-
-func (s *fakeSource) record(call string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, call)
+	callLog
+	opened opencdc.Position
+	next   int
+	acked  []string
 }
 
 func (s *fakeSource) Open(_ context.Context, from opencdc.Position) error {
@@ -140,71 +103,16 @@ func (s *fakeSource) Ack(_ context.Context, pos opencdc.Position) error {
 	return nil
 }
 
-func (s *fakeSource) Teardown(context.Context) error {
-	s.record("Teardown")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.torndown = true
-	return nil
-}
-
 func (s *fakeSource) OnCreated(context.Context) error {
 	s.record("OnCreated")
 	return nil
 }
 
-// fakeDestination writes by appending to written; write decides each
-// call's outcome and may block.
-type fakeDestination struct {
-	write func(records []opencdc.Record) (int, error)
-
-	mu       sync.Mutex
-	calls    []string
-	written  []string
-	torndown bool
-}
-
-func (d *fakeDestination) Open(context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.calls = append(d.calls, "Open")
-	return nil
-}
-
-func (d *fakeDestination) Write(_ context.Context, records []opencdc.Record) (int, error) {
-	n, err := len(records), error(nil)
-	if d.write != nil {
-		n, err = d.write(records)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i := 0; i < n && i < len(records); i++ {
-		d.written = append(d.written, string(records[i].Position))
-	}
-	return n, err
-}
-
-func (d *fakeDestination) Teardown(context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.calls = append(d.calls, "Teardown")
-	d.torndown = true
-	return nil
-}
-
-func (d *fakeDestination) OnDeleted(context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.calls = append(d.calls, "OnDeleted")
-	return nil
-}
-
-func records(positions ...string) []opencdc.Record {
-	out := make([]opencdc.Record, len(positions))
-	for i, p := range positions {
-		out[i] = opencdc.Record{Position: opencdc.Position(p)}
-	}
-	return out
+// read returns how many records s has read.
+func (s *fakeSource) read() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
 }
 
 // batchSource is a fakeSource that also reads in batches.
@@ -232,6 +140,78 @@ func (s *batchSource) ReadBatch(ctx context.Context, max int) ([]opencdc.Record,
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// fakeDestination writes every record, appending its position to written.
+// It records every call.
+type fakeDestination struct {
+	callLog
+	written []string
+}
+
+func (d *fakeDestination) Open(context.Context) error {
+	d.record("Open")
+	return nil
+}
+
+func (d *fakeDestination) Write(_ context.Context, records []opencdc.Record) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range records {
+		d.written = append(d.written, string(r.Position))
+	}
+	return len(records), nil
+}
+
+func (d *fakeDestination) OnDeleted(context.Context) error {
+	d.record("OnDeleted")
+	return nil
+}
+
+// writeLog is a destination whose Writes outcome decides, each taking
+// delay; it logs every Write's records and when it began, since start, and
+// fails t if Write is ever called concurrently.
+type writeLog struct {
+	t       *testing.T
+	start   time.Time
+	outcome func(batch []opencdc.Record) (int, error) // nil: all written
+	delay   time.Duration                             // each Write takes this long
+
+	mu      sync.Mutex
+	active  int
+	batches []string // "[1 2 3]@1s"
+}
+
+func (w *writeLog) Open(context.Context) error     { return nil }
+func (w *writeLog) Teardown(context.Context) error { return nil }
+
+func (w *writeLog) Write(_ context.Context, records []opencdc.Record) (int, error) {
+	w.mu.Lock()
+	w.active++
+	if w.active > 1 {
+		w.t.Error("Write called concurrently with itself")
+	}
+	w.batches = append(w.batches, fmt.Sprintf("%s@%v", positionList(records), time.Since(w.start)))
+	w.mu.Unlock()
+	if w.delay > 0 {
+		time.Sleep(w.delay)
+	}
+	defer func() {
+		w.mu.Lock()
+		w.active--
+		w.mu.Unlock()
+	}()
+	if w.outcome != nil {
+		return w.outcome(records)
+	}
+	return len(records), nil
+}
+
+// got returns the Writes logged so far.
+func (w *writeLog) got() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.batches...)
 }
 
 // testDestination is what the tests' fake destinations implement: the
@@ -341,6 +321,18 @@ func testSourceServer(configure func(map[string]string) (Source, error)) *source
 // builds.
 func testDestinationServer(configure func(map[string]string) (Destination, error)) *destinationServer {
 	return newDestinationServer(testConnector{destination: configure}, discard)
+}
+
+// sourceServerOf returns a server of the fake src under policy p, not yet
+// configured.
+func sourceServerOf(src testSource, p batcher.Policy) *sourceServer {
+	return testSourceServer(func(map[string]string) (Source, error) { return sourceOf(src, p), nil })
+}
+
+// destinationServerOf returns a server of the fake dst under the batching
+// and retry policies, not yet configured.
+func destinationServerOf(dst testDestination, batch batcher.Policy, retry Retry) *destinationServer {
+	return testDestinationServer(func(map[string]string) (Destination, error) { return destinationOf(dst, batch, retry), nil })
 }
 
 // testClassify classifies a Write error by the marks of the tests' error

@@ -19,22 +19,19 @@ import (
 // hostDeath is a plugin's server state with a running source and a
 // configured destination, as Conduit leaves it when it dies.
 type hostDeath struct {
-	live       *liveConnectors
-	src        *fakeSource
-	dst        *fakeDestination
-	source     pconnector.SourcePlugin
-	dropStream context.CancelFunc // the connection's end, as gRPC cancels a stream
-	runDone    <-chan error
+	live   *liveConnectors
+	src    *fakeSource
+	dst    *fakeDestination
+	source pconnector.SourcePlugin
+	run    *sourceRun // its cancel is the connection's end, as gRPC cancels a stream
 }
 
 func newHostDeath(t *testing.T, src *fakeSource) *hostDeath {
 	t.Helper()
 	h := &hostDeath{live: &liveConnectors{}, src: src, dst: &fakeDestination{}}
-	ss := newTestSourceServer(src, nil)
+	ss := sourceServerOf(src, batcher.Policy{})
 	h.source = h.live.source(ss)
-	dest := h.live.destination(testDestinationServer(func(map[string]string) (Destination, error) {
-		return destinationOf(h.dst, batcher.Policy{}, Retry{}), nil
-	}))
+	dest := h.live.destination(destinationServerOf(h.dst, batcher.Policy{}, Retry{}))
 	ctx := t.Context()
 	if _, err := h.source.Configure(ctx, pconnector.SourceConfigureRequest{}); err != nil {
 		t.Fatal(err)
@@ -45,22 +42,8 @@ func newHostDeath(t *testing.T, src *fakeSource) *hostDeath {
 	if _, err := dest.Configure(ctx, pconnector.DestinationConfigureRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	var streamCtx context.Context
-	streamCtx, h.dropStream = context.WithCancel(ctx)
-	_, h.runDone = runSource(streamCtx, ss)
+	h.run = newSourceRun(t, ss).run()
 	return h
-}
-
-func (h *hostDeath) calls(name string) int {
-	h.src.mu.Lock()
-	defer h.src.mu.Unlock()
-	n := 0
-	for _, c := range h.src.calls {
-		if c == name {
-			n++
-		}
-	}
-	return n
 }
 
 // When the host is gone, the plugin says why at warn and tears down every
@@ -74,11 +57,11 @@ func TestHostGoneTearsDown(t *testing.T) {
 		log := slog.New(slog.NewJSONHandler(&logs, nil))
 		hostGone := make(chan string, 1)
 		hostGone <- "the host died"
-		h.dropStream()
+		h.run.cancel()
 		err := untilHostGone(t.Context(), make(chan error), hostGone, h.live, log, time.Minute)
 		is.NoErr(err)
-		is.NoErr(<-h.runDone)
-		is.Equal(h.calls("Teardown"), 1)
+		is.NoErr(h.run.wait())
+		is.Equal(h.src.count("Teardown"), 1)
 		h.dst.mu.Lock()
 		is.True(h.dst.torndown)
 		h.dst.mu.Unlock()
@@ -91,13 +74,13 @@ func TestHostGoneAfterTeardown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		h := newHostDeath(t, &fakeSource{limit: 3})
-		h.dropStream()
+		h.run.cancel()
 		_, err := h.source.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
 		is.NoErr(err)
 		hostGone := make(chan string, 1)
 		hostGone <- "gone"
 		is.NoErr(untilHostGone(t.Context(), make(chan error), hostGone, h.live, discard, time.Minute))
-		is.Equal(h.calls("Teardown"), 1)
+		is.Equal(h.src.count("Teardown"), 1)
 	})
 }
 
@@ -120,9 +103,7 @@ func TestHostGoneTeardownBounded(t *testing.T) {
 		is := is.New(t)
 		release := make(chan struct{})
 		live := &liveConnectors{}
-		src := live.source(testSourceServer(func(map[string]string) (Source, error) {
-			return sourceOf(blockingSource{&fakeSource{}, release}, batcher.Policy{}), nil
-		}))
+		src := live.source(sourceServerOf(blockingSource{&fakeSource{}, release}, batcher.Policy{}))
 		_, err := src.Configure(t.Context(), pconnector.SourceConfigureRequest{})
 		is.NoErr(err)
 		var logs bytes.Buffer

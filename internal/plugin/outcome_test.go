@@ -43,9 +43,9 @@ func retryable(msg string) error { return retryableErr{errors.New(msg)} }
 // the error, whatever the error is; without a classifier every error is
 // unclassified.
 func TestWriteOutcomesFollowTheClassifier(t *testing.T) {
-	failB := func(err error) func(context.Context, []opencdc.Record) (int, error) {
+	failB := func(err error) func([]opencdc.Record) (int, error) {
 		failed := false
-		return func(_ context.Context, r []opencdc.Record) (int, error) {
+		return func(r []opencdc.Record) (int, error) {
 			if string(r[0].Position) == "a" && !failed {
 				failed = true
 				return 1, err
@@ -81,22 +81,10 @@ func TestWriteOutcomesFollowTheClassifier(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				var acks []string
-				calls := 0
-				write := failB(tt.err)
-				err := outcomes{
-					write:    func(ctx context.Context, r []opencdc.Record) (int, error) { calls++; return write(ctx, r) },
-					retry:    Retry{Attempts: 1, Delay: time.Second, MaxDelay: time.Second},
-					classify: tt.classify,
-					log:      discard,
-					send: func(a []pconnector.DestinationRunResponseAck) error {
-						acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
-						return nil
-					},
-				}.writeAll(t.Context(), records("a", "b", "c"))
-				is.NoErr(err)
-				is.Equal(acks, tt.acks)
-				is.Equal(calls, tt.calls)
+				w := &writeLog{t: t, start: time.Now(), outcome: failB(tt.err)}
+				o := outcomes{write: w.Write, retry: Retry{Attempts: 1, Delay: time.Second, MaxDelay: time.Second}, classify: tt.classify}
+				is.Equal(writeAllTexts(t, t.Context(), o, records("a", "b", "c")), tt.acks)
+				is.Equal(len(w.got()), tt.calls)
 			})
 		})
 	}
@@ -118,71 +106,53 @@ func TestTestClassify(t *testing.T) {
 	is.Equal(testClassify(nil), Unclassified)
 }
 
-// scripted is a destination whose records fail as script says, by
+// scripted returns a writeLog whose records fail as script says, by
 // position: "fault" and "unknown" fail every time, "retry" fails
-// retryably, "retryN" the first N times; others are written. It records
-// every Write's records and the virtual time it began.
-type scripted struct {
-	start  time.Time
-	script map[string]string
-	failed map[string]int // retryable failures so far
-	calls  []string       // "[a b c]@100ms"
-	before func(call int) // runs before each Write, counting from 1
-}
-
-func (s *scripted) write(_ context.Context, records []opencdc.Record) (int, error) {
-	if s.failed == nil {
-		s.failed = map[string]int{}
-	}
-	var names []string
-	for _, r := range records {
-		names = append(names, string(r.Position))
-	}
-	s.calls = append(s.calls, fmt.Sprintf("%v@%v", names, time.Since(s.start)))
-	if s.before != nil {
-		s.before(len(s.calls))
-	}
-	for i, r := range records {
-		pos := string(r.Position)
-		switch what := s.script[pos]; {
-		case what == "fault":
-			return i, fault("record " + pos + " is bad")
-		case what == "unknown":
-			return i, errors.New("record " + pos + " failed")
-		case what == "retry":
-			return i, retryable("connection lost at " + pos)
-		case strings.HasPrefix(what, "retry"):
-			times, _ := strconv.Atoi(strings.TrimPrefix(what, "retry"))
-			if s.failed[pos] < times {
-				s.failed[pos]++
+// retryably, "retryN" the first N times; others are written.
+func scripted(t *testing.T, script map[string]string) *writeLog {
+	failed := map[string]int{} // retryable failures so far
+	return &writeLog{t: t, start: time.Now(), outcome: func(records []opencdc.Record) (int, error) {
+		for i, r := range records {
+			pos := string(r.Position)
+			switch what := script[pos]; {
+			case what == "fault":
+				return i, fault("record " + pos + " is bad")
+			case what == "unknown":
+				return i, errors.New("record " + pos + " failed")
+			case what == "retry":
 				return i, retryable("connection lost at " + pos)
+			case strings.HasPrefix(what, "retry"):
+				times, _ := strconv.Atoi(strings.TrimPrefix(what, "retry"))
+				if failed[pos] < times {
+					failed[pos]++
+					return i, retryable("connection lost at " + pos)
+				}
 			}
 		}
-	}
-	return len(records), nil
+		return len(records), nil
+	}}
 }
 
-// writeAllTexts runs o.writeAll over records with s's Write and returns
-// the acks as ackTexts renders them, and how many ack messages were sent.
-func writeAllTexts(ctx context.Context, o outcomes, s *scripted, records []opencdc.Record) (acks []string, messages int) {
-	o.write = s.write
-	if o.classify == nil {
-		o.classify = testClassify
-	}
+// writeAllTexts runs o.writeAll over records and returns the acks it
+// sends, as ackTexts renders them.
+func writeAllTexts(t *testing.T, ctx context.Context, o outcomes, records []opencdc.Record) []string {
+	var acks []string
 	if o.log == nil {
 		o.log = discard
 	}
 	o.send = func(a []pconnector.DestinationRunResponseAck) error {
 		acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
-		messages++
 		return nil
 	}
 	if err := o.writeAll(ctx, records); err != nil {
-		panic(err)
+		t.Errorf("writeAll: %v", err) // send never fails here
 	}
-	return acks, messages
+	return acks
 }
 
+// TestWriteOutcomes: a record fault nacks its record alone, an unmarked
+// error the rest, a retryable error is retried until the retries run out,
+// and progress starts the count afresh.
 func TestWriteOutcomes(t *testing.T) {
 	noRetry := Retry{}
 	threeRetries := Retry{Attempts: 3, Delay: 100 * time.Millisecond, MaxDelay: time.Second}
@@ -215,17 +185,19 @@ func TestWriteOutcomes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				s := &scripted{start: time.Now(), script: tt.script}
-				acks, _ := writeAllTexts(t.Context(), outcomes{retry: tt.retry}, s, records("a", "b", "c", "d"))
-				is.Equal(acks, tt.acks)
-				is.Equal(len(s.calls), tt.calls)
+				w := scripted(t, tt.script)
+				o := outcomes{write: w.Write, retry: tt.retry, classify: testClassify}
+				is.Equal(writeAllTexts(t, t.Context(), o, records("a", "b", "c", "d")), tt.acks)
+				is.Equal(len(w.got()), tt.calls)
 			})
 		})
 	}
 }
 
+// TestWriteOutcomesContract: what settle checks still holds, also on a
+// Write after a record fault, and an error's text is never empty nor says
+// its record twice.
 func TestWriteOutcomesContract(t *testing.T) {
-	// What settle checks still holds, also on a Write after a record fault.
 	tests := []struct {
 		name  string
 		write func(call int, records []opencdc.Record) (int, error)
@@ -275,18 +247,9 @@ func TestWriteOutcomesContract(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			var acks []string
 			call := 0
-			err := outcomes{
-				write:    func(_ context.Context, r []opencdc.Record) (int, error) { call++; return tt.write(call, r) },
-				classify: testClassify,
-				log:      discard,
-				send: func(a []pconnector.DestinationRunResponseAck) error {
-					acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
-					return nil
-				},
-			}.writeAll(t.Context(), records("a", "b", "c", "d"))
-			is.NoErr(err)
+			o := outcomes{write: func(_ context.Context, r []opencdc.Record) (int, error) { call++; return tt.write(call, r) }, classify: testClassify}
+			acks := writeAllTexts(t, t.Context(), o, records("a", "b", "c", "d"))
 			is.Equal(len(acks), len(tt.acks))
 			for i, want := range tt.acks {
 				if !strings.HasPrefix(acks[i], want) {
@@ -297,155 +260,34 @@ func TestWriteOutcomesContract(t *testing.T) {
 	}
 }
 
-func TestRetryBackoff(t *testing.T) {
-	// Waits double from Delay up to MaxDelay, each drawn from the upper
-	// half of its range; the acks of what was written go out before a wait.
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		s := &scripted{start: time.Now(), script: map[string]string{"b": "retry4"}}
-		var sentAt []time.Duration
-		o := outcomes{write: s.write, classify: testClassify, log: discard, retry: Retry{Attempts: 4, Delay: 100 * time.Millisecond, MaxDelay: 300 * time.Millisecond},
-			send: func(a []pconnector.DestinationRunResponseAck) error {
-				sentAt = append(sentAt, time.Since(s.start))
-				return nil
-			}}
-		is.NoErr(o.writeAll(t.Context(), records("a", "b", "c")))
-		is.Equal(len(s.calls), 5)
-		bounds := []struct{ lo, hi time.Duration }{{50, 100}, {100, 200}, {150, 300}, {150, 300}}
-		var prev time.Duration
-		for i, call := range s.calls[1:] {
-			at, err := time.ParseDuration(call[strings.Index(call, "@")+1:])
-			is.NoErr(err)
-			wait := at - prev
-			prev = at
-			lo, hi := bounds[i].lo*time.Millisecond, bounds[i].hi*time.Millisecond
-			if wait < lo || wait > hi {
-				t.Errorf("wait %d: %v, want between %v and %v (calls %v)", i+1, wait, lo, hi, s.calls)
-			}
-		}
-		is.Equal(sentAt[0], time.Duration(0)) // "a" acked before the first wait
-		is.Equal(len(sentAt), 2)
-	})
-}
-
-func TestBackoffBounds(t *testing.T) {
-	is := is.New(t)
-	r := Retry{Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second}
-	is.Equal(r.Backoff(0), 100*time.Millisecond)
-	is.Equal(r.Backoff(3), 800*time.Millisecond)
-	is.Equal(r.Backoff(7), 10*time.Second)
-	is.Equal(r.Backoff(1000), 10*time.Second) // no overflow
-	is.Equal(Retry{}.Backoff(5), time.Duration(0))
-	is.Equal(Retry{MaxDelay: time.Second}.Backoff(1<<40), time.Duration(0)) // returns at once
-	for range 1000 {
-		d := jitter(time.Second)
-		is.True(d >= 500*time.Millisecond && d <= time.Second)
-	}
-	is.Equal(jitter(0), time.Duration(0))
-	is.Equal(jitter(1), time.Duration(1))
-}
-
-func TestRetryEndsPromptly(t *testing.T) {
-	hour := Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}
-	tests := []struct {
-		name  string
-		end   func(halt *retryHalt, cancel context.CancelFunc)
-		calls int    // Writes, all at 0s
-		nack  string // what the unwritten records' nacks say
-	}{
-		{"Stop makes the last attempt at once", func(h *retryHalt, _ context.CancelFunc) { h.Stop() }, 2,
-			"not written: retrying ended after 1 retries as the destination was stopped: connection lost at b"},
-		{"Teardown ends retries", func(h *retryHalt, _ context.CancelFunc) { h.Abort() }, 1,
-			"not written: retrying ended after 0 retries as the destination is torn down: connection lost at b"},
-		{"the context ends retries", func(_ *retryHalt, cancel context.CancelFunc) { cancel() }, 1,
-			"not written: retrying ended after 0 retries (context canceled): connection lost at b"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
-				ctx, cancel := context.WithCancel(t.Context())
-				defer cancel()
-				halt := newRetryHalt()
-				s := &scripted{start: time.Now(), script: map[string]string{"b": "retry"}}
-				done := make(chan []string)
-				go func() {
-					acks, _ := writeAllTexts(ctx, outcomes{retry: hour, halt: halt}, s, records("a", "b", "c"))
-					done <- acks
-				}()
-				synctest.Wait() // waiting an hour before the first retry
-				tt.end(halt, cancel)
-				acks := <-done
-				is.Equal(acks, []string{"a", "b!" + tt.nack, "c!" + tt.nack})
-				is.Equal(len(s.calls), tt.calls)
-				for _, c := range s.calls {
-					is.True(strings.HasSuffix(c, "@0s")) // no wait ran its course
-				}
-			})
-		})
-	}
-}
-
-func TestRetryAfterStopRetriesOnceWithoutWaiting(t *testing.T) {
-	// Stopped before the failure: one immediate retry, which here succeeds.
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		halt := newRetryHalt()
-		halt.Stop()
-		s := &scripted{start: time.Now(), script: map[string]string{"b": "retry1"}}
-		acks, _ := writeAllTexts(t.Context(), outcomes{retry: Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour}, halt: halt}, s, records("a", "b", "c"))
-		is.Equal(acks, []string{"a", "b", "c"})
-		is.Equal(s.calls, []string{"[a b c]@0s", "[b c]@0s"})
-	})
-}
-
+// TestRecordFaultAfterTeardownLeavesTheRest: after a record fault, the
+// records after it are not attempted once the destination is torn down.
 func TestRecordFaultAfterTeardownLeavesTheRest(t *testing.T) {
 	is := is.New(t)
 	halt := newRetryHalt()
-	s := &scripted{script: map[string]string{"a": "fault"}, before: func(int) { halt.Abort() }}
-	acks, _ := writeAllTexts(t.Context(), outcomes{halt: halt}, s, records("a", "b"))
+	w := scripted(t, map[string]string{"a": "fault"})
+	fail := w.outcome
+	w.outcome = func(r []opencdc.Record) (int, error) { halt.Abort(); return fail(r) } // torn down during the Write
+	acks := writeAllTexts(t, t.Context(), outcomes{write: w.Write, classify: testClassify, halt: halt}, records("a", "b"))
 	is.Equal(acks, []string{`a!record at position "a": record a is bad`, "b!not attempted: the destination is tearing down"})
-	is.Equal(len(s.calls), 1)
+	is.Equal(len(w.got()), 1)
 }
 
-// newRetryingDestinationServer returns a server configured with dst and
-// the batching and retry policies, opened.
-func newRetryingDestinationServer(t *testing.T, dst testDestination, batch batcher.Policy, retry Retry) *destinationServer {
-	t.Helper()
-	d := testDestinationServer(func(map[string]string) (Destination, error) { return destinationOf(dst, batch, retry), nil })
-	if _, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Open(t.Context(), pconnector.DestinationOpenRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
+// TestDestinationBatchWithFaultyRecordsNacksOnlyThem: the case measured
+// before per-record outcomes: batches of 10, a few bad records, a
+// dead-letter queue. Only the bad records may be nacked, each with its own
+// error.
 func TestDestinationBatchWithFaultyRecordsNacksOnlyThem(t *testing.T) {
-	// The case measured before per-record outcomes: batches of 10, a few bad
-	// records, a dead-letter queue. Only the bad records may be nacked,
-	// each with its own error.
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		bad := map[string]string{"3": "fault", "10": "fault", "11": "fault", "24": "fault"}
-		s := &scripted{start: time.Now(), script: bad}
-		d := newRetryingDestinationServer(t, &fakeDestination{write: func(r []opencdc.Record) (int, error) { return s.write(t.Context(), r) }},
-			batcher.Policy{Count: 10}, Retry{Attempts: 8, Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second})
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runDestination(ctx, d)
-		for i := 1; i <= 30; i++ {
-			st.in <- pconnector.DestinationRunRequest{Records: numbered(i, i)}
-		}
+		w := scripted(t, bad)
+		r := newDestinationRun(t, openDestination(t, w, batcher.Policy{Count: 10}, Retry{Attempts: 8, Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second})).run()
+		r.sendEach(1, 30)
 		synctest.Wait()
-		acks := finish(t, d, st, cancel, runDone, "30")
-		is.Equal(len(acks), 30)
-		for i, a := range acks {
-			pos, nack, _ := strings.Cut(a, "!")
-			is.Equal(pos, strconv.Itoa(i+1))
-			if bad[pos] != "" {
+		for i, nack := range nacksInOrder(t, r.finish("30"), 30) {
+			if pos := strconv.Itoa(i + 1); bad[pos] != "" {
 				is.Equal(nack, fmt.Sprintf("record at position %q: record %s is bad", pos, pos))
 			} else {
 				is.Equal(nack, "")
@@ -454,57 +296,212 @@ func TestDestinationBatchWithFaultyRecordsNacksOnlyThem(t *testing.T) {
 	})
 }
 
-func TestDestinationStopEndsRetries(t *testing.T) {
-	// A system failure during the last batch: Stop does not wait out the
-	// backoff; the records are retried once at once and nacked.
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		s := &scripted{start: time.Now(), script: map[string]string{"2": "retry"}}
-		d := newRetryingDestinationServer(t, &fakeDestination{write: func(r []opencdc.Record) (int, error) { return s.write(t.Context(), r) }},
-			batcher.Policy{Count: 3}, Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour})
-		ctx, cancel := context.WithCancel(t.Context())
-		st, runDone := runDestination(ctx, d)
-		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 3)}
-		synctest.Wait()
-		is.Equal(drain(st), []string{"1"}) // acked before the wait
-		start := time.Now()
-		_, err := d.Stop(t.Context(), pconnector.DestinationStopRequest{LastPosition: opencdc.Position("3")})
-		is.NoErr(err)
-		is.Equal(time.Since(start), time.Duration(0))
-		nack := "not written: retrying ended after 1 retries as the destination was stopped: connection lost at 2"
-		is.Equal(drain(st), []string{"2!" + nack, "3!" + nack})
-		cancel()
-		is.NoErr(<-runDone)
-		_, err = d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
-		is.NoErr(err)
+// FuzzWriteOutcomes writes records with random outcomes (written, a record
+// fault, a system failure that lasts some attempts, an unmarked error, a
+// short write without an error, a panic), split into batches of random
+// sizes, under a random retry policy, with Stop, Teardown or the end of the
+// context at a random Write, and checks what Conduit would see:
+//
+//   - every record is acked or nacked exactly once, in order;
+//   - a record is acked if and only if it was written;
+//   - a nack that blames a record names the record nacked, with that
+//     record's own error;
+//   - any other nack says why the record was not written: another record
+//     failed with an unmarked error ("not attempted", naming it), retries
+//     ran out or were ended (and then they did run out, or were ended), or
+//     the connector broke its contract;
+//   - without Stop, Teardown or the end of the context, a record that
+//     recovers within the retry budget is written unless an unmarked error,
+//     a broken contract or a failure that outlasted the retries came
+//     before it in its batch.
+func FuzzWriteOutcomes(f *testing.F) {
+	f.Add([]byte{0, 6, 0, 2, 0}, []byte{3}, uint8(2), uint8(0), uint8(0))
+	f.Add([]byte{0, 1, 0, 3, 0, 1}, []byte{10}, uint8(0), uint8(0), uint8(0))
+	f.Add([]byte{8, 14, 1, 20, 0}, []byte{2, 1}, uint8(3), uint8(2), uint8(1))
+	f.Add([]byte{2, 2, 2, 0, 4, 5}, []byte{4}, uint8(1), uint8(1), uint8(2))
+	f.Add([]byte{20, 0, 0}, []byte{1}, uint8(4), uint8(3), uint8(3))
+	f.Fuzz(func(t *testing.T, kinds, batches []byte, attempts, endAt, endHow uint8) {
+		if len(kinds) == 0 || len(batches) == 0 {
+			return
+		}
+		kinds = kinds[:min(len(kinds), 64)]
+		retry := Retry{Attempts: int(attempts % 5), Delay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond}
+		synctest.Test(t, func(t *testing.T) {
+			checkOutcomes(t, kinds, batches, retry, int(endAt%16), endHow%3)
+		})
 	})
 }
 
-func TestDestinationTeardownEndsRetriesUnbatched(t *testing.T) {
-	// Without batching, writes run on the stream's context; Teardown must
-	// still end a backoff at once.
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		s := &scripted{start: time.Now(), script: map[string]string{"1": "retry"}}
-		d := newRetryingDestinationServer(t, &fakeDestination{write: func(r []opencdc.Record) (int, error) { return s.write(t.Context(), r) }},
-			batcher.Policy{}, Retry{Attempts: 5, Delay: time.Hour, MaxDelay: time.Hour})
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		st, runDone := runDestination(ctx, d)
-		st.in <- pconnector.DestinationRunRequest{Records: numbered(1, 1)}
-		synctest.Wait()
-		torndown := make(chan error)
-		go func() {
-			_, err := d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
-			torndown <- err
-		}()
-		synctest.Wait()
-		is.Equal(drain(st), []string{"1!not written: retrying ended after 0 retries as the destination is torn down: connection lost at 1"})
-		cancel() // Conduit ends the stream
-		is.NoErr(<-runDone)
-		is.NoErr(<-torndown)
-		is.Equal(s.calls, []string{"[1]@0s"})
-	})
+// A record's outcome, from a fuzz byte: kind is b%6, and a system failure
+// lasts b/6%5 attempts (0: it fails every time).
+const (
+	kindOK = iota
+	kindFault
+	kindRetry
+	kindUnknown
+	kindShort
+	kindPanic
+)
+
+func checkOutcomes(t *testing.T, kinds, batches []byte, retry Retry, endAt int, endHow byte) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	halt := newRetryHalt()
+	ended := false // Stop, Teardown or the context's end happened
+	var (
+		calls   int
+		written = map[string]bool{}
+		failed  = map[string]int{}
+	)
+	kindOf := func(pos string) (kind byte, lasts int) {
+		i, _ := strconv.Atoi(pos)
+		b := kinds[i-1]
+		return b % 6, int(b / 6 % 5)
+	}
+	outcome := func(records []opencdc.Record) (int, error) {
+		for i, r := range records {
+			pos := string(r.Position)
+			switch kind, lasts := kindOf(pos); kind {
+			case kindFault:
+				return i, fault("record " + pos + " is bad")
+			case kindRetry:
+				if lasts == 0 || failed[pos] < lasts {
+					failed[pos]++
+					return i, retryable("system down at " + pos)
+				}
+			case kindUnknown:
+				return i, errors.New("record " + pos + " failed")
+			case kindShort:
+				return i, nil
+			case kindPanic:
+				panic("boom at " + pos) // nothing is confirmed written
+			}
+		}
+		return len(records), nil
+	}
+	write := func(_ context.Context, records []opencdc.Record) (int, error) {
+		calls++
+		if calls == endAt {
+			ended = true
+			switch endHow {
+			case 0:
+				halt.Stop()
+			case 1:
+				halt.Abort()
+			default:
+				cancel()
+			}
+		}
+		n, err := outcome(records)
+		for _, r := range records[:n] {
+			written[string(r.Position)] = true
+		}
+		return n, err
+	}
+
+	var acks []pconnector.DestinationRunResponseAck
+	o := outcomes{write: write, retry: retry, classify: testClassify, halt: halt, log: discard, send: func(a []pconnector.DestinationRunResponseAck) error {
+		if len(a) == 0 {
+			t.Fatal("an empty ack message")
+		}
+		acks = append(acks, a...)
+		return nil
+	}}
+	all := make([]opencdc.Record, len(kinds))
+	for i := range all {
+		all[i].Position = opencdc.Position(strconv.Itoa(i + 1))
+	}
+	batchOf := map[string]int{} // position → index of its batch's first record
+	for i, next := 0, 0; next < len(all); i++ {
+		size := 1 + int(batches[i%len(batches)]%16)
+		batch := all[next:min(len(all), next+size)]
+		for _, r := range batch {
+			batchOf[string(r.Position)] = next
+		}
+		if err := o.writeAll(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		next += len(batch)
+	}
+
+	if len(acks) != len(all) {
+		t.Fatalf("%d acks for %d records", len(acks), len(all))
+	}
+	for i, a := range acks {
+		pos := string(a.Position)
+		if pos != strconv.Itoa(i+1) {
+			t.Fatalf("ack %d is for position %s: out of order or twice", i+1, pos)
+		}
+		if (a.Error == "") != written[pos] {
+			t.Fatalf("position %s: nack %q, but written=%v", pos, a.Error, written[pos])
+		}
+		if a.Error == "" {
+			continue
+		}
+		kind, lasts := kindOf(pos)
+		blame := fmt.Sprintf("record at position %q: ", pos)
+		switch msg := a.Error; {
+		case strings.HasPrefix(msg, "record at position"):
+			want := map[byte]string{kindFault: "record " + pos + " is bad", kindUnknown: "record " + pos + " failed"}[kind]
+			if want == "" || msg != blame+want {
+				t.Fatalf("position %s (kind %d): nack %q blames a record, want %q", pos, kind, msg, blame+want)
+			}
+		case strings.HasPrefix(msg, "not attempted: the record at position"):
+			var other string
+			if _, err := fmt.Sscanf(msg, "not attempted: the record at position %q failed:", &other); err != nil {
+				t.Fatalf("position %s: nack %q: %v", pos, msg, err)
+			}
+			o, _ := strconv.Atoi(other)
+			if k, _ := kindOf(other); k != kindUnknown || o >= i+1 || batchOf[other] != batchOf[pos] || !strings.HasSuffix(msg, "failed: record "+other+" failed") {
+				t.Fatalf("position %s: nack %q names a record that did not fail before it in its batch", pos, msg)
+			}
+		case msg == "not attempted: the destination is tearing down":
+			if !ended || endHow == 0 {
+				t.Fatalf("position %s: %q, but the destination was not torn down", pos, msg)
+			}
+		case strings.HasPrefix(msg, "not written: "):
+			switch {
+			case strings.Contains(msg, "still failed after"):
+				if !strings.Contains(msg, fmt.Sprintf("after %d retries", retry.Attempts)) {
+					t.Fatalf("position %s: %q, but the budget is %d retries", pos, msg, retry.Attempts)
+				}
+			case strings.Contains(msg, "retries are off"):
+				if retry.Attempts != 0 {
+					t.Fatalf("position %s: %q, but the budget is %d retries", pos, msg, retry.Attempts)
+				}
+			case strings.Contains(msg, "retrying ended"):
+				if !ended {
+					t.Fatalf("position %s: %q, but nothing ended the retries", pos, msg)
+				}
+			default:
+				t.Fatalf("position %s: %q does not say why", pos, msg)
+			}
+			if !strings.Contains(msg, ": system down at ") {
+				t.Fatalf("position %s: %q does not carry the system's error", pos, msg)
+			}
+		case strings.HasPrefix(msg, "destination broke the Write contract"), strings.HasPrefix(msg, "connector panicked in Write"):
+		default:
+			t.Fatalf("position %s: nack %q", pos, msg)
+		}
+		// A record that would be written, with retries enough and nothing
+		// ended, is only nacked after an unmarked error, a broken contract
+		// or a system failure that outlasted the retries at a record before
+		// it in its batch.
+		recovers := kind == kindOK || kind == kindRetry && lasts > 0 && lasts <= retry.Attempts
+		if !recovers || ended {
+			continue
+		}
+		switch msg := a.Error; {
+		case strings.HasPrefix(msg, "not attempted: the record at position"),
+			strings.HasPrefix(msg, "destination broke"), strings.HasPrefix(msg, "connector panicked"):
+		case strings.HasPrefix(msg, "not written: "):
+			other := msg[strings.LastIndex(msg, "system down at ")+len("system down at "):]
+			o, _ := strconv.Atoi(other)
+			if o >= i+1 || batchOf[other] != batchOf[pos] {
+				t.Fatalf("position %s (kind %d, fails %d times, %d retries): nacked with %q", pos, kind, lasts, retry.Attempts, msg)
+			}
+		default:
+			t.Fatalf("position %s (kind %d, fails %d times, %d retries): nacked with %q", pos, kind, lasts, retry.Attempts, msg)
+		}
+	}
 }

@@ -41,6 +41,7 @@ func TestParentGoneBeforeWatching(t *testing.T) {
 	is.True(strings.Contains(why, "now pid 1"))
 }
 
+// Watching the parent ends, with no reason, when its context does.
 func TestParentGoneEndsWithContext(t *testing.T) {
 	is := is.New(t)
 	ctx, cancel := context.WithCancel(t.Context())

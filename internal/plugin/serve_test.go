@@ -8,6 +8,9 @@ import (
 	"github.com/matryer/is"
 )
 
+// TestSettingsFromEnv: the settings come from the variables Conduit sets,
+// with defaults for what is not set and a warning for a value ignored;
+// with GOGC set, the plugin sets no garbage collector target.
 func TestSettingsFromEnv(t *testing.T) {
 	tests := []struct {
 		env      map[string]string

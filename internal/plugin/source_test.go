@@ -2,55 +2,30 @@ package plugin
 
 import (
 	"context"
-	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
-func newTestSourceServer(src *fakeSource, configErr error) *sourceServer {
-	return testSourceServer(func(cfg map[string]string) (Source, error) {
-		if configErr != nil {
-			return Source{}, configErr
-		}
-		return sourceOf(src, batcher.Policy{}), nil
-	})
-}
-
-// runSource starts Run in the background and returns the stream and Run's
-// result.
-func runSource(ctx context.Context, s *sourceServer) (sourceStream, <-chan error) {
-	st := sourceStream{newStream[pconnector.SourceRunRequest, pconnector.SourceRunResponse](ctx)}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, st) }()
-	return st, done
-}
-
-func positions(resps ...pconnector.SourceRunResponse) []string {
-	var out []string
-	for _, r := range resps {
-		for _, rec := range r.Records {
-			out = append(out, string(rec.Position))
-		}
-	}
-	return out
-}
-
+// TestSourceLifecycle runs a source as Conduit does: Open from the position
+// Conduit stored, records sent as soon as they are read, Stop reporting the
+// last one sent, acks passed to the connector also after Stop, and
+// Teardown once Conduit closed the stream.
 func TestSourceLifecycle(t *testing.T) {
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		ctx, cancel := context.WithCancel(t.Context())
+		ctx := t.Context()
 		src := &fakeSource{limit: 5}
-		s := newTestSourceServer(src, nil)
+		s := sourceServerOf(src, batcher.Policy{})
 
 		_, err := s.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"a": "b"}})
 		is.NoErr(err)
@@ -60,67 +35,32 @@ func TestSourceLifecycle(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(string(src.opened), "2") // Open gets the position Conduit stored
 
-		st, runDone := runSource(ctx, s)
+		r := newSourceRun(t, s).run()
 		synctest.Wait()
 		var sent []string
-		for _, m := range messages(st) {
+		for _, m := range r.sent() {
 			sent = append(sent, m...)
 		}
 		is.Equal(sent, []string{"3", "4", "5"}) // as soon as they are read
 
-		st.in <- pconnector.SourceRunRequest{AckPositions: []opencdc.Position{opencdc.Position("3")}}
-		resp, err := s.Stop(ctx, pconnector.SourceStopRequest{})
+		r.ack("3")
+		last, err := r.stop()
 		is.NoErr(err)
-		is.Equal(string(resp.LastPosition), "5") // the last record sent
+		is.Equal(last, "5") // the last record sent
 
 		// The stream stays open after Stop: remaining acks still arrive.
-		st.in <- pconnector.SourceRunRequest{AckPositions: []opencdc.Position{opencdc.Position("4"), opencdc.Position("5")}}
+		r.ack("4", "5")
 		synctest.Wait()
 		is.Equal(src.acked, []string{"3", "4", "5"})
 
-		cancel() // Conduit closes the stream before Teardown
-		is.NoErr(<-runDone)
-		_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
-		is.NoErr(err)
+		r.end() // Conduit closes the stream before Teardown
 		is.Equal(src.calls, []string{"OnCreated", "Open", "Teardown"})
 	})
 }
 
-func TestSourceStopBeforeRunAndTeardownWithoutOpen(t *testing.T) {
-	leakcheck.Check(t)
-	is := is.New(t)
-	src := &fakeSource{}
-	s := newTestSourceServer(src, nil)
-	resp, err := s.Stop(t.Context(), pconnector.SourceStopRequest{})
-	is.NoErr(err)
-	is.Equal(resp.LastPosition, nil)
-	_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{}) // never configured
-	is.NoErr(err)
-	_, err = s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
-	is.NoErr(err)
-	_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{}) // configured, never opened
-	is.NoErr(err)
-	is.True(src.torndown)
-}
-
-func TestSourceConfigureError(t *testing.T) {
-	is := is.New(t)
-	s := newTestSourceServer(nil, errors.New(`parameter "rate": got "x", expected a number`))
-	_, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
-	is.Equal(status.Code(err), codes.InvalidArgument)
-	is.True(strings.Contains(err.Error(), `parameter "rate"`))
-	_, err = s.Open(t.Context(), pconnector.SourceOpenRequest{})
-	is.Equal(status.Code(err), codes.FailedPrecondition) // no Open without Configure
-}
-
-func TestSourceConfigurePanics(t *testing.T) {
-	is := is.New(t)
-	s := testSourceServer(func(map[string]string) (Source, error) { panic("bad config code") })
-	_, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
-	is.True(err != nil)
-	is.True(strings.Contains(err.Error(), "connector panicked in Configure: bad config code"))
-}
-
+// TestSourceRunFailures: a Read that panics, a record without a position
+// and acks that do not match what was sent end Run with an error that says
+// so, and Teardown still works.
 func TestSourceRunFailures(t *testing.T) {
 	tests := []struct {
 		name string
@@ -138,45 +78,171 @@ func TestSourceRunFailures(t *testing.T) {
 			leakcheck.Check(t)
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				s := newTestSourceServer(tt.src, nil)
-				_, err := s.Configure(t.Context(), pconnector.SourceConfigureRequest{})
-				is.NoErr(err)
-				ctx, cancel := context.WithCancel(t.Context())
-				defer cancel()
-				st, runDone := runSource(ctx, s)
+				r := newSourceRun(t, openSource(t, tt.src, batcher.Policy{})).run()
 				for _, a := range tt.acks {
 					synctest.Wait()
-					st.in <- pconnector.SourceRunRequest{AckPositions: []opencdc.Position{opencdc.Position(a)}}
+					r.ack(a)
 				}
-				err = <-runDone
+				err := r.wait()
 				is.True(err != nil)
 				is.True(strings.Contains(err.Error(), tt.want))
-				cancel()
-				_, err = s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+				r.cancel()
+				_, err = r.s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
 				is.NoErr(err)
 			})
 		})
 	}
 }
 
-func TestSourceLifecycleHooks(t *testing.T) {
-	is := is.New(t)
-	built := 0
-	s := testSourceServer(func(cfg map[string]string) (Source, error) {
-		built++
-		if cfg["bad"] != "" {
-			return Source{}, errors.New("does not parse")
+// pacedSource is a fakeSource that reads a record every millisecond: record
+// n is read n ms after Run starts.
+type pacedSource struct{ *fakeSource }
+
+func (s pacedSource) Read(ctx context.Context) (opencdc.Record, error) {
+	select {
+	case <-time.After(time.Millisecond):
+	case <-ctx.Done():
+		return opencdc.Record{}, ctx.Err()
+	}
+	return s.fakeSource.Read(ctx)
+}
+
+// runPaced runs a pacedSource of n records, without batch settings.
+func runPaced(t *testing.T, n int) *sourceRun {
+	return newSourceRun(t, openSource(t, pacedSource{&fakeSource{limit: n}}, batcher.Policy{})).run()
+}
+
+// sentLate returns the number of the paced source's record at pos, and how
+// long after it was read it is sent now, for a run that began at start.
+func sentLate(start time.Time, pos string) (n int, late time.Duration) {
+	n, _ = strconv.Atoi(pos)
+	return n, time.Since(start) - time.Duration(n)*time.Millisecond
+}
+
+// TestSourceBatchesWhileConduitWorks plays Conduit's v2 engine, which
+// takes a message only once it has acked the last, taking 5 ms per
+// message, against a source reading a record every millisecond and no
+// batch settings: the records read while Conduit works on a message
+// travel together in the next, not each in a message of its own waiting
+// in the stream.
+func TestSourceBatchesWhileConduitWorks(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		r := runPaced(t, 200)
+		messages := 0
+		r.receive(200, func(m []string) {
+			messages++
+			time.Sleep(5 * time.Millisecond)
+			r.ack(m...)
+		})
+		// About 5 records a message once the first is acked.
+		if messages > 200/3 {
+			t.Errorf("200 records came in %d messages, expected at most %d", messages, 200/3)
 		}
-		return sourceOf(&fakeSource{}, batcher.Policy{}), nil
+		r.end()
 	})
-	// Without Configure, hooks run on a connector built for the occasion.
-	_, err := s.LifecycleOnCreated(t.Context(), pconnector.SourceLifecycleOnCreatedRequest{Config: map[string]string{}})
-	is.NoErr(err)
-	is.Equal(built, 1)
-	// A configuration that does not parse is no reason to fail a deletion.
-	_, err = s.LifecycleOnDeleted(t.Context(), pconnector.SourceLifecycleOnDeletedRequest{Config: map[string]string{"bad": "1"}})
-	is.NoErr(err)
-	// A connector without the hook is answered with success.
-	_, err = s.LifecycleOnUpdated(t.Context(), pconnector.SourceLifecycleOnUpdatedRequest{})
-	is.NoErr(err)
+}
+
+// TestSourceHoldsBackBriefly plays a host that acks the first message
+// late and then no more until it has every record: records wait for its
+// acks at most maxHoldBack, never for records to come.
+func TestSourceHoldsBackBriefly(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		r := runPaced(t, 100)
+		acked := false
+		r.receive(100, func(m []string) {
+			for _, p := range m {
+				if n, late := sentLate(r.start, p); late > maxHoldBack {
+					t.Errorf("record %d sent %v after it was read, expected at most %v", n, late, maxHoldBack)
+				}
+			}
+			if !acked { // the first message, late
+				acked = true
+				go func() {
+					time.Sleep(50 * time.Millisecond) // a round trip longer than maxHoldBack
+					r.ack(m[0])
+				}()
+			}
+		})
+		r.end()
+	})
+}
+
+// TestSourceRecordByRecordAcksHoldNothing plays Conduit's default engine,
+// which takes every message at once and acks record by record, 5 ms after
+// it took them: once it has acked a message of several records so,
+// records go as they are read, none waiting for acks.
+func TestSourceRecordByRecordAcksHoldNothing(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		r := runPaced(t, 100)
+		type due struct {
+			at        time.Time
+			positions []string
+		}
+		toAck := make(chan due, 100)
+		ackerDone := make(chan struct{})
+		go func() {
+			defer close(ackerDone)
+			for d := range toAck {
+				time.Sleep(time.Until(d.at))
+				for _, p := range d.positions {
+					r.ack(p)
+				}
+			}
+		}()
+		r.receive(100, func(m []string) {
+			for _, p := range m {
+				if n, late := sentLate(r.start, p); n > 20 && late > 0 {
+					t.Errorf("record %d sent %v after it was read, expected at once", n, late)
+				}
+			}
+			toAck <- due{time.Now().Add(5 * time.Millisecond), m}
+		})
+		close(toAck)
+		<-ackerDone
+		r.end()
+	})
+}
+
+// TestConduitAcksTellsHowMessagesAreAcked: a message of several records
+// acked in one request means Conduit acks messages whole; one acked over
+// several requests means it acks record by record; a message of one record
+// tells neither.
+func TestConduitAcksTellsHowMessagesAreAcked(t *testing.T) {
+	tests := []struct {
+		name     string
+		sent     []int // message sizes
+		requests []int // records per ack request
+		want     bool
+		unacked  int // messages not wholly acked after the requests
+	}{
+		{"nothing acked yet", []int{3}, nil, true, 1},
+		{"whole", []int{3}, []int{3}, true, 0},
+		{"record by record", []int{3}, []int{1, 1, 1}, false, 0},
+		{"split in two", []int{3}, []int{2, 1}, false, 0},
+		{"half acked", []int{3}, []int{2}, true, 1},
+		{"one record tells nothing", []int{3, 1}, []int{1, 1, 1, 1}, false, 0},
+		{"whole again after record by record", []int{2, 2}, []int{1, 1, 2}, true, 0},
+		{"record by record after whole", []int{2, 2}, []int{2, 1, 1}, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newConduitAcks()
+			for _, n := range tt.sent {
+				a.sent(n, time.Now())
+			}
+			for _, n := range tt.requests {
+				a.acked(n)
+			}
+			unacked, byMessage, _ := a.state()
+			if byMessage != tt.want {
+				t.Errorf("byMessage = %v, want %v", byMessage, tt.want)
+			}
+			if unacked != tt.unacked {
+				t.Errorf("%d messages not wholly acked, want %d", unacked, tt.unacked)
+			}
+		})
+	}
 }

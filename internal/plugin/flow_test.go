@@ -1,0 +1,418 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/leakcheck"
+	"github.com/matryer/is"
+)
+
+// The owner loop (flow) of both roles under each batching policy, against
+// the real servers over the in-memory stream, in virtual time.
+
+// batchCase is a destination under a batching policy, whose Writes each
+// take write, fed records as sends says: a number n sends record n in a
+// message of its own, as Conduit's default engine does; a pair
+// [2]int{from, to} sends those records in one message, as the v2 engine
+// does; a duration waits that long. The server settles after each step.
+type batchCase struct {
+	name   string
+	policy batcher.Policy
+	write  time.Duration // how long each Write takes
+	sends  []any
+	want   []string      // batches written before Stop
+	stop   []string      // batches Stop writes
+	took   time.Duration // how long Stop at the last record sent, and the run's end, take
+}
+
+// run plays c, stops at the last record sent, and checks which batches
+// were written when, that every record is acked once, in order, and how
+// long Stop took. Its writeLog fails the test if Write ever runs
+// concurrently with itself.
+func (c batchCase) run(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		r := loggedDestination(t, c.policy, &writeLog{delay: c.write}).run()
+		last := 0
+		for _, s := range c.sends {
+			switch s := s.(type) {
+			case int:
+				r.send(s, s)
+				last = s
+			case [2]int:
+				r.send(s[0], s[1])
+				last = s[1]
+			case time.Duration:
+				time.Sleep(s)
+			default:
+				t.Fatalf("cannot send %v (%T)", s, s)
+			}
+			synctest.Wait()
+		}
+		is.Equal(r.log.got(), c.want)
+		acked := r.acks()
+		start := time.Now()
+		acked = append(acked, r.finish(strconv.Itoa(last))...)
+		is.Equal(time.Since(start), c.took)
+		is.Equal(r.log.got(), append(c.want, c.stop...))
+		is.Equal(acked, upTo(last)) // every record acked once, in order
+	})
+}
+
+// TestDestinationBatching checks which batches a destination writes when:
+// whenever the writer is free it writes everything received so far, up to
+// the limits (group commit), and only a delay makes an incomplete batch
+// wait.
+func TestDestinationBatching(t *testing.T) {
+	tests := []batchCase{{
+		name:  "an idle destination writes a lone record at once",
+		sends: []any{1, 2 * time.Second, 2},
+		want:  []string{"[1]@0s", "[2]@2s"},
+	}, {
+		name:  "a busy destination coalesces what arrived during the write",
+		write: time.Second,
+		sends: []any{1, 2, 3, 4, 2 * time.Second, 5},
+		want:  []string{"[1]@0s", "[2 3 4]@1s", "[5]@2s"},
+		took:  time.Second, // [5] is being written
+	}, {
+		name:   "size only: a partial batch is written when the writer is free",
+		policy: batcher.Policy{Count: 3},
+		write:  time.Second,
+		sends:  []any{1, 2, 3, 4, 5, time.Hour},
+		want:   []string{"[1]@0s", "[2 3 4]@1s", "[5]@2s"},
+	}, {
+		name:   "size only: the next batch is collected while one is written",
+		policy: batcher.Policy{Count: 2},
+		write:  time.Second,
+		sends:  []any{1, 2, 3, 4, 5, 6, 3 * time.Second},
+		want:   []string{"[1]@0s", "[2 3]@1s", "[4 5]@2s", "[6]@3s"},
+		took:   time.Second, // [6] is being written
+	}, {
+		name:   "size only: a message larger than a batch is split into batches",
+		policy: batcher.Policy{Count: 4},
+		sends:  []any{[2]int{1, 10}},
+		want:   []string{"[1 2 3 4]@0s", "[5 6 7 8]@0s", "[9 10]@0s"},
+	}, {
+		name:   "delay only waits for the oldest record's delay",
+		policy: batcher.Policy{Delay: time.Second},
+		sends:  []any{1, 2, 500 * time.Millisecond, 3, time.Second, 4},
+		want:   []string{"[1 2 3]@1s"},
+		stop:   []string{"[4]@1.5s"},
+	}, {
+		name:   "bytes only",
+		policy: batcher.Policy{Bytes: 25}, // records are 11 or 12 bytes here
+		write:  time.Second,
+		sends:  []any{1, 2, 3, 4, 5, 3 * time.Second},
+		want:   []string{"[1]@0s", "[2 3]@1s", "[4 5]@2s"},
+	}, {
+		name:   "size and delay: a complete batch does not wait",
+		policy: batcher.Policy{Count: 2, Delay: time.Second},
+		sends:  []any{1, 2, 3, 2 * time.Second, 4},
+		want:   []string{"[1 2]@0s", "[3]@1s"},
+		stop:   []string{"[4]@2s"},
+	}, {
+		name:   "all three",
+		policy: batcher.Policy{Count: 3, Bytes: 1000, Delay: time.Second},
+		sends:  []any{1, 2, 3, 4, 2 * time.Second, 5},
+		want:   []string{"[1 2 3]@0s", "[4]@1s"},
+		stop:   []string{"[5]@2s"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// TestSourceBatching reads a source under each policy. Sending takes no
+// time here, so the sender is free whenever a record is read: without a
+// delay, every record read goes out at once, alone or with the others read
+// meanwhile, never waiting for a batch to fill; with a delay, a batch waits
+// for it.
+func TestSourceBatching(t *testing.T) {
+	tests := []struct {
+		name    string
+		policy  batcher.Policy
+		limit   int        // records the source has
+		wantRun [][]string // messages sent before Stop; nil: any grouping within the limits
+	}{
+		{"size", batcher.Policy{Count: 2}, 5, nil},
+		{"delay sends a partial batch while Read waits", batcher.Policy{Count: 10, Delay: time.Second}, 3, [][]string{{"1", "2", "3"}}},
+		{"bytes", batcher.Policy{Bytes: 2}, 4, nil}, // positions are the bytes here
+		{"none", batcher.Policy{}, 4, nil},
+	}
+	for _, tt := range tests {
+		for _, batchRead := range []bool{false, true} {
+			name := tt.name
+			if batchRead {
+				name += " with ReadBatch"
+			}
+			t.Run(name, func(t *testing.T) {
+				leakcheck.Check(t)
+				synctest.Test(t, func(t *testing.T) {
+					is := is.New(t)
+					fake := &fakeSource{limit: tt.limit}
+					var src testSource = fake
+					bs := &batchSource{fakeSource: fake}
+					if batchRead {
+						src = bs
+					}
+					r := newSourceRun(t, openSource(t, src, tt.policy)).run()
+					time.Sleep(2 * time.Second)
+					synctest.Wait()
+					sent := r.sent()
+					if tt.wantRun != nil {
+						is.Equal(sent, tt.wantRun)
+					}
+					var all []string
+					for _, m := range sent {
+						is.True(len(m) > 0)
+						if tt.policy.Count > 0 {
+							is.True(len(m) <= tt.policy.Count)
+						}
+						if tt.policy.Bytes > 0 {
+							is.True(len(m) <= tt.policy.Bytes) // one byte per record
+						}
+						all = append(all, m...)
+					}
+					is.Equal(all, upTo(tt.limit)) // everything read is sent, in order, before Stop
+					last, err := r.stop()
+					is.NoErr(err)
+					is.Equal(len(r.sent()), 0)
+					is.Equal(last, strconv.Itoa(tt.limit))
+					r.end()
+					if batchRead {
+						is.True(len(bs.asked) > 0)
+						if tt.policy.Count > 0 {
+							is.Equal(bs.asked[0], tt.policy.Count) // asks for a batch's worth
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// heldWhileBusy returns how many records a server under p takes in while
+// its worker stays busy: the hold bound and one full inbox at least, since
+// its reader fills the inbox, and two at most, since the owner takes a
+// whole inbox whenever the bound has room.
+func heldWhileBusy(p batcher.Policy) (least, most int) {
+	bound := holdFor(p).Count
+	return bound + inboxCount, bound - 1 + 2*inboxCount
+}
+
+// TestHoldBoundStopsReceiving checks that while the hold bound is reached,
+// the destination stops receiving once its inbox is full, so that flow
+// control pushes back on Conduit (see heldWhileBusy). Finished writes make
+// room again, and every record is written once, in order.
+func TestHoldBoundStopsReceiving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const n = 3 * inboxCount
+		p := batcher.Policy{Count: 2}
+		r := loggedDestination(t, p, &writeLog{delay: time.Second}).run()
+		r.send(1, 1)
+		synctest.Wait() // [1] is being written
+		sent := make(chan struct{}, n)
+		go func() {
+			for i := 2; i <= n; i++ {
+				r.send(i, i)
+				sent <- struct{}{}
+			}
+		}()
+		synctest.Wait()
+		least, most := heldWhileBusy(p)
+		if received := 1 + len(sent); received < least || received > most {
+			t.Fatalf("%d records received while the writer is busy, want %d to %d", received, least, most)
+		}
+		time.Sleep(n / 2 * time.Second) // the writes of n records, 2 a second
+		is.Equal(r.finish(strconv.Itoa(n)), upTo(n))
+		is.Equal(len(r.log.got()), n/2+1) // [1], then pairs, then the last alone
+	})
+}
+
+// TestSourceBoundStopsReading: while Conduit does not take messages, the
+// source is read up to the hold bound and no further (see heldWhileBusy);
+// once Conduit takes messages, reading goes on, never further ahead.
+func TestSourceBoundStopsReading(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const n = 3 * inboxCount
+		fake := &fakeSource{limit: n}
+		p := batcher.Policy{Count: 2}
+		r := newSourceRun(t, openSource(t, fake, p))
+		r.st.out = make(chan pconnector.SourceRunResponse) // Send blocks until a message is taken
+		r.run()
+		synctest.Wait()
+		least, most := heldWhileBusy(p)
+		if read := fake.read(); read < least || read > most {
+			t.Fatalf("%d records read while Conduit takes none, want %d to %d", read, least, most)
+		}
+		received := 0
+		r.receive(n, func(m []string) {
+			received += len(m)
+			synctest.Wait()
+			is.True(fake.read()-received <= most) // never further ahead
+		})
+		r.end()
+	})
+}
+
+// TestEndOfStreamWritesWhatIsHeld: when Conduit closes its side of the
+// stream, what was received is written and acked at once, not after the
+// delay.
+func TestEndOfStreamWritesWhatIsHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		r := loggedDestination(t, batcher.Policy{Count: 100, Delay: time.Hour}, &writeLog{}).run()
+		r.send(1, 3)
+		close(r.st.in)
+		is.NoErr(r.wait())
+		is.Equal(r.log.got(), []string{"[1 2 3]@0s"})
+		is.Equal(r.acks(), upTo(3))
+		r.end()
+	})
+}
+
+// TestStreamClosedMidBatch closes the stream while a batch is being written
+// and another is collected: Run and Teardown return, no record is written
+// twice, and once acks cannot be sent nothing more is written (those records
+// were never acked, so Conduit delivers them again).
+func TestStreamClosedMidBatch(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		r := loggedDestination(t, batcher.Policy{Count: 2}, &writeLog{delay: time.Second}).run()
+		r.send(1, 2)
+		r.send(3, 3)
+		synctest.Wait()
+		r.end() // Conduit goes away mid-write; no ack is sent
+		is.Equal(r.log.got(), []string{"[1 2]@0s"})
+	})
+}
+
+// TestBatchFailures injects a failure at every index of a batch, and the
+// Write contract violations, and checks that every record is acked or
+// nacked exactly once, in order, and that later batches are still written.
+func TestBatchFailures(t *testing.T) {
+	type failure struct {
+		name    string
+		outcome func([]opencdc.Record) (int, error) // the first batch's
+		acked   int                                 // records of the first batch acked
+		nack    string                              // what the nacks say
+	}
+	tests := []failure{
+		{"panic", func([]opencdc.Record) (int, error) { panic("boom") }, 0, "connector panicked in Write: boom"},
+		{"n too large", func(r []opencdc.Record) (int, error) { return len(r) + 1, nil }, 0, "returned n=5 for 4 records"},
+		{"n negative", func(r []opencdc.Record) (int, error) { return -1, nil }, 0, "returned n=-1 for 4 records"},
+		{"short write without error", func(r []opencdc.Record) (int, error) { return 2, nil }, 2, "wrote 2 of 4 records but returned no error"},
+	}
+	for k := range 4 {
+		tests = append(tests, failure{fmt.Sprintf("fails at index %d", k), func([]opencdc.Record) (int, error) { return k, errors.New("disk full") }, k, "disk full"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leakcheck.Check(t)
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				failFirstBatch := func(batch []opencdc.Record) (int, error) {
+					if string(batch[0].Position) == "1" {
+						return tt.outcome(batch)
+					}
+					return len(batch), nil
+				}
+				r := loggedDestination(t, batcher.Policy{Count: 4}, &writeLog{outcome: failFirstBatch}).run()
+				r.send(1, 8)
+				synctest.Wait()
+				for i, nack := range nacksInOrder(t, r.finish("8"), 8) {
+					switch {
+					case i < tt.acked || i >= 4:
+						is.Equal(nack, "")
+					default:
+						is.True(strings.Contains(nack, tt.nack))
+					}
+				}
+				is.Equal(r.log.got(), []string{"[1 2 3 4]@0s", "[5 6 7 8]@0s"})
+			})
+		})
+	}
+}
+
+// FuzzDestinationAcks drives random message sizes, batching policies and
+// Write outcomes through the server's batching and outcomes, and checks
+// the ack invariants: one ack per record, in order, and a positive ack for
+// exactly the records Write reported as written.
+func FuzzDestinationAcks(f *testing.F) {
+	f.Add(uint8(3), uint8(0), uint8(0), []byte{1, 1, 1, 5, 2}, []byte{0, 1, 2, 3})
+	f.Add(uint8(0), uint8(30), uint8(2), []byte{4, 0, 1}, []byte{7, 0})
+	f.Add(uint8(0), uint8(0), uint8(0), []byte{2, 2}, []byte{5})
+	f.Fuzz(func(t *testing.T, count, bytes, delay uint8, messages, outcomes []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			policy := batcher.Policy{Count: int(count % 6), Bytes: int(bytes % 64), Delay: time.Duration(delay%4) * time.Millisecond}
+			durable := map[string]bool{}
+			calls := 0
+			r := loggedDestination(t, policy, &writeLog{outcome: func(batch []opencdc.Record) (int, error) {
+				var o byte
+				if len(outcomes) > 0 {
+					o = outcomes[calls%len(outcomes)]
+				}
+				calls++
+				if o&0x80 != 0 {
+					time.Sleep(time.Millisecond) // a slow write: records pile up and coalesce
+				}
+				n, err := len(batch), error(nil)
+				switch o % 6 {
+				case 1:
+					n, err = int(o/6)%(len(batch)+1), errors.New("failed")
+				case 2:
+					panic("write panicked")
+				case 3:
+					n = len(batch) + 1 // out of range
+				case 4:
+					n = int(o/6) % (len(batch) + 1) // maybe a short write without an error
+				}
+				if n >= 0 && n <= len(batch) {
+					for _, rec := range batch[:n] {
+						durable[string(rec.Position)] = true
+					}
+				}
+				return n, err
+			}}).run()
+			total := 0
+			if len(messages) > 100 {
+				messages = messages[:100] // the in-memory stream buffers 1000 ack messages
+			}
+			for _, m := range messages {
+				size := int(m % 8)
+				if size == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				r.send(total+1, total+size)
+				total += size
+				if m&0x80 == 0 {
+					synctest.Wait() // else the next message comes while this one is handled
+				}
+			}
+			if total == 0 {
+				r.end()
+				return
+			}
+			for i, nack := range nacksInOrder(t, r.finish(strconv.Itoa(total)), total) {
+				if pos := strconv.Itoa(i + 1); (nack == "") != durable[pos] {
+					t.Fatalf("position %s: nack %q, but written=%v", pos, nack, durable[pos])
+				}
+			}
+		})
+	})
+}
