@@ -66,22 +66,24 @@ func launch(t *testing.T, name string, opts host.Options) *host.Plugin {
 	return p
 }
 
+// source returns the source of a launched connkit-generator.
 func source(t *testing.T, opts host.Options) host.SourcePlugin {
-	t.Helper()
-	src, err := launch(t, "connkit-generator", opts).Source()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
+	return dispense(t, "connkit-generator", opts, (*host.Plugin).Source)
 }
 
+// destination returns the destination of a launched connkit-log.
 func destination(t *testing.T, opts host.Options) host.DestinationPlugin {
+	return dispense(t, "connkit-log", opts, (*host.Plugin).Destination)
+}
+
+// dispense launches the plugin name and returns what get dispenses from it.
+func dispense[C any](t *testing.T, name string, opts host.Options, get func(*host.Plugin) (C, error)) C {
 	t.Helper()
-	dst, err := launch(t, "connkit-log", opts).Destination()
+	c, err := get(launch(t, name, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dst
+	return c
 }
 
 // openPipeline configures and opens src and dst, as Conduit does before it
@@ -421,11 +423,10 @@ func TestSourceLimitIsConduits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "in.jsonl")
 	short := `{"id":1}` + "\n"
 	is.NoErr(os.WriteFile(path, []byte(short+`{"s":"`+strings.Repeat("x", 1<<20)+`"}`+"\n"), 0o644))
-	src, err := launch(t, "connkit-jsonl", host.Options{MaxReceiveSize: 1 << 20}).Source()
-	is.NoErr(err)
+	src := dispense(t, "connkit-jsonl", host.Options{MaxReceiveSize: 1 << 20}, (*host.Plugin).Source)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	_, err = src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"path": path}})
+	_, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"path": path}})
 	is.NoErr(err)
 	_, err = src.Open(ctx, pconnector.SourceOpenRequest{})
 	is.NoErr(err)
