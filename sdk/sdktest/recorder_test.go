@@ -48,9 +48,7 @@ func (r *recorder) Context() context.Context { return r.ctx }
 func (r *recorder) Logf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.t.Logf("%s: %s", r.name, msg)
-	r.root.mu.Lock()
-	r.root.logs[r.name] = append(r.root.logs[r.name], msg)
-	r.root.mu.Unlock()
+	r.keep(r.root.logs, msg)
 }
 
 func (r *recorder) Errorf(format string, args ...any) {
@@ -59,8 +57,13 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.mu.Unlock()
 	msg := fmt.Sprintf(format, args...)
 	r.t.Logf("%s fails: %s", r.name, msg)
+	r.keep(r.root.fails, msg)
+}
+
+// keep adds msg to r's messages in the root's list of them, logs or fails.
+func (r *recorder) keep(list map[string][]string, msg string) {
 	r.root.mu.Lock()
-	r.root.fails[r.name] = append(r.root.fails[r.name], msg)
+	list[r.name] = append(list[r.name], msg)
 	r.root.mu.Unlock()
 }
 
