@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -145,29 +146,11 @@ func (f Fields) String(name string) (string, error) {
 func (f Fields) Int(name string) (int64, error) {
 	v, err := f.get(name, "an integer")
 	switch v := v.(type) {
-	case int:
-		return int64(v), nil
-	case int8:
-		return int64(v), nil
-	case int16:
-		return int64(v), nil
-	case int32:
-		return int64(v), nil
-	case int64:
-		return v, nil
-	case uint8:
-		return int64(v), nil
-	case uint16:
-		return int64(v), nil
-	case uint32:
-		return int64(v), nil
-	case uint:
-		if uint64(v) <= math.MaxInt64 {
-			return int64(v), nil
-		}
-	case uint64:
-		if v <= math.MaxInt64 {
-			return int64(v), nil
+	case int, int8, int16, int32, int64:
+		return reflect.ValueOf(v).Int(), nil
+	case uint, uint8, uint16, uint32, uint64:
+		if u := reflect.ValueOf(v).Uint(); u <= math.MaxInt64 {
+			return int64(u), nil
 		}
 	case json.Number:
 		if n, err := v.Int64(); err == nil {
