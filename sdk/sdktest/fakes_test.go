@@ -91,22 +91,17 @@ func (s *fakeSource) Read(ctx context.Context) (sdk.Record, error) {
 
 func (s *fakeSource) Teardown(context.Context) error { return nil }
 
-type failingHook struct{ *fakeSource }
-
-func (failingHook) OnCreated(context.Context) error { return errors.New("hook exploded") }
+// OnCreated fails with the bug sourceFailingHook.
+func (s *fakeSource) OnCreated(context.Context) error {
+	if s.bug == sourceFailingHook {
+		return errors.New("hook exploded")
+	}
+	return nil
+}
 
 func sourceConnector(bug sourceBug, leak chan struct{}) sdk.Connector {
-	return sdk.Connector{
-		Name:    "fake",
-		Version: "v0.1.0",
-		Source: sdk.NewSource(func(fakeConfig) (sdk.Source, error) {
-			s := &fakeSource{bug: bug, leak: leak}
-			if bug == sourceFailingHook {
-				return failingHook{s}, nil
-			}
-			return s, nil
-		}),
-	}
+	newSource := func(fakeConfig) (*fakeSource, error) { return &fakeSource{bug: bug, leak: leak}, nil }
+	return sdk.Connector{Name: "fake", Version: "v0.1.0", Source: sdk.NewSource(newSource)}
 }
 
 // destinationBug is how a fake destination is broken.
@@ -221,20 +216,15 @@ func (d *fakeDestination) keep(records []sdk.Record) {
 	}
 }
 
-type failingDeleteHook struct{ *fakeDestination }
-
-func (failingDeleteHook) OnDeleted(context.Context) error { return errors.New("hook exploded") }
+// OnDeleted fails with the bug destinationFailingHook.
+func (d *fakeDestination) OnDeleted(context.Context) error {
+	if d.bug == destinationFailingHook {
+		return errors.New("hook exploded")
+	}
+	return nil
+}
 
 func destinationConnector(bug destinationBug, s *store) sdk.Connector {
-	return sdk.Connector{
-		Name:    "fake",
-		Version: "v0.1.0",
-		Destination: sdk.NewDestination(func(fakeConfig) (sdk.Destination, error) {
-			d := &fakeDestination{bug: bug, store: s}
-			if bug == destinationFailingHook {
-				return failingDeleteHook{d}, nil
-			}
-			return d, nil
-		}),
-	}
+	newDestination := func(fakeConfig) (*fakeDestination, error) { return &fakeDestination{bug: bug, store: s}, nil }
+	return sdk.Connector{Name: "fake", Version: "v0.1.0", Destination: sdk.NewDestination(newDestination)}
 }
