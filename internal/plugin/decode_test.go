@@ -301,18 +301,8 @@ func TestHasRepeatedMessageField(t *testing.T) {
 // BenchmarkDecodeRunRequest measures decoding a message of 1000 records
 // with the protocol's own conversion and with the decoder, per record.
 func BenchmarkDecodeRunRequest(b *testing.B) {
-	records := make([]opencdc.Record, 1000)
-	for i := range records {
-		records[i] = opencdc.Record{
-			Position:  opencdc.Position(fmt.Sprint(i)),
-			Operation: opencdc.OperationCreate,
-			Metadata:  opencdc.Metadata{"opencdc.collection": "bench"},
-			Key:       opencdc.StructuredData{"id": float64(i)},
-			Payload: opencdc.Change{After: opencdc.StructuredData{
-				"a": fmt.Sprint("row-", i), "b": "a text column of moderate length", "n": float64(i % 1000),
-			}},
-		}
-	}
+	// Numbers are float64 after decoding: a google.protobuf.Value's.
+	records := benchRecords(opencdc.OperationCreate, func(i int) any { return float64(i) }, func(i int) any { return float64(i % 1000) })
 	msg := marshalRequest(b, records)
 	b.Run("protocol", func(b *testing.B) {
 		b.ReportAllocs()

@@ -166,18 +166,8 @@ func FuzzSourceRunResponse(f *testing.F) {
 // records with the protocol's own conversion and with the encoder, per
 // record.
 func BenchmarkEncodeSourceRunResponse(b *testing.B) {
-	records := make([]opencdc.Record, 1000)
-	for i := range records {
-		records[i] = opencdc.Record{
-			Position:  opencdc.Position(fmt.Sprint(i)),
-			Operation: opencdc.OperationSnapshot,
-			Metadata:  opencdc.Metadata{"opencdc.collection": "bench"},
-			Key:       opencdc.StructuredData{"id": int64(i)},
-			Payload: opencdc.Change{After: opencdc.StructuredData{
-				"a": fmt.Sprint("row-", i), "b": "a text column of moderate length", "n": int32(i % 1000),
-			}},
-		}
-	}
+	// Numbers are of the Go types a source has them in.
+	records := benchRecords(opencdc.OperationSnapshot, func(i int) any { return int64(i) }, func(i int) any { return int32(i % 1000) })
 	b.Run("protocol", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -205,4 +195,23 @@ func BenchmarkEncodeSourceRunResponse(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(records)), "ns/record")
 	})
+}
+
+// benchRecords returns the 1000 records of a benchmark's message, op
+// records of one table, each with a key and three payload fields; id and n
+// make the two numbers.
+func benchRecords(op opencdc.Operation, id, n func(i int) any) []opencdc.Record {
+	records := make([]opencdc.Record, 1000)
+	for i := range records {
+		records[i] = opencdc.Record{
+			Position:  opencdc.Position(fmt.Sprint(i)),
+			Operation: op,
+			Metadata:  opencdc.Metadata{"opencdc.collection": "bench"},
+			Key:       opencdc.StructuredData{"id": id(i)},
+			Payload: opencdc.Change{After: opencdc.StructuredData{
+				"a": fmt.Sprint("row-", i), "b": "a text column of moderate length", "n": n(i),
+			}},
+		}
+	}
+	return records
 }
