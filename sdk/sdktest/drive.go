@@ -22,25 +22,25 @@ type streamReader struct {
 	done   chan struct{}
 }
 
-// open opens a Run stream with run, which ends when the reader is closed.
-func (s *streamReader) open(ctx context.Context, run func(context.Context) error) (context.Context, error) {
+// runStream opens a new Run stream of a client, with its NewStream and
+// Run, and reads it in s's goroutine: it calls step with the stream's
+// client side and context until step fails, passing on its error as the
+// stream's end, or says it is done. It returns the client side.
+func runStream[S interface{ Client() C }, C any](ctx context.Context, s *streamReader, newStream func() S, run func(context.Context, S) error, step func(context.Context, C) (done bool, err error)) (C, error) {
+	stream := newStream()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	if err := run(runCtx); err != nil {
+	if err := run(runCtx, stream); err != nil {
 		cancel()
-		return nil, err
+		var c C
+		return c, err
 	}
 	s.failed, s.done = make(chan error, 1), make(chan struct{})
-	return runCtx, nil
-}
-
-// receive calls recv in the reader's goroutine until it fails, passing on
-// its error as the stream's end, or returns done.
-func (s *streamReader) receive(recv func() (done bool, err error)) {
+	client := stream.Client()
 	go func() {
 		defer close(s.done)
 		for {
-			done, err := recv()
+			done, err := step(runCtx, client)
 			if err != nil {
 				s.failed <- err
 				return
@@ -50,6 +50,7 @@ func (s *streamReader) receive(recv func() (done bool, err error)) {
 			}
 		}
 	}()
+	return client, nil
 }
 
 // close ends the stream, as Conduit does before Teardown.
@@ -74,29 +75,27 @@ type sourceRun struct {
 
 func startSource(ctx context.Context, c host.SourceClient) (*sourceRun, error) {
 	r := &sourceRun{client: c, msgs: make(chan []opencdc.Record, 1024)}
-	stream := c.NewStream()
-	runCtx, err := r.open(ctx, func(ctx context.Context) error { return c.Run(ctx, stream) })
-	if err != nil {
-		return nil, err
+	var err error
+	r.stream, err = runStream(ctx, &r.streamReader, c.NewStream, c.Run, r.receive)
+	return r, err
+}
+
+// receive receives a message and hands its records to next.
+func (r *sourceRun) receive(ctx context.Context, stream pconnector.SourceRunStreamClient) (done bool, err error) {
+	resp, err := stream.Recv()
+	if err != nil || len(resp.Records) == 0 {
+		return false, err
 	}
-	r.stream = stream.Client()
-	r.receive(func() (bool, error) {
-		resp, err := r.stream.Recv()
-		if err != nil || len(resp.Records) == 0 {
-			return false, err
-		}
-		r.mu.Lock()
-		r.received = append(r.received, resp.Records...)
-		r.messages = append(r.messages, len(resp.Records))
-		r.mu.Unlock()
-		select {
-		case r.msgs <- resp.Records:
-			return false, nil
-		case <-runCtx.Done():
-			return true, nil
-		}
-	})
-	return r, nil
+	r.mu.Lock()
+	r.received = append(r.received, resp.Records...)
+	r.messages = append(r.messages, len(resp.Records))
+	r.mu.Unlock()
+	select {
+	case r.msgs <- resp.Records:
+		return false, nil
+	case <-ctx.Done():
+		return true, nil
+	}
 }
 
 // next returns the next message's records.
@@ -175,27 +174,25 @@ type destinationRun struct {
 
 func startDestination(ctx context.Context, c host.DestinationClient) (*destinationRun, error) {
 	r := &destinationRun{acks: make(chan pconnector.DestinationRunResponseAck, 1<<14)}
-	stream := c.NewStream()
-	runCtx, err := r.open(ctx, func(ctx context.Context) error { return c.Run(ctx, stream) })
+	var err error
+	r.stream, err = runStream(ctx, &r.streamReader, c.NewStream, c.Run, r.receive)
+	return r, err
+}
+
+// receive receives a message and hands its acks to wait.
+func (r *destinationRun) receive(ctx context.Context, stream pconnector.DestinationRunStreamClient) (done bool, err error) {
+	resp, err := stream.Recv()
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	r.stream = stream.Client()
-	r.receive(func() (bool, error) {
-		resp, err := r.stream.Recv()
-		if err != nil {
-			return false, err
+	for _, a := range resp.Acks {
+		select {
+		case r.acks <- a:
+		case <-ctx.Done():
+			return true, nil
 		}
-		for _, a := range resp.Acks {
-			select {
-			case r.acks <- a:
-			case <-runCtx.Done():
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return r, nil
+	}
+	return false, nil
 }
 
 // send sends records in messages of perMessage records, without waiting
