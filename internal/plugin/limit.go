@@ -4,9 +4,9 @@ import "context"
 
 type maxRecordSizeKey struct{}
 
-// NewMaxRecordSizeContext returns ctx carrying n, the record size limit
+// newMaxRecordSizeContext returns ctx carrying n, the record size limit
 // connector code finds with MaxRecordSize.
-func NewMaxRecordSizeContext(ctx context.Context, n int) context.Context {
+func newMaxRecordSizeContext(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, maxRecordSizeKey{}, n)
 }
 

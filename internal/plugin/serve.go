@@ -148,7 +148,7 @@ func (f serveOption) ApplyOption(cfg *goplugin.ServeConfig) error { return f(cfg
 
 // windowSize is gRPC's flow-control window, per stream and per connection:
 // what Conduit may send ahead of what a Run has taken, on top of the hold
-// bound (see flow_destination.go). What waits in it is latency: Conduit
+// bound (see holdFor). What waits in it is latency: Conduit
 // sends as fast as the window lets it, so a full window queues its size
 // in records ahead of the destination. At gRPC's minimum of 64 KiB the
 // sender stalls for a window update every 16 KiB; 256 KiB (a 32nd of the
@@ -195,7 +195,7 @@ func serverOptions(s Settings, log *slog.Logger, window int32) []grpc.ServerOpti
 func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
 	ctx = logging.NewContext(ctx, log)
 	if s.MaxReceiveSize > 0 {
-		ctx = NewMaxRecordSizeContext(ctx, s.MaxReceiveSize)
+		ctx = newMaxRecordSizeContext(ctx, s.MaxReceiveSize)
 	}
 	if s.Schemas != nil {
 		ctx = schema.NewContext(ctx, s.Schemas)

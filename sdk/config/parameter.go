@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,10 +91,10 @@ func (p *Parameter) check(value string) (any, error) {
 	if expected != "" {
 		return nil, &ParameterError{Name: p.Name, Value: value, Expected: expected}
 	}
-	if len(p.OneOf) > 0 && !contains(p.OneOf, value) {
+	if len(p.OneOf) > 0 && !slices.Contains(p.OneOf, value) {
 		return nil, &ParameterError{Name: p.Name, Value: value, Expected: "one of " + strings.Join(p.OneOf, ", ")}
 	}
-	if contains(p.NoneOf, value) {
+	if slices.Contains(p.NoneOf, value) {
 		return nil, &ParameterError{Name: p.Name, Value: value, Expected: "none of " + strings.Join(p.NoneOf, ", ")}
 	}
 	if p.pattern != nil && !p.pattern.MatchString(value) {
@@ -234,15 +235,6 @@ func bounds(gt, lt *float64, format func(float64) string, above, below string) s
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // ParameterError says which parameter has a bad value and what was expected.
 type ParameterError struct {

@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -37,7 +38,7 @@ const crashInFlight = 10
 // check if they are not increasing record counts inside the run.
 func (c *Crashes) points(t tb, suite string) []int {
 	t.Helper()
-	c.Records = withDefault(c.Records, 300)
+	c.Records = cmp.Or(c.Records, 300)
 	if c.Records < 2 {
 		t.Fatalf("%s.Crash.Records = %d: the run needs at least 2 records, to kill the plugin between them", suite, c.Records)
 	}

@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +19,8 @@ import (
 
 func runDestination(t tb, s DestinationSuite) {
 	t.Helper()
-	s.Records = max(withDefault(s.Records, 20), 2)
-	s.Timeout = withDefault(s.Timeout, time.Minute)
+	s.Records = max(cmp.Or(s.Records, 20), 2)
+	s.Timeout = cmp.Or(s.Timeout, time.Minute)
 	if s.Record == nil {
 		s.Record = TestRecord
 	}

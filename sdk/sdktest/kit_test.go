@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 	"testing"
@@ -15,13 +16,13 @@ import (
 // what it found.
 func runSourceSuite(t *testing.T, s SourceSuite) *results {
 	t.Helper()
-	s.Timeout = withDefault(s.Timeout, 30*time.Second)
+	s.Timeout = cmp.Or(s.Timeout, 30*time.Second)
 	return recordSuite(t, func(t tb) { runSource(t, s) })
 }
 
 func runDestinationSuite(t *testing.T, s DestinationSuite) *results {
 	t.Helper()
-	s.Timeout = withDefault(s.Timeout, 30*time.Second)
+	s.Timeout = cmp.Or(s.Timeout, 30*time.Second)
 	return recordSuite(t, func(t tb) { runDestination(t, s) })
 }
 

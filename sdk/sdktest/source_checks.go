@@ -2,6 +2,7 @@ package sdktest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,8 @@ const stopTimeout = 15 * time.Second
 
 func runSource(t tb, s SourceSuite) {
 	t.Helper()
-	s.Records = max(withDefault(s.Records, 20), 2)
-	s.Timeout = withDefault(s.Timeout, time.Minute)
+	s.Records = max(cmp.Or(s.Records, 20), 2)
+	s.Timeout = cmp.Or(s.Timeout, time.Minute)
 	o := options{plugin: s.Plugin, skip: s.Skip, timeout: s.Timeout, ignore: s.IgnoreGoroutines}
 	runSuite(t, sourceRole(s), o, func(run runner) []check {
 		checks := sourceChecks(s, run)

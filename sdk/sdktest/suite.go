@@ -241,14 +241,6 @@ func merge(base map[string]string, more ...map[string]string) map[string]string 
 	return out
 }
 
-func withDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // Source runs the conformance suite on a source. Every check is a subtest
 // whose failure says what to fix; see the package documentation for the
 // list.
