@@ -4,22 +4,23 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
+	"github.com/connkit/connkit/internal/wire"
 )
 
 // runRequest is a destination's Run request, decoded into records.
 type runRequest struct {
-	dec     *recordDecoder
+	dec     *wire.RecordDecoder
 	records []opencdc.Record
 }
 
 func (r *runRequest) UnmarshalWire(b []byte) error {
 	var err error
-	r.records, err = r.dec.runRequest(b, r.records[:0])
+	r.records, err = r.dec.RunRequest(b, r.records[:0])
 	return err
 }
 
 // destinationService is the protocol's destination service with its own
-// Run, whose stream decodes records with a recordDecoder.
+// Run, whose stream decodes records with a RecordDecoder.
 type destinationService struct {
 	connectorv2.DestinationPluginServer
 	impl       pconnector.DestinationPlugin
@@ -27,13 +28,13 @@ type destinationService struct {
 }
 
 func (s destinationService) Run(stream connectorv2.DestinationPlugin_RunServer) error {
-	return s.impl.Run(stream.Context(), &destinationRunStream{stream: stream, dec: &recordDecoder{}, maxMessage: s.maxMessage})
+	return s.impl.Run(stream.Context(), &destinationRunStream{stream: stream, dec: &wire.RecordDecoder{}, maxMessage: s.maxMessage})
 }
 
 // destinationRunStream is the server side of a destination's Run stream.
 type destinationRunStream struct {
 	stream     connectorv2.DestinationPlugin_RunServer
-	dec        *recordDecoder
+	dec        *wire.RecordDecoder
 	maxMessage int
 }
 
@@ -60,7 +61,7 @@ func (s *destinationRunStream) Send(resp pconnector.DestinationRunResponse) erro
 	for i, a := range resp.Acks {
 		acks[i] = &connectorv2.Destination_Run_Response_Ack{Position: a.Position, Error: a.Error}
 	}
-	for _, part := range splitAcks(acks, s.maxMessage) {
+	for _, part := range wire.SplitAcks(acks, s.maxMessage) {
 		if err := s.stream.Send(&connectorv2.Destination_Run_Response{Acks: part}); err != nil {
 			return err
 		}

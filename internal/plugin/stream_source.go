@@ -41,7 +41,7 @@ func (s *sourceRunStream) Server() pconnector.SourceRunStreamServer { return s }
 // Send sends the records in as many messages as it takes for none to be
 // larger than Conduit accepts; a record larger than that travels alone.
 func (s *sourceRunStream) Send(resp pconnector.SourceRunResponse) error {
-	return splitSourceRunResponse(resp.Records, s.maxMessage, &s.buffers, func(msg *[]byte) error {
+	return wire.SplitSourceRunResponse(resp.Records, s.maxMessage, &s.buffers, func(msg *[]byte) error {
 		return s.stream.SendMsg(wire.Lent{Buf: msg, From: &s.buffers})
 	})
 }

@@ -1,8 +1,12 @@
-// Package wire reads protobuf's wire format field by field, and carries
-// messages that encode and decode themselves through gRPC, in buffers it
-// lends and gRPC gives back, for code that handles connector messages
-// without the generated types: the plugin's record encoder and decoder,
-// and the host, which reads only what it measures.
+// Package wire is the protobuf wire form of the connector protocol's
+// records, encoded and decoded without the generated types: a source's Run
+// responses ([SplitSourceRunResponse], split to fit Conduit's message
+// limit), a destination's Run requests ([RecordDecoder]) and its acks
+// ([SplitAcks]). It reads the wire format field by field ([Fields]), and
+// carries messages that encode and decode themselves through gRPC
+// ([Codec]), in buffers it lends and gRPC gives back ([Buffers]). The
+// plugin server sends and receives records with it; the host reads only
+// what it measures.
 package wire
 
 import "google.golang.org/protobuf/encoding/protowire"

@@ -1,19 +1,18 @@
-package plugin
+package wire
 
 import (
 	"fmt"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
-	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
-// splitAcks splits acks into runs whose Run response is at most max bytes
+// SplitAcks splits acks into runs whose Run response is at most max bytes
 // on the wire (an ack larger than that alone goes alone); max <= 0 means
 // no limit.
-func splitAcks(acks []*connectorv2.Destination_Run_Response_Ack, max int) [][]*connectorv2.Destination_Run_Response_Ack {
+func SplitAcks(acks []*connectorv2.Destination_Run_Response_Ack, max int) [][]*connectorv2.Destination_Run_Response_Ack {
 	if max <= 0 {
 		return [][]*connectorv2.Destination_Run_Response_Ack{acks}
 	}
@@ -31,10 +30,10 @@ func splitAcks(acks []*connectorv2.Destination_Run_Response_Ack, max int) [][]*c
 	return append(parts, acks[start:])
 }
 
-// splitSourceRunResponse encodes records as Run responses of at most limit
+// SplitSourceRunResponse encodes records as Run responses of at most limit
 // bytes each, in order, into buffers from bufs, and passes each to send,
 // which owns it.
-func splitSourceRunResponse(records []opencdc.Record, limit int, bufs *wire.Buffers, send func(*[]byte) error) error {
+func SplitSourceRunResponse(records []opencdc.Record, limit int, bufs *Buffers, send func(*[]byte) error) error {
 	buf := bufs.Get(min(limit, 256*len(records)))
 	b := (*buf)[:0]
 	for i := range records {

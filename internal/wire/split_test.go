@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"strconv"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
-	"github.com/connkit/connkit/internal/wire"
 	"github.com/matryer/is"
 	"google.golang.org/protobuf/proto"
 )
@@ -25,8 +24,8 @@ func TestSourceMessagesFitTheLimit(t *testing.T) {
 	records[500].Payload.After = opencdc.RawData(strings.Repeat("y", 5<<20)) // larger than the limit
 	var got []string
 	messages := 0
-	var bufs wire.Buffers
-	is.NoErr(splitSourceRunResponse(records, limit, &bufs, func(buf *[]byte) error {
+	var bufs Buffers
+	is.NoErr(SplitSourceRunResponse(records, limit, &bufs, func(buf *[]byte) error {
 		defer bufs.Put(buf) // written: the next message may reuse it
 		msg := *buf
 		messages++
@@ -56,7 +55,7 @@ func TestAckMessagesFitTheLimit(t *testing.T) {
 	for i := range 10000 {
 		acks = append(acks, &connectorv2.Destination_Run_Response_Ack{Position: []byte(strconv.Itoa(i)), Error: strings.Repeat("e", 1000)})
 	}
-	parts := splitAcks(acks, limit)
+	parts := SplitAcks(acks, limit)
 	is.True(len(parts) > 1)
 	n := 0
 	for _, p := range parts {
@@ -67,5 +66,5 @@ func TestAckMessagesFitTheLimit(t *testing.T) {
 		}
 	}
 	is.Equal(n, len(acks))
-	is.Equal(len(splitAcks(acks[:3], limit)), 1)
+	is.Equal(len(SplitAcks(acks[:3], limit)), 1)
 }

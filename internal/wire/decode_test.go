@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/v2/fromproto"
 	connectorv2 "github.com/conduitio/conduit-connector-protocol/proto/connector/v2"
-	"github.com/connkit/connkit/internal/wire"
 	"github.com/matryer/is"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -90,8 +89,8 @@ func marshalRequest(t testing.TB, records []opencdc.Record) []byte {
 func TestRecordDecoderMatchesProtocol(t *testing.T) {
 	is := is.New(t)
 	b := marshalRequest(t, wireRecords())
-	var d recordDecoder
-	got, err := d.runRequest(b, nil)
+	var d RecordDecoder
+	got, err := d.RunRequest(b, nil)
 	is.NoErr(err)
 	want := viaProto(t, b)
 	is.Equal(len(got), len(want))
@@ -99,7 +98,7 @@ func TestRecordDecoderMatchesProtocol(t *testing.T) {
 		is.Equal(got[i], want[i]) // record i
 	}
 	// A second request of the same shape decodes the same.
-	again, err := d.runRequest(b, nil)
+	again, err := d.RunRequest(b, nil)
 	is.NoErr(err)
 	is.Equal(again, got)
 }
@@ -119,8 +118,8 @@ func TestRecordDecoderNumbersAndMaps(t *testing.T) {
 	after["list"] = list
 	after["nested"] = map[string]any{"list": list, "n": 3.0}
 	b := marshalRequest(t, []opencdc.Record{{Payload: opencdc.Change{After: after}}, {Payload: opencdc.Change{After: after}}})
-	var d recordDecoder
-	got, err := d.runRequest(b, nil)
+	var d RecordDecoder
+	got, err := d.RunRequest(b, nil)
 	is.NoErr(err)
 	is.Equal(len(got), 2)
 	is.Equal(got, viaProto(t, b))
@@ -174,8 +173,8 @@ func TestRecordDecoderSkipsUnknownFields(t *testing.T) {
 	b = protowire.AppendTag(b, runRequestRecords, protowire.BytesType)
 	b = protowire.AppendBytes(b, r)
 
-	var d recordDecoder
-	got, err := d.runRequest(b, nil)
+	var d RecordDecoder
+	got, err := d.RunRequest(b, nil)
 	is.NoErr(err)
 	is.Equal(got, viaProto(t, b))
 }
@@ -193,8 +192,8 @@ func TestRecordDecoderRejectsMalformedInput(t *testing.T) {
 		"invalid UTF-8":   badUTF8,
 	} {
 		t.Run(name, func(t *testing.T) {
-			var d recordDecoder
-			if _, err := d.runRequest(b, nil); err == nil {
+			var d RecordDecoder
+			if _, err := d.RunRequest(b, nil); err == nil {
 				t.Fatal("decoded malformed input without an error")
 			}
 			if err := proto.Unmarshal(b, &connectorv2.Destination_Run_Request{}); err == nil {
@@ -212,8 +211,8 @@ func FuzzRecordDecoder(f *testing.F) {
 		f.Add(marshalRequest(f, []opencdc.Record{r}))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d recordDecoder
-		got, err := d.runRequest(b, nil)
+		var d RecordDecoder
+		got, err := d.RunRequest(b, nil)
 		var req connectorv2.Destination_Run_Request
 		if proto.Unmarshal(b, &req) != nil || hasRepeatedMessageField(b) {
 			return // generated code merges repeated message fields; Conduit never sends them
@@ -264,7 +263,7 @@ func hasRepeatedMessageField(b []byte) bool {
 	walk = func(b []byte, k kind) bool {
 		seen := map[protowire.Number]bool{}
 		found := false
-		_ = wire.Fields(b, func(f wire.Field) error {
+		_ = Fields(b, func(f Field) error {
 			if f.Type != protowire.BytesType {
 				return nil
 			}
@@ -313,9 +312,9 @@ func BenchmarkDecodeRunRequest(b *testing.B) {
 	})
 	b.Run("decoder", func(b *testing.B) {
 		b.ReportAllocs()
-		var d recordDecoder
+		var d RecordDecoder
 		for b.Loop() {
-			if _, err := d.runRequest(msg, nil); err != nil {
+			if _, err := d.RunRequest(msg, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -350,10 +349,10 @@ func BenchmarkDecodeRows(b *testing.B) {
 			for i := range msgs {
 				msgs[i] = marshalRequest(b, []opencdc.Record{row(i, width)})
 			}
-			var d recordDecoder
+			var d RecordDecoder
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if _, err := d.runRequest(msgs[i%len(msgs)], nil); err != nil {
+				if _, err := d.RunRequest(msgs[i%len(msgs)], nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -363,10 +362,10 @@ func BenchmarkDecodeRows(b *testing.B) {
 		r := row(1, 4)
 		r.Payload.After.(opencdc.StructuredData)["tags"] = []any{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", 1.0, 2.0}
 		msg := marshalRequest(b, []opencdc.Record{r})
-		var d recordDecoder
+		var d RecordDecoder
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := d.runRequest(msg, nil); err != nil {
+			if _, err := d.RunRequest(msg, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"encoding/json"
@@ -143,8 +143,8 @@ func TestSourceRunResponseCarriesExactText(t *testing.T) {
 func FuzzSourceRunResponse(f *testing.F) {
 	f.Add(marshalRequest(f, encodeRecords()))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d recordDecoder
-		records, err := d.runRequest(b, nil)
+		var d RecordDecoder
+		records, err := d.RunRequest(b, nil)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"errors"
@@ -7,11 +7,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/connkit/connkit/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// recordDecoder turns the wire form of a destination's Run request straight
+// RecordDecoder turns the wire form of a destination's Run request straight
 // into records, the same records that unmarshalling the generated messages
 // and converting them with opencdc's FromProto gives, without the
 // intermediate messages. Structured data dominates a destination's CPU
@@ -20,7 +19,7 @@ import (
 //
 // A decoder remembers the field names it has seen, so that records of the
 // same shape share their keys' strings. It is not safe for concurrent use.
-type recordDecoder struct {
+type RecordDecoder struct {
 	names map[string]string
 
 	// fields and values hold a structure's fields and a list's values
@@ -74,8 +73,8 @@ var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 
 // runRequest decodes b, a connector.v2.Destination.Run.Request, appending
 // its records to records.
-func (d *recordDecoder) runRequest(b []byte, records []opencdc.Record) ([]opencdc.Record, error) {
-	err := wire.Fields(b, func(f wire.Field) error {
+func (d *RecordDecoder) RunRequest(b []byte, records []opencdc.Record) ([]opencdc.Record, error) {
+	err := Fields(b, func(f Field) error {
 		if f.Num != runRequestRecords || f.Type != protowire.BytesType {
 			return nil
 		}
@@ -89,8 +88,8 @@ func (d *recordDecoder) runRequest(b []byte, records []opencdc.Record) ([]opencd
 	return records, err
 }
 
-func (d *recordDecoder) record(b []byte, r *opencdc.Record) error {
-	return wire.Fields(b, func(f wire.Field) error {
+func (d *RecordDecoder) record(b []byte, r *opencdc.Record) error {
+	return Fields(b, func(f Field) error {
 		var err error
 		switch {
 		case f.Num == recordPosition && f.Type == protowire.BytesType:
@@ -113,9 +112,9 @@ func (d *recordDecoder) record(b []byte, r *opencdc.Record) error {
 	})
 }
 
-func (d *recordDecoder) metadataEntry(b []byte, m opencdc.Metadata) error {
+func (d *RecordDecoder) metadataEntry(b []byte, m opencdc.Metadata) error {
 	var key, value string
-	err := wire.Fields(b, func(f wire.Field) error {
+	err := Fields(b, func(f Field) error {
 		if f.Type != protowire.BytesType || (f.Num != entryKey && f.Num != entryValue) {
 			return nil
 		}
@@ -133,9 +132,9 @@ func (d *recordDecoder) metadataEntry(b []byte, m opencdc.Metadata) error {
 	return err
 }
 
-func (d *recordDecoder) change(b []byte) (opencdc.Change, error) {
+func (d *RecordDecoder) change(b []byte) (opencdc.Change, error) {
 	var c opencdc.Change
-	err := wire.Fields(b, func(f wire.Field) error {
+	err := Fields(b, func(f Field) error {
 		var err error
 		switch {
 		case f.Num == changeBefore && f.Type == protowire.BytesType:
@@ -150,9 +149,9 @@ func (d *recordDecoder) change(b []byte) (opencdc.Change, error) {
 
 // data decodes an opencdc.v1.Data: raw bytes, a structured map, or nil when
 // neither is set. As in a oneof, the last one on the wire wins.
-func (d *recordDecoder) data(b []byte) (opencdc.Data, error) {
+func (d *RecordDecoder) data(b []byte) (opencdc.Data, error) {
 	var out opencdc.Data
-	err := wire.Fields(b, func(f wire.Field) error {
+	err := Fields(b, func(f Field) error {
 		if f.Type != protowire.BytesType {
 			return nil
 		}
@@ -173,15 +172,15 @@ func (d *recordDecoder) data(b []byte) (opencdc.Data, error) {
 
 // structure decodes a google.protobuf.Struct. Its fields go in the map in
 // wire order, so that of a name given twice the last wins.
-func (d *recordDecoder) structure(b []byte) (map[string]any, error) {
+func (d *RecordDecoder) structure(b []byte) (map[string]any, error) {
 	start := len(d.fields)
-	err := wire.Fields(b, func(f wire.Field) error {
+	err := Fields(b, func(f Field) error {
 		if f.Num != structFields || f.Type != protowire.BytesType {
 			return nil
 		}
 		var key string
 		var value any
-		err := wire.Fields(f.Bytes, func(f wire.Field) error {
+		err := Fields(f.Bytes, func(f Field) error {
 			if f.Type != protowire.BytesType {
 				return nil
 			}
@@ -214,9 +213,9 @@ func (d *recordDecoder) structure(b []byte) (map[string]any, error) {
 // value decodes a google.protobuf.Value the way structpb's AsInterface
 // presents it: nil, float64, string, bool, map[string]any or []any.
 // Numbers JSON cannot hold become strings, as there.
-func (d *recordDecoder) value(b []byte) (any, error) {
+func (d *RecordDecoder) value(b []byte) (any, error) {
 	var out any
-	err := wire.Fields(b, func(f wire.Field) error {
+	err := Fields(b, func(f Field) error {
 		var err error
 		switch {
 		case f.Num == valueNull && f.Type == protowire.VarintType:
@@ -276,9 +275,9 @@ var wholeNumbers = func() (a [1024]any) {
 	return a
 }()
 
-func (d *recordDecoder) list(b []byte) ([]any, error) {
+func (d *RecordDecoder) list(b []byte) ([]any, error) {
 	start := len(d.values)
-	err := wire.Fields(b, func(f wire.Field) error {
+	err := Fields(b, func(f Field) error {
 		if f.Num != listValues || f.Type != protowire.BytesType {
 			return nil
 		}
@@ -293,7 +292,7 @@ func (d *recordDecoder) list(b []byte) ([]any, error) {
 }
 
 // name returns b as a string, the same string for the same name each time.
-func (d *recordDecoder) name(b []byte) string {
+func (d *RecordDecoder) name(b []byte) string {
 	if s, ok := d.names[string(b)]; ok {
 		return s
 	}
