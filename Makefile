@@ -80,7 +80,7 @@ $(INCUMBENT_BIN)/%:
 NO_SCHEMA = sdk.schema.extract.key.enabled=false sdk.schema.extract.payload.enabled=false
 
 bench: build conduit incumbent
-	$(GO) test -run '^$$' -bench . ./batcher ./internal/plugin ./examples/generator ./middleware ./internal/schema
+	$(GO) test -run '^$$' -bench . ./batcher ./internal/plugin ./internal/wire ./examples/generator ./middleware ./internal/schema
 	$(GO) run ./internal/cmd/bench sweep -out bench/results -records $(BENCH_RECORDS) \
 		-destination-config level=trace -vs-destination-config level=trace \
 		-vs-source $(INCUMBENT_BIN)/generator -vs-destination $(INCUMBENT_BIN)/log
