@@ -21,66 +21,57 @@ type lifecycleClient interface {
 type sourceLifecycle struct{ c host.SourceClient }
 
 func (s sourceLifecycle) configure(ctx context.Context, cfg map[string]string) error {
-	_, err := s.c.Configure(ctx, pconnector.SourceConfigureRequest{Config: cfg})
-	return err
+	return errOf(s.c.Configure(ctx, pconnector.SourceConfigureRequest{Config: cfg}))
 }
 
 func (s sourceLifecycle) open(ctx context.Context) error {
-	_, err := s.c.Open(ctx, pconnector.SourceOpenRequest{})
-	return err
+	return errOf(s.c.Open(ctx, pconnector.SourceOpenRequest{}))
 }
 
 func (s sourceLifecycle) created(ctx context.Context, cfg map[string]string) error {
-	_, err := s.c.LifecycleOnCreated(ctx, pconnector.SourceLifecycleOnCreatedRequest{Config: cfg})
-	return err
+	return errOf(s.c.LifecycleOnCreated(ctx, pconnector.SourceLifecycleOnCreatedRequest{Config: cfg}))
 }
 
 func (s sourceLifecycle) updated(ctx context.Context, before, after map[string]string) error {
-	_, err := s.c.LifecycleOnUpdated(ctx, pconnector.SourceLifecycleOnUpdatedRequest{ConfigBefore: before, ConfigAfter: after})
-	return err
+	return errOf(s.c.LifecycleOnUpdated(ctx, pconnector.SourceLifecycleOnUpdatedRequest{ConfigBefore: before, ConfigAfter: after}))
 }
 
 func (s sourceLifecycle) deleted(ctx context.Context, cfg map[string]string) error {
-	_, err := s.c.LifecycleOnDeleted(ctx, pconnector.SourceLifecycleOnDeletedRequest{Config: cfg})
-	return err
+	return errOf(s.c.LifecycleOnDeleted(ctx, pconnector.SourceLifecycleOnDeletedRequest{Config: cfg}))
 }
 
 func (s sourceLifecycle) teardown(ctx context.Context) error {
-	_, err := s.c.Teardown(ctx, pconnector.SourceTeardownRequest{})
-	return err
+	return errOf(s.c.Teardown(ctx, pconnector.SourceTeardownRequest{}))
 }
 
 type destinationLifecycle struct{ c host.DestinationClient }
 
 func (d destinationLifecycle) configure(ctx context.Context, cfg map[string]string) error {
-	_, err := d.c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg})
-	return err
+	return errOf(d.c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg}))
 }
 
 func (d destinationLifecycle) open(ctx context.Context) error {
-	_, err := d.c.Open(ctx, pconnector.DestinationOpenRequest{})
-	return err
+	return errOf(d.c.Open(ctx, pconnector.DestinationOpenRequest{}))
 }
 
 func (d destinationLifecycle) created(ctx context.Context, cfg map[string]string) error {
-	_, err := d.c.LifecycleOnCreated(ctx, pconnector.DestinationLifecycleOnCreatedRequest{Config: cfg})
-	return err
+	return errOf(d.c.LifecycleOnCreated(ctx, pconnector.DestinationLifecycleOnCreatedRequest{Config: cfg}))
 }
 
 func (d destinationLifecycle) updated(ctx context.Context, before, after map[string]string) error {
-	_, err := d.c.LifecycleOnUpdated(ctx, pconnector.DestinationLifecycleOnUpdatedRequest{ConfigBefore: before, ConfigAfter: after})
-	return err
+	return errOf(d.c.LifecycleOnUpdated(ctx, pconnector.DestinationLifecycleOnUpdatedRequest{ConfigBefore: before, ConfigAfter: after}))
 }
 
 func (d destinationLifecycle) deleted(ctx context.Context, cfg map[string]string) error {
-	_, err := d.c.LifecycleOnDeleted(ctx, pconnector.DestinationLifecycleOnDeletedRequest{Config: cfg})
-	return err
+	return errOf(d.c.LifecycleOnDeleted(ctx, pconnector.DestinationLifecycleOnDeletedRequest{Config: cfg}))
 }
 
 func (d destinationLifecycle) teardown(ctx context.Context) error {
-	_, err := d.c.Teardown(ctx, pconnector.DestinationTeardownRequest{})
-	return err
+	return errOf(d.c.Teardown(ctx, pconnector.DestinationTeardownRequest{}))
 }
+
+// errOf returns the error of a call whose response says nothing more.
+func errOf[R any](_ R, err error) error { return err }
 
 // checkLifecycle makes the lifecycle calls in the orders Conduit makes
 // them; each must succeed, or Conduit fails the connector.
