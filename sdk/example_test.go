@@ -48,6 +48,21 @@ func ExampleNewDestination() {
 	// Output: prefix n= <nil>
 }
 
+func ExampleNewSource() {
+	type Config struct {
+		From int `param:"from" default:"1" validate:"gt=0" desc:"The first number."`
+	}
+	source := sdk.NewSource(func(cfg Config) (*Numbers, error) { return &Numbers{n: cfg.From - 1}, nil })
+	s, _ := source.New(map[string]string{"from": "41"})
+	r, _ := s.Read(context.Background())
+	fmt.Println(string(r.Position))
+	_, err := source.New(map[string]string{"from": "0"})
+	fmt.Println(err)
+	// Output:
+	// 41
+	// invalid configuration: parameter "from": got "0", expected at least 1
+}
+
 // A connector changes the default of one sdk.* parameter, by name, and
 // keeps the SDK's for the others; a pipeline may still override each.
 func ExampleConnector_destinationDefaults() {

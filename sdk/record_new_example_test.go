@@ -44,3 +44,11 @@ func ExampleSnapshot() {
 	fmt.Println(r.Operation, r.Metadata["opencdc.readAt"])
 	// Output: snapshot 1767323045000000000
 }
+
+// Stamp sets opencdc.readAt on metadata a source makes itself.
+func ExampleStamp() {
+	md := sdk.Stamp(sdk.Metadata{"opencdc.collection": "users"})
+	_, err := md.GetReadAt()
+	fmt.Println(md["opencdc.collection"], err == nil)
+	// Output: users true
+}

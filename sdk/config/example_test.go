@@ -118,3 +118,22 @@ func ExampleValidator() {
 	// parameter "port": got "0", expected between 1 and 65535
 	// parameter "cert": is required when tls is true
 }
+
+// Parameters lists what a config struct declares, as the specification
+// shows it; Conduit gives them in the form a plugin sends Conduit.
+func ExampleParameters() {
+	type Config struct {
+		Host string `param:"host" validate:"required" desc:"Where to connect."`
+		Port int    `param:"port" default:"5432" validate:"gt=0,lt=65536" desc:"The port."`
+	}
+	params, _ := config.Parameters(Config{})
+	for _, p := range params {
+		fmt.Printf("%s %s %q required=%v\n", p.Name, p.Type, p.Default, p.Required)
+	}
+	port := config.Conduit(params)["port"]
+	fmt.Println(port.Type, len(port.Validations))
+	// Output:
+	// host string "" required=true
+	// port int "5432" required=false
+	// int 2
+}

@@ -23,6 +23,25 @@ func ExampleFailAt() {
 	// Output: 2 disk full 2
 }
 
+// FailAfter is a system that goes away while a pipeline runs; DropAt
+// breaks the connection under the Write that reaches a record.
+func ExampleFailAfter() {
+	d := sdktest.FailAfter(&memory{}, 0, errors.New("connection refused"))
+	_, err := d.Write(context.Background(), []sdk.Record{sdktest.TestRecord(1, sdk.OperationCreate, true)})
+	fmt.Println(err)
+
+	dropped := false
+	d = sdktest.DropAt(&memory{}, 1, func() { dropped = true })
+	_, _ = d.Write(context.Background(), []sdk.Record{
+		sdktest.TestRecord(1, sdk.OperationCreate, true),
+		sdktest.TestRecord(2, sdk.OperationCreate, true),
+	})
+	fmt.Println(dropped)
+	// Output:
+	// connection refused
+	// true
+}
+
 func ExampleTestRecord() {
 	r := sdktest.TestRecord(7, sdk.OperationUpdate, false)
 	fmt.Println(string(r.Position), r.Operation, string(r.Key.Bytes()), string(r.Payload.After.Bytes()))
