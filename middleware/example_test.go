@@ -6,7 +6,6 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/middleware/format"
 )
 
 // write prints how many records each Write gets.
@@ -26,7 +25,7 @@ func ExampleLimitRate() {
 }
 
 func ExampleFormatRecords() {
-	s, err := format.New(format.Template, `at {{ printf "%s" .Position }}`)
+	wrap, err := middleware.FormatRecords("template", `at {{ printf "%s" .Position }}`)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,9 +34,13 @@ func ExampleFormatRecords() {
 		fmt.Println(string(r[0].Bytes()))
 		return len(r), nil
 	}
-	formatted := middleware.FormatRecords(s)(show)
-	_, _ = formatted(context.Background(), []opencdc.Record{{Position: opencdc.Position("p1")}})
-	// Output: at p1
+	_, _ = wrap(show)(context.Background(), []opencdc.Record{{Position: opencdc.Position("p1")}})
+
+	_, err = middleware.FormatRecords("debezium/json", "debezium.nope=1")
+	fmt.Println(err)
+	// Output:
+	// at p1
+	// sdk.record.format.options: "debezium.nope" is not an option of debezium/json; expected debezium.rawData.key, debezium.schema.name
 }
 
 // A source's structured payloads leave it as Avro, and a destination's

@@ -10,7 +10,6 @@ import (
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/plugin"
-	"github.com/connkit/connkit/internal/schema"
 	"github.com/connkit/connkit/sdk/config"
 )
 
@@ -43,17 +42,7 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	if len(args) > 0 {
 		return fmt.Errorf("usage: %s [spec [-format json|yaml|markdown]]\n\nWithout arguments the binary runs as a Conduit plugin; Conduit starts it.", c.Name)
 	}
-	settings, warnings := plugin.SettingsFromEnv(getenv)
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, w)
-	}
-	schemas, closeSchemas, err := schema.FromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	defer closeSchemas.Close()
-	settings.Schemas = schema.NewCodecs(schemas)
-	return plugin.Serve(c.served(spec, getenv(pconnector.EnvConduitConnectorID)), settings, stderr)
+	return plugin.Serve(c.served(spec, getenv(pconnector.EnvConduitConnectorID)), getenv, stderr)
 }
 
 // printSpec writes spec to w in the format args name, JSON by default.

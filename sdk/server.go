@@ -85,7 +85,7 @@ func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination,
 	}
 	write := middleware.Write(dst.Write)
 	write = middleware.LimitRate(settings.Rate.PerSecond, settings.Rate.Burst)(write)
-	write = middleware.FormatRecords(settings.serializer)(write)
+	write = settings.formatRecords(write)
 	write = middleware.DecodeSchemas(settings.Schema.Key, settings.Schema.Payload)(write)
 	open := func(ctx context.Context, _ Position) error { return dst.Open(ctx) }
 	return plugin.Destination{

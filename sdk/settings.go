@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/middleware/format"
 	"github.com/connkit/connkit/sdk/config"
 )
 
@@ -55,9 +53,9 @@ type (
 			Burst     int     `param:"burst" default:"0" validate:"gt=-1" desc:"Number of records that may be written at once, in one Write; 0 means the rate per second, rounded up."`
 		} `param:"sdk.rate"`
 
-		// serializer is the record format's serializer, which Validate
-		// makes; nil for opencdc/json, what a record's Bytes gives anyway.
-		serializer opencdc.RecordSerializer
+		// formatRecords is the record format's middleware, which Validate
+		// makes.
+		formatRecords func(middleware.Write) middleware.Write
 	}
 
 	// batching is the batching policy's parameters, which sources and
@@ -89,17 +87,15 @@ func (s sourceSettings) subjects(connectorID string) middleware.Subjects {
 }
 
 // Validate reports the destination settings that do not fit together,
-// and makes the record format's serializer.
+// and makes the record format's middleware.
 func (s *destinationSettings) Validate() error {
 	var errs []error
 	if s.Retry.MaxDelay < s.Retry.Delay {
 		errs = append(errs, &config.ParameterError{Name: "sdk.retry.maxDelay", Value: s.Retry.MaxDelay.String(), Expected: fmt.Sprintf("at least the %v of \"sdk.retry.delay\"", s.Retry.Delay)})
 	}
-	switch serializer, err := format.New(s.Record.Format, s.Record.Options); {
-	case err != nil:
+	var err error
+	if s.formatRecords, err = middleware.FormatRecords(s.Record.Format, s.Record.Options); err != nil {
 		errs = append(errs, err)
-	case s.Record.Format != format.OpenCDCJSON:
-		s.serializer = serializer
 	}
 	return errors.Join(errs...)
 }

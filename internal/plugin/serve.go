@@ -46,11 +46,11 @@ const DefaultMaxReceiveSize = server.DefaultMaxReceiveRecordSize
 // the protocol at a lower ack p50, for a fifth to a quarter more peak RSS.
 const DefaultGCPercent = 200
 
-// SettingsFromEnv reads the plugin's settings with getenv. Missing or
+// settingsFromEnv reads the plugin's settings with getenv. Missing or
 // malformed values fall back to defaults: when Conduit only asks a plugin
 // for its specification, it sets no log level, and nothing may fail then.
 // The returned warnings say which values were ignored.
-func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string) {
+func settingsFromEnv(getenv func(string) string) (s Settings, warnings []string) {
 	s = Settings{LogLevel: logging.ParseLevel(getenv(pconnector.EnvConduitConnectorLogLevel)), MaxReceiveSize: DefaultMaxReceiveSize}
 	if v := getenv(pconnector.EnvConduitConnectorMaxReceiveRecordSize); v != "" {
 		n, err := strconv.Atoi(v)
@@ -69,9 +69,21 @@ func SettingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 // Serve serves c to Conduit over go-plugin until Conduit ends the plugin,
 // or until the process that started it has exited: then it tears the
 // connectors down and returns nil, so that nothing a connector holds
-// outlives its host. Logs go to stderr as JSON lines Conduit re-logs at
-// their level.
-func Serve(c Connector, s Settings, stderr io.Writer) error {
+// outlives its host. It takes its settings from what Conduit puts in the
+// environment, which getenv reads: the log level, the record size limit
+// and the schema service. Logs go to stderr as JSON lines Conduit re-logs
+// at their level.
+func Serve(c Connector, getenv func(string) string, stderr io.Writer) error {
+	s, warnings := settingsFromEnv(getenv)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, w)
+	}
+	schemas, closeSchemas, err := schema.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	defer closeSchemas.Close()
+	s.Schemas = schema.NewCodecs(schemas)
 	return serve(c, s, stderr, hostConnectTimeout)
 }
 

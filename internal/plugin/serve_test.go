@@ -30,7 +30,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		is := is.New(t)
-		got, warnings := SettingsFromEnv(func(k string) string { return tt.env[k] })
+		got, warnings := settingsFromEnv(func(k string) string { return tt.env[k] })
 		is.Equal(got, tt.want)
 		is.Equal(len(warnings), tt.warnings)
 	}
