@@ -74,13 +74,13 @@ func (d *decoding) Write(ctx context.Context, records []opencdc.Record) (int, er
 // decode decodes the raw key and payload of rec that its metadata names a
 // schema for, as d is set to, and reports whether anything changed.
 func (d *decoding) decode(ctx context.Context, codecs *schema.Codecs, rec opencdc.Record, keys, payloads *lastCodec) (opencdc.Record, bool, error) {
-	changed := false
+	var key, before, after bool // decoded
 	if _, raw := rec.Key.(opencdc.RawData); d.key && raw {
 		c, err := codec(ctx, codecs, rec.Metadata, opencdc.MetadataKeySchemaSubject, opencdc.MetadataKeySchemaVersion, keys)
 		if err != nil {
 			return rec, false, fmt.Errorf("key: %w", err)
 		}
-		if changed, err = decodeData(c, &rec.Key, "the key"); err != nil {
+		if rec.Key, key, err = decodeData(c, rec.Key, "the key"); err != nil {
 			return rec, false, err
 		}
 	}
@@ -91,40 +91,35 @@ func (d *decoding) decode(ctx context.Context, codecs *schema.Codecs, rec opencd
 		if err != nil {
 			return rec, false, fmt.Errorf("payload: %w", err)
 		}
-		for _, side := range []struct {
-			data *opencdc.Data
-			name string
-		}{{&rec.Payload.Before, "payload.before"}, {&rec.Payload.After, "payload.after"}} {
-			decoded, err := decodeData(c, side.data, side.name)
-			if err != nil {
-				return rec, false, err
-			}
-			changed = changed || decoded
+		if rec.Payload.Before, before, err = decodeData(c, rec.Payload.Before, "payload.before"); err != nil {
+			return rec, false, err
+		}
+		if rec.Payload.After, after, err = decodeData(c, rec.Payload.After, "payload.after"); err != nil {
+			return rec, false, err
 		}
 	}
-	return rec, changed, nil
+	return rec, key || before || after, nil
 }
 
-// decodeData decodes *d with c, a nil c meaning there is no schema, if *d
-// is raw data that holds a value, and reports whether it did. Empty raw
+// decodeData returns d decoded with c, a nil c meaning there is no schema,
+// if d is raw data that holds a value, and whether it decoded. Empty raw
 // data that c cannot decode holds none: a source's nil raw data arrives
 // empty (the wire cannot tell them apart) beside a structured side that
 // the metadata's schema is for. It is left as it is. Empty data can still
 // be a value, of a record without fields.
-func decodeData(c *schema.Codec, d *opencdc.Data, name string) (bool, error) {
-	raw, ok := (*d).(opencdc.RawData)
+func decodeData(c *schema.Codec, d opencdc.Data, name string) (opencdc.Data, bool, error) {
+	raw, ok := d.(opencdc.RawData)
 	if c == nil || !ok {
-		return false, nil
+		return d, false, nil
 	}
 	v, err := c.Decode(raw)
 	switch {
 	case err != nil && len(raw) == 0:
-		return false, nil
+		return d, false, nil
 	case err != nil:
-		return false, fmt.Errorf("decode %s: %w", name, err)
+		return d, false, fmt.Errorf("decode %s: %w", name, err)
 	}
-	*d = v
-	return true, nil
+	return v, true, nil
 }
 
 // codec returns the codec of the schema named by the metadata fields
