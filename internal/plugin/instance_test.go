@@ -4,7 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 
+	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/leakcheck"
@@ -109,4 +111,70 @@ func TestSourceLifecycleHooks(t *testing.T) {
 	// A connector without the hook is answered with success.
 	_, err = s.LifecycleOnUpdated(t.Context(), pconnector.SourceLifecycleOnUpdatedRequest{})
 	is.NoErr(err)
+}
+
+// TestDestinationLifecycle runs a destination as Conduit does: records
+// come in messages and are acked in order, Stop returns once the last is
+// acked, and Teardown follows Open.
+func TestDestinationLifecycle(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		dst := &fakeDestination{}
+		r := newDestinationRun(t, openDestination(t, dst, batcher.Policy{}, Retry{})).run()
+
+		r.st.in <- pconnector.DestinationRunRequest{Records: records("1")}
+		synctest.Wait() // written before the next message comes
+		r.st.in <- pconnector.DestinationRunRequest{Records: records("2", "3")}
+		is.Equal(ackTexts(<-r.st.out, <-r.st.out), []string{"1", "2", "3"})
+
+		_, err := r.d.Stop(t.Context(), pconnector.DestinationStopRequest{LastPosition: opencdc.Position("3")})
+		is.NoErr(err)
+		r.end()
+		is.Equal(dst.written, []string{"1", "2", "3"})
+		is.Equal(dst.calls, []string{"Open", "Teardown"})
+	})
+}
+
+// TestSourceLifecycle runs a source as Conduit does: Open from the position
+// Conduit stored, records sent as soon as they are read, Stop reporting the
+// last one sent, acks passed to the connector also after Stop, and
+// Teardown once Conduit closed the stream.
+func TestSourceLifecycle(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		ctx := t.Context()
+		src := &fakeSource{limit: 5}
+		s := sourceServerOf(src, batcher.Policy{})
+
+		_, err := s.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"a": "b"}})
+		is.NoErr(err)
+		_, err = s.LifecycleOnCreated(ctx, pconnector.SourceLifecycleOnCreatedRequest{})
+		is.NoErr(err)
+		_, err = s.Open(ctx, pconnector.SourceOpenRequest{Position: opencdc.Position("2")})
+		is.NoErr(err)
+		is.Equal(string(src.opened), "2") // Open gets the position Conduit stored
+
+		r := newSourceRun(t, s).run()
+		synctest.Wait()
+		var sent []string
+		for _, m := range r.sent() {
+			sent = append(sent, m...)
+		}
+		is.Equal(sent, []string{"3", "4", "5"}) // as soon as they are read
+
+		r.ack("3")
+		last, err := r.stop()
+		is.NoErr(err)
+		is.Equal(last, "5") // the last record sent
+
+		// The stream stays open after Stop: remaining acks still arrive.
+		r.ack("4", "5")
+		synctest.Wait()
+		is.Equal(src.acked, []string{"3", "4", "5"})
+
+		r.end() // Conduit closes the stream before Teardown
+		is.Equal(src.calls, []string{"OnCreated", "Open", "Teardown"})
+	})
 }

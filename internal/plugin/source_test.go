@@ -15,49 +15,6 @@ import (
 	"github.com/matryer/is"
 )
 
-// TestSourceLifecycle runs a source as Conduit does: Open from the position
-// Conduit stored, records sent as soon as they are read, Stop reporting the
-// last one sent, acks passed to the connector also after Stop, and
-// Teardown once Conduit closed the stream.
-func TestSourceLifecycle(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		ctx := t.Context()
-		src := &fakeSource{limit: 5}
-		s := sourceServerOf(src, batcher.Policy{})
-
-		_, err := s.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{"a": "b"}})
-		is.NoErr(err)
-		_, err = s.LifecycleOnCreated(ctx, pconnector.SourceLifecycleOnCreatedRequest{})
-		is.NoErr(err)
-		_, err = s.Open(ctx, pconnector.SourceOpenRequest{Position: opencdc.Position("2")})
-		is.NoErr(err)
-		is.Equal(string(src.opened), "2") // Open gets the position Conduit stored
-
-		r := newSourceRun(t, s).run()
-		synctest.Wait()
-		var sent []string
-		for _, m := range r.sent() {
-			sent = append(sent, m...)
-		}
-		is.Equal(sent, []string{"3", "4", "5"}) // as soon as they are read
-
-		r.ack("3")
-		last, err := r.stop()
-		is.NoErr(err)
-		is.Equal(last, "5") // the last record sent
-
-		// The stream stays open after Stop: remaining acks still arrive.
-		r.ack("4", "5")
-		synctest.Wait()
-		is.Equal(src.acked, []string{"3", "4", "5"})
-
-		r.end() // Conduit closes the stream before Teardown
-		is.Equal(src.calls, []string{"OnCreated", "Open", "Teardown"})
-	})
-}
-
 // TestSourceRunFailures: a Read that panics, a record without a position
 // and acks that do not match what was sent end Run with an error that says
 // so, and Teardown still works.
