@@ -104,6 +104,10 @@ func (b *Batcher[T]) AddSized(item T, size int, now time.Time) {
 // Len returns how many items are collected and not yet taken.
 func (b *Batcher[T]) Len() int { return len(b.items) - b.head }
 
+// Bytes returns the bytes of the items collected and not yet taken, as
+// the size function measured them; 0 when no byte limit counts them.
+func (b *Batcher[T]) Bytes() int { return b.bytes }
+
 // Held returns how many items the batcher holds, collected or taken and not
 // done, and their bytes.
 func (b *Batcher[T]) Held() (count, bytes int) {

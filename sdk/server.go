@@ -5,6 +5,7 @@ import (
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
+	connmetrics "github.com/connkit/connkit/internal/metrics"
 	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk/config"
@@ -65,8 +66,10 @@ func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
 	if a, ok := find[Acker](src); ok {
 		ack = a.Ack
 	}
+	calls := callsOf(src, src.Open, src.Teardown)
+	calls.Metrics = settings.Metrics.set(s.labels("source"))
 	return plugin.Source{
-		Calls:   callsOf(src, src.Open, src.Teardown),
+		Calls:   calls,
 		Read:    middleware.EncodeSchemas(settings.subjects(s.connectorID))(read),
 		Batched: batched,
 		Ack:     ack,
@@ -87,14 +90,20 @@ func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination,
 	write = middleware.LimitRate(settings.Rate.PerSecond, settings.Rate.Burst)(write)
 	write = settings.formatRecords(write)
 	write = middleware.DecodeSchemas(settings.Schema.Key, settings.Schema.Payload)(write)
-	open := func(ctx context.Context, _ Position) error { return dst.Open(ctx) }
+	calls := callsOf(dst, func(ctx context.Context, _ Position) error { return dst.Open(ctx) }, dst.Teardown)
+	calls.Metrics = settings.Metrics.set(s.labels("destination"))
 	return plugin.Destination{
-		Calls:    callsOf(dst, open, dst.Teardown),
+		Calls:    calls,
 		Write:    write,
 		Batch:    batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
 		Retry:    plugin.Retry{Attempts: settings.Retry.Attempts, Delay: settings.Retry.Delay, MaxDelay: settings.Retry.MaxDelay},
 		Classify: classify,
 	}, nil
+}
+
+// labels name the connector's instance of role in its metrics.
+func (s served) labels(role string) connmetrics.Labels {
+	return connmetrics.Labels{ConnectorID: s.connectorID, Plugin: s.c.Name, Version: s.c.Version, Role: role}
 }
 
 // callsOf returns the calls the plugin server makes on c, a source or a

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	connmetrics "github.com/connkit/connkit/internal/metrics"
+	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/middleware"
 	"github.com/connkit/connkit/sdk/config"
 )
@@ -20,8 +22,9 @@ import (
 type (
 	// sourceSettings are the sdk.* parameters of every source.
 	sourceSettings struct {
-		Batch  batching `param:"sdk.batch"`
-		Schema struct {
+		Batch   batching `param:"sdk.batch"`
+		Metrics metrics  `param:"sdk.metrics"`
+		Schema  struct {
 			Type           string `param:"extract.type" default:"avro" validate:"inclusion=avro" desc:"The type of schema extracted from structured data."`
 			Payload        bool   `param:"extract.payload.enabled" default:"true" desc:"Whether to extract a schema from structured payloads and encode them with it."`
 			PayloadSubject string `param:"extract.payload.subject" default:"payload" desc:"The subject of payload schemas; a record's opencdc.collection, if any, is put before it with a dot."`
@@ -34,8 +37,9 @@ type (
 
 	// destinationSettings are the sdk.* parameters of every destination.
 	destinationSettings struct {
-		Batch batching `param:"sdk.batch"`
-		Retry struct {
+		Batch   batching `param:"sdk.batch"`
+		Metrics metrics  `param:"sdk.metrics"`
+		Retry   struct {
 			Attempts int           `param:"attempts" default:"8" validate:"gt=-1" desc:"How many times records are written again after a Write fails with an error the connector marks retryable (a dropped connection, a timeout), before they are nacked; 0 means never."`
 			Delay    time.Duration `param:"delay" default:"100ms" validate:"gt=-1" desc:"The longest wait before the first retry; each later wait may be twice as long, up to sdk.retry.maxDelay. Each wait is drawn at random from the upper half of its range."`
 			MaxDelay time.Duration `param:"maxDelay" default:"10s" validate:"gt=-1" desc:"The longest wait between two attempts; at least sdk.retry.delay."`
@@ -56,6 +60,13 @@ type (
 		// formatRecords is the record format's middleware, which Validate
 		// makes.
 		formatRecords func(middleware.Write) middleware.Write
+	}
+
+	// metrics is what the SDK measures of a connector, and where it shows
+	// it: sources and destinations have it.
+	metrics struct {
+		Address  string        `param:"address" desc:"Where the connector serves its metrics in the Prometheus text format, at http://ADDRESS/metrics: host:port, such as 127.0.0.1:9464. Empty: they are not served."`
+		LogEvery time.Duration `param:"logInterval" default:"1m" validate:"gt=-1" desc:"How often the connector logs a progress line, what its metrics say, while records move; a connector with nothing to do logs none. 0: never."`
 	}
 
 	// batching is the batching policy's parameters, which sources and
@@ -86,10 +97,13 @@ func (s sourceSettings) subjects(connectorID string) middleware.Subjects {
 	return subjects
 }
 
+// Validate reports the source settings that do not fit together.
+func (s *sourceSettings) Validate() error { return s.Metrics.validate() }
+
 // Validate reports the destination settings that do not fit together,
 // and makes the record format's middleware.
 func (s *destinationSettings) Validate() error {
-	var errs []error
+	errs := []error{s.Metrics.validate()}
 	if s.Retry.MaxDelay < s.Retry.Delay {
 		errs = append(errs, &config.ParameterError{Name: "sdk.retry.maxDelay", Value: s.Retry.MaxDelay.String(), Expected: fmt.Sprintf("at least the %v of \"sdk.retry.delay\"", s.Retry.Delay)})
 	}
@@ -98,6 +112,26 @@ func (s *destinationSettings) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports an address the metrics cannot be served at.
+func (m metrics) validate() error {
+	if m.Address == "" {
+		return nil
+	}
+	if err := connmetrics.CheckAddress(m.Address); err != nil {
+		return &config.ParameterError{Name: "sdk.metrics.address", Value: m.Address, Expected: err.Error()}
+	}
+	return nil
+}
+
+// set returns the metrics of the connector instance l names, or nil if
+// they are neither served nor logged.
+func (m metrics) set(l connmetrics.Labels) plugin.Metrics {
+	if m.Address == "" && m.LogEvery == 0 {
+		return plugin.Metrics{}
+	}
+	return plugin.Metrics{Set: connmetrics.New(l), Address: m.Address, LogEvery: m.LogEvery}
 }
 
 // withDefaults returns raw, with the connector's defaults for the

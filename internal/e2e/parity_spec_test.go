@@ -70,8 +70,8 @@ func TestSpecificationMatchesIncumbent(t *testing.T) {
 	dir := incumbentBin(t)
 	ofSource := func(s pconnector.Specification) config.Parameters { return s.SourceParams }
 	ofDestination := func(s pconnector.Specification) config.Parameters { return s.DestinationParams }
-	onlyConnkitSource := []string{"sdk.batch.bytes"}
-	onlyConnkitDestination := []string{"sdk.batch.bytes", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"}
+	onlyConnkitSource := []string{"sdk.batch.bytes", "sdk.metrics.address", "sdk.metrics.logInterval"}
+	onlyConnkitDestination := []string{"sdk.batch.bytes", "sdk.metrics.address", "sdk.metrics.logInterval", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"}
 	for _, tt := range []struct {
 		role               string
 		incumbent, connkit string

@@ -8,6 +8,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/metrics"
 )
 
 type nopDestination struct{}
@@ -19,36 +20,55 @@ func (nopDestination) Teardown(context.Context) error                           
 // BenchmarkDestinationPath measures the server's destination path per
 // record, one record per message as Conduit's default engine sends them:
 // receive, collect, Write, settle and send the acks. The in-memory stream's
-// channel hand-offs are part of the figure.
+// channel hand-offs are part of the figure. With metrics=on the server
+// measures what it does (sdk.metrics.*), which it does not by default.
 func BenchmarkDestinationPath(b *testing.B) {
 	for _, p := range []batcher.Policy{{}, {Count: 1000}, {Count: 1000, Bytes: 1 << 20, Delay: 100 * 1e6}} {
-		b.Run(fmtPolicy(p), func(b *testing.B) {
-			r := newDestinationRun(b, openDestination(b, nopDestination{}, p, Retry{})).run()
-			acked := make(chan int)
-			go func() {
-				n := 0
-				for n < b.N {
-					n += len((<-r.st.out).Acks)
-				}
-				acked <- n
-			}()
-			recs := make([][]opencdc.Record, 1000)
-			for i := range recs {
-				recs[i] = []opencdc.Record{{Position: opencdc.Position(strconv.Itoa(i)), Payload: opencdc.Change{After: opencdc.RawData("payload")}}}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				r.st.in <- pconnector.DestinationRunRequest{Records: recs[i%len(recs)]}
-			}
-			if _, err := r.d.Stop(b.Context(), pconnector.DestinationStopRequest{LastPosition: recs[(b.N-1)%len(recs)][0].Position}); err != nil {
-				b.Fatal(err)
-			}
-			<-acked
-			b.StopTimer()
-			r.end()
-		})
+		for _, measured := range []bool{false, true} {
+			b.Run(fmtPolicy(p)+",metrics="+onOff(measured), func(b *testing.B) {
+				benchmarkDestinationPath(b, p, measured)
+			})
+		}
 	}
+}
+
+func benchmarkDestinationPath(b *testing.B, p batcher.Policy, measured bool) {
+	d := destinationServerOf(nopDestination{}, p, Retry{})
+	if measured {
+		_, d = measuredDestination(nopDestination{}, p, Retry{})
+	}
+	open(b, &d.instance)
+	r := newDestinationRun(b, d).run()
+	acked := make(chan int)
+	go func() {
+		n := 0
+		for n < b.N {
+			n += len((<-r.st.out).Acks)
+		}
+		acked <- n
+	}()
+	recs := make([][]opencdc.Record, 1000)
+	for i := range recs {
+		recs[i] = []opencdc.Record{{Position: opencdc.Position(strconv.Itoa(i)), Payload: opencdc.Change{After: opencdc.RawData("payload")}}}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		r.st.in <- pconnector.DestinationRunRequest{Records: recs[i%len(recs)]}
+	}
+	if _, err := r.d.Stop(b.Context(), pconnector.DestinationStopRequest{LastPosition: recs[(b.N-1)%len(recs)][0].Position}); err != nil {
+		b.Fatal(err)
+	}
+	<-acked
+	b.StopTimer()
+	r.end()
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 func fmtPolicy(p batcher.Policy) string {
@@ -61,9 +81,23 @@ func fmtPolicy(p batcher.Policy) string {
 // BenchmarkSourcePath measures the server's source path per record for a
 // source that reads one record per Read, as sources without ReadBatch do:
 // read, collect, send. The in-memory stream's channel hand-offs are part of
-// the figure.
+// the figure, with and without metrics.
 func BenchmarkSourcePath(b *testing.B) {
-	r := newSourceRun(b, openSource(b, &fakeSource{limit: b.N}, batcher.Policy{Count: 1000}))
+	for _, measured := range []bool{false, true} {
+		b.Run("metrics="+onOff(measured), func(b *testing.B) { benchmarkSourcePath(b, measured) })
+	}
+}
+
+func benchmarkSourcePath(b *testing.B, measured bool) {
+	s := testSourceServer(func(map[string]string) (Source, error) {
+		src := sourceOf(&fakeSource{limit: b.N}, batcher.Policy{Count: 1000})
+		if measured {
+			src.Metrics.Set = metrics.New(metrics.Labels{ConnectorID: "p:src", Plugin: "test", Version: "v0.1.0", Role: "source"})
+		}
+		return src, nil
+	})
+	open(b, &s.instance)
+	r := newSourceRun(b, s)
 	b.ReportAllocs()
 	b.ResetTimer()
 	r.run()

@@ -2,10 +2,12 @@ package plugin
 
 import (
 	"context"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/metrics"
 )
 
 // Connector is what a plugin serves: its specification, and how a source
@@ -18,7 +20,8 @@ type Connector interface {
 	ConfigureDestination(config map[string]string) (Destination, error)
 }
 
-// Calls are the calls of a configured connector that both roles have.
+// Calls are the calls of a configured connector that both roles have,
+// and what the server measures of it.
 type Calls struct {
 	// Open is called once, before Run; a destination's gets no position.
 	Open     func(ctx context.Context, from opencdc.Position) error
@@ -27,6 +30,15 @@ type Calls struct {
 	OnCreated func(ctx context.Context) error
 	OnUpdated func(ctx context.Context, previous map[string]string) error
 	OnDeleted func(ctx context.Context) error
+	Metrics   Metrics
+}
+
+// Metrics are what the server measures of a connector instance, and where
+// it shows it, from Open to Teardown.
+type Metrics struct {
+	Set      *metrics.Set  // nil: nothing is measured
+	Address  string        // where Set is served in the Prometheus text format, at /metrics; empty: nowhere
+	LogEvery time.Duration // how often a progress line is logged while records move; 0: never
 }
 
 // Source is a configured source as the server runs it: the connector's

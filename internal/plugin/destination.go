@@ -8,6 +8,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/metrics"
 )
 
 // destinationServer serves one destination connector instance to Conduit.
@@ -61,7 +62,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	// while Conduit closes the stream; Teardown cancels them. The loop
 	// hands out nothing more once the stream ends, as acks can no longer
 	// reach Conduit, or once Teardown is called.
-	writeCtx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
+	writeCtx, cancelWrites := context.WithCancel(metrics.NewContext(context.WithoutCancel(ctx), dst.Metrics.Set))
 	defer cancelWrites()
 	defer context.AfterFunc(d.writes, cancelWrites)()
 	loopCtx, endLoop := context.WithCancel(ctx)
@@ -86,7 +87,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 			}
 		}
 	}()
-	f := &flow{ctx: loopCtx, inbox: inbox, batch: in, stops: d.stops, drain: d.halt.stopping(), work: func(batch []opencdc.Record) error {
+	f := &flow{ctx: loopCtx, inbox: inbox, batch: in, policy: dst.Batch, metrics: dst.Metrics.Set, stops: d.stops, drain: d.halt.stopping(), work: func(batch []opencdc.Record) error {
 		return d.write(writeCtx, dst, stream, batch)
 	}}
 	return f.run()
@@ -94,7 +95,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 
 // write writes records and sends one ack per record (see [outcomes]).
 func (d *destinationServer) write(ctx context.Context, dst *Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
-	return outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, send: func(acks []pconnector.DestinationRunResponseAck) error {
+	return outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set, send: func(acks []pconnector.DestinationRunResponseAck) error {
 		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
 			return fmt.Errorf("send acks to Conduit: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/metrics"
 )
 
 // What a server holds ahead of its connector (destination) or of Conduit
@@ -46,13 +47,15 @@ func holdFor(p batcher.Policy) batcher.Hold {
 // acks; a source's sends it to Conduit. When nothing else happens, the
 // owner waits for the batch's delay. It reads the clock once per wake-up.
 type flow struct {
-	ctx   context.Context // once done, no batch goes to the worker, and the loop ends with its cause
-	inbox *inbox
-	batch *batcher.Batcher[opencdc.Record]
-	work  func([]opencdc.Record) error // the worker's call; an error ends the loop
-	stops <-chan stopRequest
-	drain <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
-	acks  *conduitAcks    // a source's: Conduit's acks, which a due batch may wait for; nil: none
+	ctx     context.Context // once done, no batch goes to the worker, and the loop ends with its cause
+	inbox   *inbox
+	batch   *batcher.Batcher[opencdc.Record]
+	policy  batcher.Policy // batch's, for why a batch goes
+	metrics *metrics.Set
+	work    func([]opencdc.Record) error // the worker's call; an error ends the loop
+	stops   <-chan stopRequest
+	drain   <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
+	acks    *conduitAcks    // a source's: Conduit's acks, which a due batch may wait for; nil: none
 }
 
 // stopRequest asks the owner loop to hand batches out without waiting and
@@ -107,6 +110,7 @@ func (f *flow) run() error {
 	)
 	timer.Stop()
 	defer timer.Stop()
+	var arrivals arrivals // with metrics
 	settle := func() {
 		kept := stops[:0]
 		for _, s := range stops {
@@ -123,8 +127,12 @@ func (f *flow) run() error {
 		var hold time.Duration // how much longer a due batch waits for Conduit's acks
 		if !busy && !halt && (f.batch.Due(now) || (draining && f.batch.Len() > 0)) {
 			if hold = f.acks.holdBack(now, draining, f.batch.Complete()); hold == 0 {
+				reason, bytes := f.reason(draining), f.batch.Bytes()
 				batch := f.batch.Take()
 				busy, busyCount = true, len(batch)
+				if f.metrics != nil {
+					f.metrics.Flushed(reason, len(batch), bytes-f.batch.Bytes(), now.Sub(arrivals.take(len(batch))))
+				}
 				f.acks.sent(len(batch), now) // before its acks can come
 				batches <- batch
 				continue
@@ -163,6 +171,11 @@ func (f *flow) run() error {
 			for i, r := range recs {
 				f.batch.AddSized(r, sizes[i], now)
 			}
+			if f.metrics != nil && len(recs) > 0 {
+				f.metrics.In(len(recs))
+				f.metrics.Held(f.batch.Held())
+				arrivals.add(len(recs), now)
+			}
 			for i := range stops {
 				if stops[i].upTo > 0 {
 					continue
@@ -187,6 +200,7 @@ func (f *flow) run() error {
 		case err := <-results:
 			busy = false
 			f.batch.Done()
+			f.metrics.Held(f.batch.Held())
 			worked += busyCount
 			if err != nil {
 				workErr, halt = err, true
@@ -209,4 +223,61 @@ func (f *flow) run() error {
 		}
 		now = time.Now() // once per wake-up
 	}
+}
+
+// reason says why the batch the loop takes now goes, draining or not.
+func (f *flow) reason(draining bool) string {
+	b, p := f.batch, f.policy
+	switch {
+	case p.Count > 0 && b.Len() >= p.Count:
+		return metrics.FlushSize
+	case p.Bytes > 0 && b.Bytes() >= p.Bytes:
+		return metrics.FlushBytes
+	case !b.Room():
+		return metrics.FlushHold
+	case draining:
+		return metrics.FlushStop
+	case p.Delay > 0: // due, and not complete: its oldest record waited the delay
+		return metrics.FlushDelay
+	}
+	return metrics.FlushGroupCommit
+}
+
+// arrivals are when the records collected and not yet in a batch came, in
+// runs of records that came together, oldest first.
+type arrivals struct {
+	runs []arrival
+	head int
+}
+
+type arrival struct {
+	n  int
+	at time.Time
+}
+
+// add notes n records that came at at.
+func (a *arrivals) add(n int, at time.Time) { a.runs = append(a.runs, arrival{n, at}) }
+
+// take removes the n oldest records and returns when the oldest came.
+func (a *arrivals) take(n int) time.Time {
+	if a.head == len(a.runs) {
+		return time.Time{}
+	}
+	oldest := a.runs[a.head].at
+	for n > 0 && a.head < len(a.runs) {
+		r := &a.runs[a.head]
+		k := min(n, r.n)
+		r.n -= k
+		n -= k
+		if r.n == 0 {
+			a.head++
+		}
+	}
+	switch {
+	case a.head == len(a.runs):
+		a.runs, a.head = a.runs[:0], 0
+	case a.head >= 64 && a.head >= len(a.runs)/2:
+		a.runs, a.head = a.runs[:copy(a.runs, a.runs[a.head:])], 0
+	}
+	return oldest
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/internal/metrics"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -28,10 +30,11 @@ type instance[C Source | Destination] struct {
 	stops   chan stopRequest // Stop's requests to the running owner loop
 	turn    chan struct{}    // holds a token while a teardown runs
 
-	mu       sync.Mutex
-	c        *C   // nil until Configure
-	ran      bool // Run was called
-	tornDown bool // the connector's Teardown succeeded
+	mu          sync.Mutex
+	c           *C     // nil until Configure
+	ran         bool   // Run was called
+	tornDown    bool   // the connector's Teardown succeeded
+	stopMetrics func() // ends serving and logging the metrics; nil until Open
 }
 
 func newInstance[C Source | Destination](role string, conn Connector, log *slog.Logger) instance[C] {
@@ -88,16 +91,63 @@ func (i *instance[C]) configured() (*C, error) {
 	return i.c, nil
 }
 
+// open serves the connector's metrics, if it has an address for them,
+// and opens it.
 func (i *instance[C]) open(ctx context.Context, from opencdc.Position) error {
 	c, err := i.configured()
 	if err != nil {
 		return err
 	}
 	calls := callsOf(c)
+	stop, err := i.showMetrics(calls.Metrics)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", i.role, err)
+	}
+	i.mu.Lock()
+	i.stopMetrics = stop
+	i.mu.Unlock()
+	ctx = metrics.NewContext(ctx, calls.Metrics.Set)
 	if err := guard("Open", func() error { return calls.Open(ctx, from) }); err != nil {
 		return fmt.Errorf("open %s: %w", i.role, err)
 	}
 	return nil
+}
+
+// showMetrics serves m at its address, if it has one, and logs a progress
+// line every m.LogEvery while records move, until stop is called.
+func (i *instance[C]) showMetrics(m Metrics) (stop func(), err error) {
+	stopServing := func() {}
+	if m.Set != nil && m.Address != "" {
+		var at string
+		if at, stopServing, err = m.Set.Serve(m.Address); err != nil {
+			return nil, err
+		}
+		i.log.Info("serving metrics at http://"+at+"/metrics", "connector_id", m.Set.Labels().ConnectorID)
+	}
+	if m.Set == nil || m.LogEvery <= 0 {
+		return stopServing, nil
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.LogEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if attrs, moved := m.Set.Progress(); moved {
+					i.log.Info(i.role+" progress", append([]any{"connector_id", m.Set.Labels().ConnectorID}, attrs...)...)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		stopServing()
+	}, nil
 }
 
 // run makes the instance's one Run, on the stream whose context is ctx: it
@@ -168,7 +218,7 @@ func (i *instance[C]) teardown(ctx context.Context, interrupt func()) error {
 	defer func() { <-i.turn }()
 	interrupt()
 	i.mu.Lock()
-	c, ran, tornDown := i.c, i.ran, i.tornDown
+	c, ran, tornDown, stopMetrics := i.c, i.ran, i.tornDown, i.stopMetrics
 	i.mu.Unlock()
 	if tornDown {
 		return nil
@@ -184,12 +234,17 @@ func (i *instance[C]) teardown(ctx context.Context, interrupt func()) error {
 		return nil
 	}
 	calls := callsOf(c)
-	if err := guard("Teardown", func() error { return calls.Teardown(ctx) }); err != nil {
-		return fmt.Errorf("teardown %s: %w", i.role, err)
+	ctx = metrics.NewContext(ctx, calls.Metrics.Set)
+	err := guard("Teardown", func() error { return calls.Teardown(ctx) })
+	if stopMetrics != nil { // whether or not Teardown succeeded
+		stopMetrics()
 	}
 	i.mu.Lock()
-	i.tornDown = true
+	i.tornDown, i.stopMetrics = err == nil, nil
 	i.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("teardown %s: %w", i.role, err)
+	}
 	return nil
 }
 

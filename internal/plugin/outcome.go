@@ -10,6 +10,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/metrics"
 )
 
 // outcomes writes a batch of records to a destination with as many Writes
@@ -32,6 +33,7 @@ type outcomes struct {
 	classify func(error) Fault // nil: every error is unclassified
 	halt     *retryHalt        // nil: retries end only with ctx
 	log      *slog.Logger
+	metrics  *metrics.Set // counts the Writes, acks, nacks and retries; nil: nothing
 	// send delivers settled acks to Conduit, in order; writeAll calls it
 	// before each backoff and once at the end.
 	send func([]pconnector.DestinationRunResponseAck) error
@@ -47,11 +49,13 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 		for _, p := range positions[from:to] {
 			settled = append(settled, pconnector.DestinationRunResponseAck{Position: p})
 		}
+		o.metrics.Acked(to - from)
 	}
-	nack := func(from, to int, msg string) {
+	nack := func(from, to int, kind, msg string) {
 		for _, p := range positions[from:to] {
 			settled = append(settled, pconnector.DestinationRunResponseAck{Position: p, Error: msg})
 		}
+		o.metrics.Nacked(kind, to-from)
 	}
 	flush := func() error {
 		if len(settled) == 0 {
@@ -69,10 +73,17 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 	for start < len(records) {
 		batch := records[start:]
 		var n int
+		var began time.Time
+		if o.metrics != nil {
+			began = time.Now()
+		}
 		err := guard("Write", func() (err error) {
 			n, err = o.write(ctx, batch)
 			return err
 		})
+		if o.metrics != nil {
+			o.metrics.Called(time.Since(began))
+		}
 		var panicked *PanicError
 		if n < 0 || n > len(batch) || n == len(batch) || err == nil || errors.As(err, &panicked) {
 			acks, acked, nackErr := settle(positions[start:], n, err)
@@ -83,6 +94,8 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 				o.log.Warn("Write wrote every record but returned an error", "error", err)
 			}
 			settled = append(settled, acks...)
+			o.metrics.Acked(acked)
+			o.metrics.Nacked(metrics.NackContractBroken, len(acks)-acked)
 			start = len(records)
 			continue
 		}
@@ -95,13 +108,13 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 		switch o.faultOf(err) {
 		case RecordFault:
 			o.log.Error("record not written", "position", string(positions[failed]), "error", err)
-			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], ownReason(positions[failed], text)))
+			nack(failed, failed+1, metrics.NackRecordFault, fmt.Sprintf("record at position %q: %s", positions[failed], ownReason(positions[failed], text)))
 			start = failed + 1
 			retries, stopRetried = 0, false
 			if start < len(records) && (ctx.Err() != nil || o.halt.isAborted()) {
 				msg := "not attempted: the destination is tearing down"
 				o.log.Error("records not written", "position", string(positions[start]), "count", len(records)-start, "error", msg)
-				nack(start, len(records), msg)
+				nack(start, len(records), metrics.NackNotAttempted, msg)
 				start = len(records)
 			}
 		case Retryable:
@@ -112,17 +125,18 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 			why := o.pause(ctx, retries, &stopRetried, positions[failed], err)
 			if why == "" {
 				retries++
+				o.metrics.Retried()
 				continue
 			}
 			msg := fmt.Sprintf("not written: %s: %s", why, text)
 			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", msg)
-			nack(failed, len(records), msg)
+			nack(failed, len(records), metrics.NackRetriesExhausted, msg)
 			start = len(records)
 		default:
 			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", err)
 			reason := ownReason(positions[failed], text)
-			nack(failed, failed+1, fmt.Sprintf("record at position %q: %s", positions[failed], reason))
-			nack(failed+1, len(records), fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], reason))
+			nack(failed, failed+1, metrics.NackFailed, fmt.Sprintf("record at position %q: %s", positions[failed], reason))
+			nack(failed+1, len(records), metrics.NackNotAttempted, fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], reason))
 			start = len(records)
 		}
 	}

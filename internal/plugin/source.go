@@ -11,6 +11,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
+	"github.com/connkit/connkit/internal/metrics"
 )
 
 // sourceServer serves one source connector instance to Conduit.
@@ -63,7 +64,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	// out of order.
 	loopCtx, endLoop := context.WithCancelCause(ctx)
 	defer endLoop(nil)
-	readCtx, stopRead := context.WithCancel(loopCtx)
+	readCtx, stopRead := context.WithCancel(metrics.NewContext(loopCtx, src.Metrics.Set))
 	defer stopRead()
 	readDone := make(chan struct{})
 	s.readMu.Lock()
@@ -85,10 +86,10 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		endLoop(s.ack(ctx, src, stream, acks))
+		endLoop(s.ack(metrics.NewContext(ctx, src.Metrics.Set), src, stream, acks))
 	}()
 
-	f := &flow{ctx: loopCtx, inbox: inbox, batch: out, stops: s.stops, acks: acks, work: func(batch []opencdc.Record) error {
+	f := &flow{ctx: loopCtx, inbox: inbox, batch: out, policy: src.Batch, metrics: src.Metrics.Set, stops: s.stops, acks: acks, work: func(batch []opencdc.Record) error {
 		if err := stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
 			return fmt.Errorf("send records to Conduit: %w", err)
 		}
@@ -145,7 +146,14 @@ func readerFor(src *Source) func(context.Context) ([]opencdc.Record, error) {
 		if avg > 0 {
 			n = min(limit, max(1, budget/avg))
 		}
+		var began time.Time
+		if src.Metrics.Set != nil {
+			began = time.Now()
+		}
 		err = guard("Read", func() error { recs, err = src.Read(ctx, n); return err })
+		if src.Metrics.Set != nil {
+			src.Metrics.Set.Called(time.Since(began))
+		}
 		if len(recs) > n {
 			return nil, fmt.Errorf("read: got %d records, more than the %d asked for", len(recs), n)
 		}
@@ -209,6 +217,7 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 			}
 		}
 		acks.acked(len(req.AckPositions))
+		src.Metrics.Set.Acked(len(req.AckPositions))
 	}
 }
 
