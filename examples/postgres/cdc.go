@@ -138,6 +138,7 @@ func (s *Source) stream(ctx context.Context) error {
 				if err != nil {
 					return fmt.Errorf("parse a WAL message: %w", err)
 				}
+				r.at = xld.WALStart
 				if err := r.handle(ctx, xld.WALData); err != nil {
 					return err
 				}
@@ -154,11 +155,14 @@ type replicator struct {
 	relations map[uint32]*relation
 	pending   []sdk.Record // the current transaction's records not yet queued
 
-	inTx  bool
-	lsn   pglogrepl.LSN // the current transaction's commit LSN
-	index int           // the next change's index in it
-	skip  int           // changes up to this index were acked before a restart; -1: none, MaxInt: all
-	now   string        // opencdc.readAt of the current transaction's records
+	inTx   bool
+	lsn    pglogrepl.LSN // the current transaction's commit LSN
+	index  int           // the next change's index in it
+	skip   int           // changes up to this index were acked before a restart; -1: none, MaxInt: all
+	now    string        // opencdc.readAt of the current transaction's records
+	commit time.Time     // when the current transaction committed
+	first  pglogrepl.LSN // the current transaction's first LSN
+	at     pglogrepl.LSN // the LSN of the message being handled
 }
 
 // handle decodes one pgoutput message.
@@ -192,6 +196,7 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 			}
 		}
 		r.now = strconv.FormatInt(time.Now().UnixNano(), 10)
+		r.commit, r.first = m.CommitTime, r.at // a BEGIN comes at the transaction's first LSN
 	case *pglogrepl.CommitMessage:
 		r.inTx = false
 		return r.flush(ctx)
@@ -277,6 +282,8 @@ func (r *replicator) flush(ctx context.Context) error {
 	}
 	recs := r.pending
 	r.pending = nil
+	r.s.lastCommit.Store(r.commit.UnixNano())
+	r.s.backlog.queued(r.lsn, r.first, len(recs))
 	r.s.produced.Add(int64(len(recs)))
 	return r.s.q.put(ctx, recs, r.s.statusInterval, func() error { return r.status(ctx) })
 }

@@ -51,6 +51,22 @@
 // (its first snapshot record is gone with the first snapshot); the first
 // update of such a row before the fresh snapshot carries the TOASTed
 // values it left unchanged, read from the table.
+//
+// # Metrics
+//
+// Besides what the SDK measures of every connector (sdk.metrics.*), the
+// source serves its snapshot's progress, per table (schema.name): rows
+// read (connkit_postgres_snapshot_rows_total) and expected (the planner's
+// estimate until the table is read, connkit_postgres_snapshot_rows_estimate),
+// the whole snapshot's ratio and the tables left; and its replication
+// lag, sampled every second on a connection of its own: in bytes, the
+// server's WAL end less the slot's confirmed LSN (or the first LSN of the
+// oldest transaction not all acknowledged, if earlier), in seconds, how
+// long ago the last change read committed (0 while all is acknowledged),
+// and the slot's confirmed LSN. The destination serves the rows it wrote
+// by operation (insert, upsert, delete), the statements that wrote them
+// by method (copy, statement), and the records an exactly-once
+// destination skipped as written before.
 package postgres
 
 import (
@@ -98,6 +114,7 @@ type Destination struct {
 	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
 	written *written // the positions written, in the exactly-once mode; else nil
 	copyBuf []byte   // rows in COPY's text format, reused by each COPY
+	metrics destinationMetrics
 
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata
@@ -113,6 +130,7 @@ func New(cfg Config) (*Destination, error) {
 
 // Open connects to the database.
 func (d *Destination) Open(ctx context.Context) error {
+	d.metrics = newDestinationMetrics(ctx)
 	pool, err := pgxpool.New(ctx, d.cfg.URL)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))

@@ -30,6 +30,10 @@ func (s *Source) beginSnapshot(ctx context.Context, name string) error {
 // the last key read (keyset pagination over the primary key's index), so
 // a restarted snapshot picks up after the last acked row the same way.
 func (s *Source) snapshot(ctx context.Context) error {
+	var progress *snapshotProgress
+	if s.measured {
+		progress = s.estimate(ctx, s.snap.table)
+	}
 	for i := s.snap.table; i < len(s.tables); i++ {
 		t := s.tables[i]
 		var after []string
@@ -41,6 +45,7 @@ func (s *Source) snapshot(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			progress.readRows(i, read)
 			if len(recs) > 0 {
 				s.produced.Add(int64(len(recs)))
 				if err := s.q.put(ctx, recs, 0, nil); err != nil {
@@ -52,6 +57,7 @@ func (s *Source) snapshot(ctx context.Context) error {
 			}
 			after = last
 		}
+		progress.tableDone(i, len(s.tables)-i-1)
 	}
 	if _, err := s.conn.Exec(ctx, `COMMIT`); err != nil {
 		return s.errorf("end the snapshot's transaction: %s", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/metrics"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -57,9 +58,15 @@ type Source struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the reader goroutine has returned
 
-	confirmed atomic.Uint64 // the LSN confirmed to the server, only ever raised by acks
-	produced  atomic.Int64  // records put in the queue
-	acked     atomic.Int64  // records acked
+	confirmed  atomic.Uint64 // the LSN confirmed to the server, only ever raised by acks
+	produced   atomic.Int64  // records put in the queue
+	acked      atomic.Int64  // records acked
+	lastCommit atomic.Int64  // when the transaction of the last change queued committed, in Unix nanoseconds; 0: none yet
+
+	metrics  sourceMetrics
+	measured bool          // metrics are on: the snapshot's progress and the lag are worth finding out
+	backlog  *backlog      // while measured
+	lagDone  chan struct{} // closed when the lag's goroutine has returned; nil: none
 }
 
 // snapshotFrom is where the snapshot starts: a table's index and the key
@@ -95,6 +102,10 @@ func (s *Source) errorf(format string, err error) error {
 // Open checks the server and the tables, creates the publication and the
 // replication slot when missing, and starts reading after from.
 func (s *Source) Open(ctx context.Context, from sdk.Position) error {
+	s.metrics, s.measured = newSourceMetrics(ctx), metrics.Enabled(ctx)
+	if s.measured {
+		s.backlog = &backlog{}
+	}
 	var pos position
 	if from != nil {
 		var err error
@@ -231,6 +242,13 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 			s.q.fail(err)
 		}
 	}()
+	if s.measured {
+		s.lagDone = make(chan struct{})
+		go func() {
+			defer close(s.lagDone)
+			s.lag(readCtx, s.statusInterval)
+		}()
+	}
 	return nil
 }
 
@@ -287,6 +305,7 @@ func (s *Source) Ack(_ context.Context, pos sdk.Position) error {
 	if err != nil {
 		return err
 	}
+	s.backlog.acked(lsn)
 	raise(&s.confirmed, uint64(lsn))
 	return nil
 }
@@ -307,6 +326,9 @@ func (s *Source) Teardown(ctx context.Context) error {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+	}
+	if s.lagDone != nil {
+		<-s.lagDone
 	}
 	if s.repl != nil {
 		_ = s.repl.Close(ctx)

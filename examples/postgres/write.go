@@ -269,6 +269,9 @@ func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumn
 	}
 	if n >= copyMin && !r.table.noCopy {
 		err := d.copyRows(ctx, r, c, cols, keep, lo, hi)
+		if err == nil {
+			d.metrics.written(c, "copy", hi-lo)
+		}
 		if err == nil || isDataError(err) || retryable(err) {
 			return err
 		}
@@ -288,10 +291,15 @@ func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumn
 		args = cols.args(keep, lo, hi)
 	}
 	sql := r.statement(c, from)
+	var err error
 	if d.written != nil {
-		return d.written.exec(ctx, d.pool, sql, args, positionsOf(r.rows[lo:hi]))
+		err = d.written.exec(ctx, d.pool, sql, args, positionsOf(r.rows[lo:hi]))
+	} else {
+		_, err = d.pool.Exec(ctx, sql, args...)
 	}
-	_, err := d.pool.Exec(ctx, sql, args...)
+	if err == nil {
+		d.metrics.written(c, "statement", hi-lo)
+	}
 	return err
 }
 

@@ -203,11 +203,14 @@ func (d *Destination) writeOnce(ctx context.Context, records []sdk.Record) (int,
 		}
 	}
 	if len(fresh) == 0 {
+		d.metrics.deduplicated.Add(float64(len(records)))
 		return len(records), nil
 	}
 	n, err := d.write(ctx, fresh)
-	if n == len(fresh) {
-		return len(records), err
+	done := len(records) // the records written or skipped
+	if n < len(fresh) {
+		done = index[n]
 	}
-	return index[n], err
+	d.metrics.deduplicated.Add(float64(done - n))
+	return done, err
 }

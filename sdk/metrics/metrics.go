@@ -12,7 +12,8 @@
 //	rows.Add(float64(len(batch)), table)
 //
 // Where nothing is measured (neither setting is on, or in a test without
-// the plugin server), a metric does nothing and costs nothing.
+// the plugin server), a metric does nothing and costs nothing; so does a
+// nil one.
 package metrics
 
 import (
@@ -49,7 +50,7 @@ func NewCounter(ctx context.Context, name, help string, labels ...string) *Count
 // Add adds v, which is not negative, to the count of the label values
 // labelValues, given in the order of the counter's labels.
 func (c *Counter) Add(v float64, labelValues ...string) {
-	if c.vec != nil {
+	if c != nil && c.vec != nil {
 		c.vec.WithLabelValues(labelValues...).Add(v)
 	}
 }
@@ -70,7 +71,7 @@ func NewGauge(ctx context.Context, name, help string, labels ...string) *Gauge {
 
 // Set sets the value of the label values labelValues to v.
 func (g *Gauge) Set(v float64, labelValues ...string) {
-	if g.vec != nil {
+	if g != nil && g.vec != nil {
 		g.vec.WithLabelValues(labelValues...).Set(v)
 	}
 }
@@ -78,7 +79,7 @@ func (g *Gauge) Set(v float64, labelValues ...string) {
 // Add adds v, which may be negative, to the value of the label values
 // labelValues.
 func (g *Gauge) Add(v float64, labelValues ...string) {
-	if g.vec != nil {
+	if g != nil && g.vec != nil {
 		g.vec.WithLabelValues(labelValues...).Add(v)
 	}
 }
@@ -103,7 +104,7 @@ func NewHistogram(ctx context.Context, name, help string, buckets []float64, lab
 
 // Observe counts v for the label values labelValues.
 func (h *Histogram) Observe(v float64, labelValues ...string) {
-	if h.vec != nil {
+	if h != nil && h.vec != nil {
 		h.vec.WithLabelValues(labelValues...).Observe(v)
 	}
 }

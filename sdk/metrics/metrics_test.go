@@ -67,6 +67,8 @@ func TestUnmeasured(t *testing.T) {
 	metrics.NewCounter(ctx, "rows_total", "Rows.", "table").Add(1, "t")
 	metrics.NewGauge(ctx, "pending", "Pending.").Set(1)
 	metrics.NewHistogram(ctx, "flush_seconds", "Flushes.", nil).Observe(1)
+	var unmade *metrics.Counter // a field not yet set, say
+	unmade.Add(1)
 }
 
 // TestMisuse: what a connector's code gets wrong panics at once, naming
