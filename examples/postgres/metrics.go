@@ -29,7 +29,7 @@ func newSourceMetrics(ctx context.Context) sourceMetrics {
 	return sourceMetrics{
 		snapshotRows:      metrics.NewCounter(ctx, "postgres_snapshot_rows_total", "Rows the snapshot has read, by table (schema.name).", "table"),
 		snapshotEstimate:  metrics.NewGauge(ctx, "postgres_snapshot_rows_estimate", "The rows the snapshot is expected to read, by table: the planner's estimate until the table is read, then the rows read.", "table"),
-		snapshotProgress:  metrics.NewGauge(ctx, "postgres_snapshot_progress_ratio", "How much of the snapshot is read, from 0 to 1: rows read over rows expected, over every table; 1 once it is done."),
+		snapshotProgress:  metrics.NewGauge(ctx, "postgres_snapshot_progress_ratio", "How much of the snapshot is read, from 0 to 1: rows read over rows expected, over every table, short of 1 until it is done."),
 		snapshotRemaining: metrics.NewGauge(ctx, "postgres_snapshot_tables_remaining", "Tables the snapshot has yet to finish reading."),
 		lagBytes:          metrics.NewGauge(ctx, "postgres_replication_lag_bytes", "WAL the server has written beyond the replication slot's confirmed LSN: what it keeps for this source."),
 		lagSeconds:        metrics.NewGauge(ctx, "postgres_replication_lag_seconds", "How long ago the transaction of the last change the source read committed; 0 while every change read is acknowledged."),
@@ -44,6 +44,7 @@ type snapshotProgress struct {
 	tables    []string // the table label of each table, schema.name
 	estimates []float64
 	read      []float64
+	remaining int // tables not read yet
 }
 
 // estimate starts following the snapshot of tables from index from on,
@@ -69,7 +70,8 @@ func (s *Source) estimate(ctx context.Context, from int) *snapshotProgress {
 		}
 		p.m.snapshotEstimate.Set(p.estimates[i], p.tables[i])
 	}
-	p.m.snapshotRemaining.Set(float64(len(s.tables) - from))
+	p.remaining = len(s.tables) - from
+	p.m.snapshotRemaining.Set(float64(p.remaining))
 	p.show()
 	return p
 }
@@ -85,17 +87,20 @@ func (p *snapshotProgress) readRows(i, n int) {
 	p.show()
 }
 
-// tableDone notes that table i is read, remaining left.
-func (p *snapshotProgress) tableDone(i, remaining int) {
+// tableDone notes that table i is read.
+func (p *snapshotProgress) tableDone(i int) {
 	if p == nil {
 		return
 	}
 	p.estimates[i] = p.read[i]
+	p.remaining--
 	p.m.snapshotEstimate.Set(p.read[i], p.tables[i])
-	p.m.snapshotRemaining.Set(float64(remaining))
+	p.m.snapshotRemaining.Set(float64(p.remaining))
 	p.show()
 }
 
+// show sets the snapshot's progress: rows read over rows expected, short
+// of 1 until every table is read (an estimate may be short).
 func (p *snapshotProgress) show() {
 	var read, expected float64
 	for i := range p.read {
@@ -103,8 +108,11 @@ func (p *snapshotProgress) show() {
 		expected += p.estimates[i]
 	}
 	ratio := 1.0
-	if expected > 0 {
-		ratio = read / expected
+	if p.remaining > 0 {
+		ratio = 0.99
+		if expected > 0 {
+			ratio = min(ratio, read/expected)
+		}
 	}
 	p.m.snapshotProgress.Set(ratio)
 }

@@ -57,7 +57,7 @@ func (s *Source) snapshot(ctx context.Context) error {
 			}
 			after = last
 		}
-		progress.tableDone(i, len(s.tables)-i-1)
+		progress.tableDone(i)
 	}
 	if _, err := s.conn.Exec(ctx, `COMMIT`); err != nil {
 		return s.errorf("end the snapshot's transaction: %s", err)

@@ -107,7 +107,7 @@ func TestProgress(t *testing.T) {
 	attrs, moved := s.Progress()
 	is.True(moved)
 	is.Equal(attrs, []any{
-		"records_in", "1,500", "records_acked", "1,000", "records_nacked", "0",
+		"records_in", "1500", "records_acked", "1000",
 		"batches", "2", "batch_records_mean", "750", "batch_wait_ms_mean", "3",
 		"reads", "1", "read_ms_mean", "1", "held_records", "0",
 		"postgres_snapshot_rows{table=users}", "1500",

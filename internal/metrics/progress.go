@@ -43,17 +43,18 @@ func (s *Set) Progress() (attrs []any, moved bool) {
 	batches, records := mean("batch_records")
 	_, wait := mean("batch_wait_seconds")
 	calls, call := mean(s.call + "_seconds")
-	attrs = []any{
-		"records_in", count(in),
-		"records_acked", count(acked),
-		"records_nacked", count(total("records_nacked_total")),
+	attrs = []any{"records_in", count(in), "records_acked", count(acked)}
+	if s.retries != nil { // a destination's
+		attrs = append(attrs, "records_nacked", count(total("records_nacked_total")))
+	}
+	attrs = append(attrs,
 		"batches", count(float64(batches)),
 		"batch_records_mean", decimal(records),
-		"batch_wait_ms_mean", decimal(wait * 1000),
-		s.call + "s", count(float64(calls)),
-		s.call + "_ms_mean", decimal(call * 1000),
+		"batch_wait_ms_mean", decimal(wait*1000),
+		s.call+"s", count(float64(calls)),
+		s.call+"_ms_mean", decimal(call*1000),
 		"held_records", count(total("held_records")),
-	}
+	)
 	if s.retries != nil {
 		attrs = append(attrs, "retries", count(total("retries_total")))
 	}
@@ -99,14 +100,8 @@ func ownLabels(m *dto.Metric) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// count writes a whole number, thousands separated by commas.
-func count(n float64) string {
-	s := strconv.FormatInt(int64(n), 10)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+// count writes a whole number.
+func count(n float64) string { return strconv.FormatInt(int64(n), 10) }
 
 // decimal writes a number to at most three decimals.
 func decimal(f float64) string { return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64) }

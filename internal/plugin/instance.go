@@ -138,7 +138,7 @@ func (i *instance[C]) showMetrics(m Metrics) (stop func(), err error) {
 				return
 			case <-t.C:
 				if attrs, moved := m.Set.Progress(); moved {
-					i.log.Info(i.role+" progress", append([]any{"connector_id", m.Set.Labels().ConnectorID}, attrs...)...)
+					i.log.Info(i.role+" progress", attrs...) // Conduit adds the connector's ID
 				}
 			}
 		}

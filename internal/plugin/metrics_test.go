@@ -315,8 +315,8 @@ func TestProgressLine(t *testing.T) {
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		got := lines()
-		if len(got) != 1 || !strings.Contains(got[0], "connector_id=p:dst records_in=1,500 records_acked=1,500 records_nacked=0 batches=") {
-			t.Fatalf("progress lines %q, want one that counts 1,500 records", got)
+		if len(got) != 1 || !strings.Contains(got[0], "destination progress\" records_in=1500 records_acked=1500 records_nacked=0 batches=") {
+			t.Fatalf("progress lines %q, want one that counts 1500 records", got)
 		}
 		time.Sleep(3 * time.Minute) // idle again
 		synctest.Wait()
