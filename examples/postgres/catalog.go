@@ -19,7 +19,9 @@ type sourceTable struct {
 	collection string   // its records' opencdc.collection
 	columns    []string // stored columns, in attribute order (generated columns are not replicated)
 	types      []string // each column's type, as format_type spells it
+	notNull    []bool   // each column's NOT NULL
 	keys       []int    // the primary key's columns, as indexes into columns, in key order
+	meta       string   // the columns as the snapshot's records describe them (columns.go)
 }
 
 // keyNames returns the primary key's column names, in key order.
@@ -118,13 +120,16 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state
 				array(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 					ORDER BY a.attnum),
+				array(SELECT a.attnotnull FROM pg_attribute a
+					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+					ORDER BY a.attnum),
 				array(SELECT a.attname::text FROM pg_index i
 					CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
 					JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 					WHERE i.indrelid = c.oid AND i.indisprimary
 					ORDER BY k.ord)
 			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &t.columns, &t.types, &keys)
+			WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &t.columns, &t.types, &t.notNull, &keys)
 		if err != nil {
 			return nil, fmt.Errorf("describe table %d: %w", oid, err)
 		}
@@ -142,6 +147,7 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state
 		for _, k := range keys {
 			t.keys = append(t.keys, slices.Index(t.columns, k))
 		}
+		t.meta = t.snapshotColumns()
 		tables = append(tables, t)
 	}
 	// Sorted as positions name them, so that a position whose table is no

@@ -23,7 +23,9 @@ type relation struct {
 	table *sourceTable
 	names []string
 	oids  []uint32
-	keys  []string // the primary key's column names
+	keys  []string          // the primary key's column names
+	meta  string            // the columns as its records describe them (columns.go)
+	was   map[string]string // the columns renamed while streaming: new name → first name
 }
 
 // data decodes a tuple. A TOASTed value that did not change is not sent:
@@ -180,6 +182,10 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		}
 		if rel.table != nil {
 			rel.keys = rel.table.keyNames()
+			var err error
+			if rel.meta, rel.was, err = r.relationColumns(ctx, rel.table, m, r.relations[m.RelationID]); err != nil {
+				return err
+			}
 		}
 		r.relations[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
@@ -268,7 +274,7 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key sdk.StructuredDat
 	r.pending = append(r.pending, sdk.Record{
 		Position:  cdcPosition(r.lsn, i),
 		Operation: op,
-		Metadata:  sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now},
+		Metadata:  sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now, columnsKey: rel.meta},
 		Key:       key,
 		Payload:   sdk.Change{Before: before, After: after},
 	})

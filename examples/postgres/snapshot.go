@@ -133,7 +133,7 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 		for _, k := range t.keys {
 			key[t.columns[k]] = after[t.columns[k]]
 		}
-		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now}
+		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now, columnsKey: t.meta}
 		pos := position{Table: t.ident, Key: last, Version: version}
 		recs = append(recs, sdk.Snapshot(pos.bytes(), md, key, after))
 	}

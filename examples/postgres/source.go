@@ -53,6 +53,7 @@ type Source struct {
 	stateIdent string   // snapshot.stateTable, quoted (snapstate.go)
 
 	statusInterval time.Duration // see the package variable
+	typeNames      map[typeKey]string
 
 	q      *queue
 	cancel context.CancelFunc

@@ -122,12 +122,18 @@ func TestSourceSnapshotTypesAndKeys(t *testing.T) {
 	is.Equal(recs[0].Key, sdk.StructuredData{"id": int64(1)})
 	is.Equal(recs[0].Payload.After, sdk.StructuredData{
 		"id": int64(1), "small": int64(1), "i": int64(2), "big": int64(3), "r": 1.5, "d": 2.25, "n": "12345678901234.50000",
-		"b": true, "t": "a'b", "vc": "x", "j": map[string]any{"a": []any{1.0, "b"}}, "js": []any{1.0},
+		"b": true, "t": "a'b", "vc": "x", "j": `{"a": [1, "b"]}`, "js": "[1]", // JSON text, verbatim
 		"ts": time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC), "tz": time.Date(2026, 1, 2, 1, 4, 5, 0, time.UTC), "day": "2026-01-02",
 		"u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "raw": `\x0102ff`, "arr": "{1,2}",
 		"huge": int64(9007199254740993), // beyond a double's integers: the wire encoder makes it text
 		"nan":  "NaN",
 	})
+	is.Equal(recs[0].Metadata[columnsKey], `[{"name":"id","type":"bigint","notNull":true,"key":1},{"name":"small","type":"smallint"},`+
+		`{"name":"i","type":"integer"},{"name":"big","type":"bigint"},{"name":"r","type":"real"},{"name":"d","type":"double precision"},`+
+		`{"name":"n","type":"numeric(20,5)"},{"name":"b","type":"boolean"},{"name":"t","type":"text"},{"name":"vc","type":"character varying(10)"},`+
+		`{"name":"j","type":"jsonb"},{"name":"js","type":"json"},{"name":"ts","type":"timestamp without time zone"},`+
+		`{"name":"tz","type":"timestamp with time zone"},{"name":"day","type":"date"},{"name":"u","type":"uuid"},{"name":"raw","type":"bytea"},`+
+		`{"name":"arr","type":"integer[]"},{"name":"huge","type":"bigint"},{"name":"nan","type":"double precision"}]`)
 	is.Equal(recs[1].Payload.After.(sdk.StructuredData)["t"], nil)
 	is.Equal(len(recs[1].Payload.After.(sdk.StructuredData)), 20) // every column but the generated one
 
@@ -137,6 +143,7 @@ func TestSourceSnapshotTypesAndKeys(t *testing.T) {
 		is.Equal(r.Metadata["opencdc.collection"], "sales.lines")
 		is.Equal(r.Key, sdk.StructuredData{"order_id": int64(o), "line": int64(l)})
 		is.Equal(r.Payload.After.(sdk.StructuredData)["item"], fmt.Sprintf("item %d/%d", o, l))
+		is.Equal(r.Metadata[columnsKey], `[{"name":"order_id","type":"integer","notNull":true,"key":1},{"name":"line","type":"integer","notNull":true,"key":2},{"name":"item","type":"text"}]`)
 	}
 	positions := map[string]bool{}
 	for _, r := range recs {

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -19,8 +18,10 @@ import (
 //   - boolean: bool
 //   - smallint, integer, oid, bigint: int64
 //   - real, double precision: float64; NaN and infinities: their text
-//   - json, jsonb: an object or array decoded into maps and lists; other
-//     JSON values: their JSON text
+//   - json, jsonb: their JSON text, as a string: a json column keeps its
+//     text as written (2.50 stays 2.50, spaces stay) and JSON numbers may
+//     be longer than a double holds, so decoding them would change them; a
+//     processor that needs the document parses the string
 //   - timestamp with time zone: a time.Time in UTC (the source's sessions
 //     run in UTC); timestamp: its wall clock as a time.Time in UTC; either
 //     outside years 1-9999 (BC, infinity): PostgreSQL's text
@@ -50,14 +51,6 @@ func value(oid uint32, text []byte) any {
 			return string(text)
 		}
 		return f
-	case pgtype.JSONOID, pgtype.JSONBOID:
-		if len(text) > 0 && (text[0] == '{' || text[0] == '[') {
-			var v any
-			if json.Unmarshal(text, &v) == nil {
-				return v
-			}
-		}
-		return string(text)
 	case pgtype.TimestamptzOID:
 		return timestamp(text, true)
 	case pgtype.TimestampOID:
