@@ -8,6 +8,16 @@
 // the table for plain inserts, else into a staging table the statement
 // reads).
 //
+// # Tables created and evolved
+//
+// With auto.create and auto.evolve (both on by default), a table a record
+// names is created when missing, and changed before the first record that
+// needs it: columns, types, NOT NULL and primary key as the record's
+// postgres.columns metadata gives them (the source's records carry it),
+// else as its values' types map to PostgreSQL's (ddl.go). A column the
+// source adds is added, one it renames renamed, one whose type it widens
+// or changes retyped; one it drops is left in place.
+//
 // # Exactly once
 //
 // By default a record may be written twice after a crash (at least once).
@@ -86,7 +96,7 @@ var Connector = sdk.Connector{
 	Name:        "postgres",
 	Version:     "v0.1.0",
 	Summary:     "Reads PostgreSQL tables (snapshot, then changes through logical replication) and writes records to them.",
-	Description: "Source: a consistent snapshot of the tables in key order, then their inserts, updates and deletes through logical replication (pgoutput), resumable from any acknowledged position. Destination: creates, snapshots and updates upsert on the key (a plain insert when a record has no key); deletes delete by key. Structured payloads and raw JSON objects map to columns by name. Consecutive records for the same table and operation are written with one statement.",
+	Description: "Source: a consistent snapshot of the tables in key order, then their inserts, updates and deletes through logical replication (pgoutput), resumable from any acknowledged position. Destination: creates, snapshots and updates upsert on the key (a plain insert when a record has no key); deletes delete by key. Structured payloads and raw JSON objects map to columns by name; missing tables and columns are created from the records. Consecutive records for the same table and operation are written with one statement.",
 	Author:      "connkit",
 	Source:      sdk.NewSource(NewSource),
 	Destination: sdk.NewDestination(New),
@@ -97,6 +107,11 @@ type Config struct {
 	URL   string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db. The password never appears in logs or errors."`
 	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included (double quotes allow dots). Default: each record's opencdc.collection metadata."`
 	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key. With one key column, a raw key that is not a JSON object is that column's value."`
+
+	Auto struct {
+		Create bool `param:"create" default:"true" desc:"Create a table a record names that does not exist: its columns, types, NOT NULL and primary key as the record's postgres.columns metadata gives them (the postgres source's records have it), else from the record's key and values (see the README)."`
+		Evolve bool `param:"evolve" default:"true" desc:"Change a table before the first record that needs it: add a column it lacks (renaming one the postgres source saw renamed), and give a column the type the record's postgres.columns gives it when that widens it or the source changed it. Columns the records no longer have are left in place. Each change is logged with its statement."`
+	} `param:"auto"`
 
 	ExactlyOnce struct {
 		Enabled bool   `param:"enabled" default:"false" desc:"Write each record once, also across restarts and crashes: the positions of the records written are kept in the destination database, in the same transaction as their rows, and a record whose position is there is acknowledged without being written again. Needs positions that are unique and the same when the source replays a record."`
@@ -118,6 +133,10 @@ type Destination struct {
 
 	mu     sync.Mutex
 	tables map[string]*table // by name as configured or given in metadata
+
+	declared    map[string]map[string]string // by table name, each column's type as the records last gave it
+	lastMeta    string                       // the postgres.columns last decoded
+	lastColumns []column
 }
 
 // New returns a destination; it connects in Open.
@@ -125,7 +144,7 @@ func New(cfg Config) (*Destination, error) {
 	if _, err := pgxpool.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
-	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}}, nil
+	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}}, nil
 }
 
 // Open connects to the database.
@@ -174,15 +193,31 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 	return d.write(ctx, records)
 }
 
-// write writes records, as Write describes.
+// write writes records, as Write describes, changing a table first where
+// a record needs it (auto.create, auto.evolve): the records before that
+// one are written with the table as it was.
 func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
-	runs, n, err := d.plan(ctx, records)
-	for _, r := range runs {
-		if werr := d.writeRun(ctx, r); werr != nil {
-			return r.start + werr.index, werr.err
+	done, changedAt := 0, -1
+	for {
+		runs, n, change, err := d.plan(ctx, records[done:])
+		for _, r := range runs {
+			if werr := d.writeRun(ctx, r); werr != nil {
+				return done + r.start + werr.index, werr.err
+			}
 		}
+		done += n
+		if change == nil {
+			return done, err
+		}
+		at := records[done].Position
+		if changedAt == done {
+			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, strings.Join(change.stmts, "; "))
+		}
+		if err := d.apply(ctx, change); err != nil {
+			return done, markLike(err, fmt.Errorf("record at position %q: %w", at, err))
+		}
+		changedAt = done
 	}
-	return n, err
 }
 
 // redact removes the password of url from err's message.

@@ -259,9 +259,11 @@ func TestPoisonRecords(t *testing.T) {
 	}
 }
 
+// With auto.create and auto.evolve off, a missing table or column is the
+// fault of the record that names it.
 func TestMissingTableAndColumn(t *testing.T) {
 	is := is.New(t)
-	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, nil)
+	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, map[string]string{"auto.create": "false", "auto.evolve": "false"})
 	r := rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, nil)
 	r.Metadata.SetCollection("t")
 	missing := rec("2", sdk.OperationCreate, sdk.StructuredData{"id": 2}, nil)

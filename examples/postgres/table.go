@@ -26,7 +26,8 @@ type table struct {
 	// security (which COPY does not take) or columns GENERATED ALWAYS AS
 	// IDENTITY (which COPY overrides where INSERT refuses a value).
 	copyIn bool
-	noCopy bool // COPY failed for neither the data nor the system: statements only
+	noCopy bool   // COPY failed for neither the data nor the system: statements only
+	meta   string // the last postgres.columns found to need no change of it
 }
 
 // upsertable reports whether an upsert on keys (sorted) has a constraint
@@ -87,38 +88,32 @@ func (d *Destination) table(ctx context.Context, name string) (*table, error) {
 	return t, nil
 }
 
-// checkColumns returns nil if table t has every column of columns. A
+// missingColumns returns the columns of columns that table t lacks. A
 // column it does not know of may have been added since t was read: t is
-// then read again, at most once per batch, and only a column still
-// missing is the record's fault.
-func (d *Destination) checkColumns(ctx context.Context, t *table, columns []string) error {
-	unknown := func() string {
+// then read again, at most once per batch.
+func (d *Destination) missingColumns(ctx context.Context, t *table, columns []string) ([]string, error) {
+	unknown := func() []string {
+		var out []string
 		for _, c := range columns {
 			if _, ok := t.types[c]; !ok {
-				return c
+				out = append(out, c)
 			}
 		}
-		return ""
+		return out
 	}
-	c := unknown()
-	if c == "" {
-		return nil
+	missing := unknown()
+	if len(missing) == 0 || t.readIn == d.batch {
+		return missing, nil
 	}
-	reread := t.readIn != d.batch
-	if reread {
-		fresh, err := d.readTable(ctx, t.name)
-		if err != nil {
-			if !sdk.IsRetryable(err) {
-				err = sdk.RecordFault(err) // the table is gone: so is the column
-			}
-			return err
+	fresh, err := d.readTable(ctx, t.name)
+	if err != nil {
+		if !sdk.IsRetryable(err) {
+			err = sdk.RecordFault(err) // the table is gone: so is the column
 		}
-		t.types, t.bases, t.unique, t.copyIn, t.readIn = fresh.types, fresh.bases, fresh.unique, fresh.copyIn, d.batch
-		if c = unknown(); c == "" {
-			return nil
-		}
+		return nil, err
 	}
-	return sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s (as the catalog says in this batch)", c, t.name))
+	t.types, t.bases, t.unique, t.copyIn, t.readIn = fresh.types, fresh.bases, fresh.unique, fresh.copyIn, d.batch
+	return unknown(), nil
 }
 
 // readTable reads what the catalog says of the table called name.
@@ -147,7 +142,7 @@ func (d *Destination) readTable(ctx context.Context, name string) (*table, error
 		return nil, d.catalogError("read the columns of table", name, err)
 	}
 	if len(t.types) == 0 {
-		return nil, fmt.Errorf("table %s does not exist (or has no columns)", name)
+		return nil, errNoTable{name}
 	}
 	// Unique indexes on plain columns, without a predicate: the ones
 	// ON CONFLICT (columns) can use.
@@ -170,6 +165,13 @@ func (d *Destination) readTable(ctx context.Context, name string) (*table, error
 		return nil, d.catalogError("read the kind of table", name, err)
 	}
 	return t, nil
+}
+
+// errNoTable is the error of a table that does not exist.
+type errNoTable struct{ name string }
+
+func (e errNoTable) Error() string {
+	return fmt.Sprintf("table %s does not exist (or has no columns)", e.name)
 }
 
 // catalogError is err, from reading what the catalog says of table name;

@@ -59,8 +59,10 @@ func (r *run) same(o *run) bool {
 }
 
 // plan groups records into runs. If a record cannot be planned, the runs
-// cover the records before it and the error names it.
-func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, error) {
+// cover the records before it and the error names it; if its table needs
+// a change first, they cover the records before it and the change is
+// returned.
+func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, *schemaChange, error) {
 	d.batch++
 	var runs []*run
 	var next run // the record being planned, reused while it joins the last run
@@ -69,9 +71,12 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 		if len(runs) > 0 {
 			last = runs[len(runs)-1]
 		}
-		rw, err := d.planRecord(ctx, rec, last, &next)
+		rw, change, err := d.planRecord(ctx, rec, last, &next)
 		if err != nil {
-			return runs, i, markLike(err, fmt.Errorf("record at position %q: %w", rec.Position, err))
+			return runs, i, nil, markLike(err, fmt.Errorf("record at position %q: %w", rec.Position, err))
+		}
+		if change != nil {
+			return runs, i, change, nil
 		}
 		if len(runs) > 0 && last.same(&next) {
 			last.rows = append(last.rows, rw)
@@ -79,14 +84,14 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 		}
 		// Checked once per run: its records share table, class and keys.
 		if (next.class == upsert || next.class == create) && !next.table.upsertable(next.keys) {
-			return runs, i, fmt.Errorf("record at position %q: table %s has no primary key or unique constraint on exactly the key columns (%s), which an upsert needs: add one, or set the key parameter to the columns of one",
+			return runs, i, nil, fmt.Errorf("record at position %q: table %s has no primary key or unique constraint on exactly the key columns (%s), which an upsert needs: add one, or set the key parameter to the columns of one",
 				rec.Position, next.table.name, strings.Join(next.keys, ", "))
 		}
 		r := next
 		r.start, r.rows = i, []row{rw}
 		runs = append(runs, &r)
 	}
-	return runs, len(records), nil
+	return runs, len(records), nil, nil
 }
 
 // markLike returns err marked as mark is: as a record's fault, as
@@ -102,61 +107,74 @@ func markLike(mark, err error) error {
 }
 
 // planRecord fills in r's table, class, keys and columns for rec and
-// returns its row. last is the run before it, whose key and column lists
-// it shares when it can. What is wrong with the record itself (its data,
-// its table when its metadata names it) is its fault.
-func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *run) (row, error) {
+// returns its row, or the change its table needs first (auto.create,
+// auto.evolve). last is the run before it, whose key and column lists it
+// shares when it can. What is wrong with the record itself (its data, its
+// table when its metadata names it) is its fault.
+func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *run) (row, *schemaChange, error) {
 	name := d.cfg.Table
 	if name == "" {
 		c, err := rec.Metadata.GetCollection()
 		if err != nil || c == "" {
-			return row{}, sdk.RecordFault(errors.New("no table: set the table parameter or the record's opencdc.collection metadata"))
+			return row{}, nil, sdk.RecordFault(errors.New("no table: set the table parameter or the record's opencdc.collection metadata"))
 		}
 		name = c
-	}
-	t, err := d.table(ctx, name)
-	if err != nil {
-		if d.cfg.Table == "" && !sdk.IsRetryable(err) {
-			err = sdk.RecordFault(err) // the table its metadata names
-		}
-		return row{}, err
 	}
 	key, err := fields("key", rec.Key)
 	if raw, ok := rec.Key.(sdk.RawData); err != nil && ok && len(d.cfg.Key) == 1 {
 		key, err = map[string]any{d.cfg.Key[0]: string(raw)}, nil // a plain raw key is the one key column's value
 	}
 	if err != nil {
-		return row{}, sdk.RecordFault(err)
+		return row{}, nil, sdk.RecordFault(err)
+	}
+	var values map[string]any
+	if rec.Operation != sdk.OperationDelete {
+		if values, err = fields("payload.after", rec.Payload.After); err != nil {
+			return row{}, nil, sdk.RecordFault(err)
+		}
+	}
+	meta, hasMeta := rec.Metadata[columnsKey]
+	var described []column
+	if hasMeta && (d.cfg.Auto.Create || d.cfg.Auto.Evolve) {
+		if described, err = d.columnsOf(meta); err != nil {
+			return row{}, nil, sdk.RecordFault(err)
+		}
+	}
+	t, err := d.table(ctx, name)
+	var noTable errNoTable
+	if errors.As(err, &noTable) && d.cfg.Auto.Create {
+		change, err := d.createFor(ctx, name, described, key, values)
+		return row{}, change, err
+	}
+	if err != nil {
+		if d.cfg.Table == "" && !sdk.IsRetryable(err) {
+			err = sdk.RecordFault(err) // the table its metadata names
+		}
+		return row{}, nil, err
 	}
 	keys := d.keys
 	if len(keys) == 0 {
 		keys = sortedKeys(key, nil, last.keys)
 	}
 	*r = run{table: t, keys: keys}
-	var values map[string]any
 	switch rec.Operation {
 	case sdk.OperationDelete:
 		r.class = remove
 		if len(keys) == 0 {
-			return row{}, sdk.RecordFault(errors.New("a delete needs a key: set the key parameter or give the record a key"))
+			return row{}, nil, sdk.RecordFault(errors.New("a delete needs a key: set the key parameter or give the record a key"))
 		}
+	case sdk.OperationUpdate:
+		r.class = upsert
 	default:
-		switch {
-		case len(keys) == 0:
-			r.class = insert
-		case rec.Operation == sdk.OperationUpdate:
-			r.class = upsert
-		default:
-			r.class = create
-		}
-		if values, err = fields("payload.after", rec.Payload.After); err != nil {
-			return row{}, sdk.RecordFault(err)
-		}
+		r.class = create
+	}
+	if len(keys) == 0 && r.class != remove {
+		r.class = insert
 	}
 	for _, k := range keys {
 		if _, ok := key[k]; !ok {
 			if _, ok := values[k]; !ok {
-				return row{}, sdk.RecordFault(fmt.Errorf("key column %q has no value in the record's key or payload", k))
+				return row{}, nil, sdk.RecordFault(fmt.Errorf("key column %q has no value in the record's key or payload", k))
 			}
 		}
 	}
@@ -165,10 +183,50 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	} else {
 		r.columns = sortedKeys(values, keys, last.columns)
 	}
-	if err := d.checkColumns(ctx, t, r.columns); err != nil {
-		return row{}, err
+	missing, err := d.missingColumns(ctx, t, r.columns)
+	if err != nil {
+		return row{}, nil, err
 	}
-	return row{position: rec.Position, key: key, values: values}, nil
+	if d.cfg.Auto.Evolve && (len(missing) > 0 || (hasMeta && meta != t.meta)) {
+		change, err := d.evolve(ctx, t, described, missing, key, values)
+		if change != nil || err != nil {
+			return row{}, change, err
+		}
+		d.declare(t, described)
+		t.meta = meta
+	}
+	if len(missing) > 0 {
+		return row{}, nil, sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s (as the catalog says in this batch)", missing[0], t.name))
+	}
+	return row{position: rec.Position, key: key, values: values}, nil, nil
+}
+
+// columnsOf decodes a record's postgres.columns, the last one decoded
+// again without decoding it: consecutive records of a table share it.
+func (d *Destination) columnsOf(meta string) ([]column, error) {
+	if meta == d.lastMeta && d.lastColumns != nil {
+		return d.lastColumns, nil
+	}
+	cols, err := decodeColumns(meta)
+	if err != nil {
+		return nil, err
+	}
+	d.lastMeta, d.lastColumns = meta, cols
+	return cols, nil
+}
+
+// declare notes the types the records gave t's columns, which a later
+// change of type at the source is followed from.
+func (d *Destination) declare(t *table, cols []column) {
+	if len(cols) == 0 {
+		return
+	}
+	if d.declared[t.name] == nil {
+		d.declared[t.name] = map[string]string{}
+	}
+	for _, c := range cols {
+		d.declared[t.name][c.Name] = c.Type
+	}
 }
 
 // sortedKeys returns the union of m's keys and extra, sorted: like when
