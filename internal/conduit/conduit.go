@@ -5,7 +5,6 @@
 package conduit
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,10 +15,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/connkit/connkit/internal/metrics/metricstest"
 )
 
 // Options says what to run. Conduit runs in Dir, laid out as a user's:
@@ -247,24 +247,26 @@ func (s *Server) Problems() []string {
 	return out
 }
 
-// Metric returns the value of the first Prometheus sample on /metrics whose
-// name and labels start with series, or -1 if Conduit does not report it
-// (yet).
-func (s *Server) Metric(series string) float64 {
+// Metric returns the sum of the Prometheus samples on /metrics named name
+// whose labels include labels (each name=value, in any order, so that a
+// label a later Conduit adds changes nothing), or -1 if Conduit reports
+// none (yet).
+func (s *Server) Metric(name string, labels ...string) float64 {
 	resp, err := http.Get(s.URL + "/metrics")
 	if err != nil {
 		return -1
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), series); ok {
-			fields := strings.Fields(rest)
-			if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
-				return v
-			}
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	samples, err := metricstest.Parse(string(b))
+	if err != nil {
+		return -1
+	}
+	if sum, n := samples.Sum(name, labels...); n > 0 {
+		return sum
 	}
 	return -1
 }
@@ -274,8 +276,8 @@ func (s *Server) Metric(series string) float64 {
 // records from the source's read to the destination's ack (nacked ones
 // included). Both are -1 while Conduit does not report them.
 func (s *Server) Latency(pipeline string) (count, sum float64) {
-	series := `conduit_pipeline_execution_duration_seconds_%s{pipeline_name="` + pipeline + `"}`
-	return s.Metric(fmt.Sprintf(series, "count")), s.Metric(fmt.Sprintf(series, "sum"))
+	const name = "conduit_pipeline_execution_duration_seconds"
+	return s.Metric(name+"_count", "pipeline_name="+pipeline), s.Metric(name+"_sum", "pipeline_name="+pipeline)
 }
 
 // PipelineState returns the status and error Conduit's API reports for a

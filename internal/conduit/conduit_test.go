@@ -1,11 +1,16 @@
 package conduit
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/matryer/is"
 )
 
 func TestProblems(t *testing.T) {
@@ -37,4 +42,28 @@ func TestProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetricLabelsInAnyOrder reads a series whatever order its labels come
+// in and whatever labels a later Conduit adds (v0.18 added component_id,
+// which sorts first).
+func TestMetricLabelsInAnyOrder(t *testing.T) {
+	is := is.New(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `# HELP conduit_connector_bytes Bytes.
+conduit_connector_bytes_count{component_id="e2e:destination",pipeline_name="e2e",plugin="standalone:log",type="destination"} 10000
+conduit_connector_bytes_count{pipeline_name="e2e",plugin="builtin:generator",type="source"} 7
+conduit_pipeline_execution_duration_seconds_count{pipeline_name="other"} 3
+conduit_pipeline_execution_duration_seconds_sum{pipeline_name="e2e"} 1.5
+conduit_pipeline_execution_duration_seconds_count{pipeline_name="e2e"} 10000
+`)
+	}))
+	defer srv.Close()
+	s := &Server{URL: srv.URL}
+	is.Equal(s.Metric("conduit_connector_bytes_count", "type=destination", "plugin=standalone:log", "pipeline_name=e2e"), 10000.0)
+	is.Equal(s.Metric("conduit_connector_bytes_count", "type=source"), 7.0)
+	is.Equal(s.Metric("conduit_connector_bytes_count", "type=processor"), -1.0)
+	count, sum := s.Latency("e2e")
+	is.Equal(count, 10000.0)
+	is.Equal(sum, 1.5)
 }

@@ -220,7 +220,7 @@ func (c *conduit) checkDelivered(id, plugin string, n int) {
 	c.t.Helper()
 	is := is.New(c.t)
 	is.Equal(c.executions(id), float64(n)) // exactly: no record twice
-	is.Equal(c.Metric(fmt.Sprintf(`conduit_connector_bytes_count{pipeline_name=%q,plugin=%q,type="destination"}`, id, plugin)), float64(n))
+	is.Equal(c.Metric("conduit_connector_bytes_count", "pipeline_name="+id, "plugin="+plugin, "type=destination"), float64(n))
 	c.checkRunning(id)
 }
 
