@@ -80,14 +80,16 @@ var ceilingDestination = conduit.Component{ID: "log", Plugin: "builtin:log", Set
 const ceiling = "ceiling"
 
 // load is a row of the experiment: a batch size (0: no batch settings)
-// under the generator's rate (0: as fast as it can).
+// under the generator's rate (0: as fast as it can); idle marks the row
+// that measures a lone record.
 type load struct {
 	batch      int
 	sourceRate float64
+	idle       bool
 }
 
 func (l load) label() string {
-	if l.sourceRate > 0 {
+	if l.idle {
 		return fmt.Sprintf("idle: %g records/s, not set", l.sourceRate)
 	}
 	return batchLabel(l.batch)
@@ -152,6 +154,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 30*time.Second, "measurement window of a cell")
 	records := fs.Int64("records", 0, "end a cell's window after this many records, if that comes before -duration; 0: -duration alone")
 	withCeiling := fs.Bool("ceiling", true, "measure the ceiling too, the same pipeline, engine and source settings into Conduit's builtin log destination doing nothing, in every engine and load")
+	rate := fs.Float64("rate", 0, "records per second the generator makes in every row: below the pipeline's capacity, latency without queueing; 0: as fast as it can, at saturation")
 	idle := fs.Float64("idle-rate", 10, "records per second of an idle pipeline, measured with no batch settings as a last row; 0 leaves it out")
 	out := fs.String("out", "bench/results", "directory for conduit.md, conduit.csv and conduit.svg")
 	_ = fs.Parse(args)
@@ -162,10 +165,10 @@ func conduitMode(ctx context.Context, args []string) error {
 	}
 	var loads []load
 	for _, size := range sizes {
-		loads = append(loads, load{batch: size})
+		loads = append(loads, load{batch: size, sourceRate: *rate})
 	}
 	if *idle > 0 {
-		loads = append(loads, load{sourceRate: *idle})
+		loads = append(loads, load{sourceRate: *idle, idle: true})
 	}
 	engines, err := cf.check()
 	if err != nil {
@@ -230,7 +233,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
 
 	table := conduitReport(cells, names(plugins), engines, loads, *delay, *v2Batching, *warmup, *duration, *records)
-	svg := conduitChart(cells, names(plugins), engines, sizes, *delay)
+	svg := conduitChart(cells, names(plugins), engines, loads, *delay)
 	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.csv": conduitCSV(cells), "conduit.svg": svg})
 }
 
@@ -562,7 +565,10 @@ func conduitReport(cells []*conduitCell, plugins []string, engines []string, loa
 	fmt.Fprintf(&t, "Real Conduit v0.14.0: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ")
 	fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
 		map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
-	if l := loads[len(loads)-1]; l.sourceRate > 0 {
+	if r := loads[0].sourceRate; r > 0 && !loads[0].idle {
+		fmt.Fprintf(&t, "The generator makes %g records per second in every row: below the pipeline's capacity, so that latency shows what batching adds without a queue.\n\n", r)
+	}
+	if l := loads[len(loads)-1]; l.idle {
 		fmt.Fprintf(&t, "The idle row has the generator make %g records per second, no batch settings: how long a lone record takes through the pipeline.\n\n", l.sourceRate)
 	}
 	fmt.Fprintf(&t, "One Conduit per cell, the plugins alternating; a cell measures %s after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds histogram (from the source's read to the destination's ack). ", window, warmup)
@@ -641,14 +647,15 @@ func findCell(cells []*conduitCell, engine string, l load, plugin string) *condu
 // conduitChart draws rows per second and mean latency by batch size side
 // by side, as the published experiment does: a colour per plugin, solid for
 // the default engine and dashed for v2.
-func conduitChart(cells []*conduitCell, plugins []string, engines []string, sizes []int, delay time.Duration) string {
+func conduitChart(cells []*conduitCell, plugins []string, engines []string, loads []load, delay time.Duration) string {
+	loads = slices.DeleteFunc(slices.Clone(loads), func(l load) bool { return l.idle })
 	var tp, lat []chart.Series
 	for pi, p := range plugins {
 		for ei, e := range engines {
 			s := chart.Series{Label: p + ", " + e, Color: chart.Palette[pi%len(chart.Palette)], Dashed: ei == 1}
 			l := s
-			for _, size := range sizes {
-				c := findCell(cells, e, load{batch: size}, p)
+			for _, ld := range loads {
+				c := findCell(cells, e, ld, p)
 				tv, lv := math.NaN(), math.NaN()
 				if c.err == nil {
 					tv, lv = c.rate(), c.hist.mean()*1000
@@ -659,11 +666,14 @@ func conduitChart(cells []*conduitCell, plugins []string, engines []string, size
 			tp, lat = append(tp, s), append(lat, l)
 		}
 	}
-	labels := make([]string, len(sizes))
-	for i, size := range sizes {
-		labels[i] = batchLabel(size)
+	labels := make([]string, len(loads))
+	for i, l := range loads {
+		labels[i] = l.label()
 	}
 	x := fmt.Sprintf("sdk.batch.size (sdk.batch.delay %v)", delay)
+	if len(loads) > 0 && loads[0].sourceRate > 0 {
+		x += fmt.Sprintf(", the generator at %g records/s", loads[0].sourceRate)
+	}
 	return chart.Panels(
 		chart.Line("Conduit → Postgres: rows per second", x, "rows/s", labels, tp, false),
 		chart.Line("Conduit → Postgres: mean latency", x, "ms (log scale)", labels, lat, true),

@@ -78,4 +78,7 @@ func TestLoadSettings(t *testing.T) {
 	source, destination := loadSettings("v2", "both", load{sourceRate: 2.5}, time.Second)
 	is.Equal(source, map[string]string{"rate": "2.5"}) // an idle load: its rate, no batch settings
 	is.Equal(destination, none)
+	source, destination = loadSettings("default", "both", load{batch: 10, sourceRate: 500}, time.Second)
+	is.Equal(source, map[string]string{"rate": "500"}) // a fixed-rate load: the rate and the batch settings
+	is.Equal(destination, map[string]string{"sdk.batch.size": "10", "sdk.batch.delay": "1s"})
 }
