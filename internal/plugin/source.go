@@ -280,16 +280,18 @@ func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.So
 // when notified: whether Conduit acks a message whole or record by
 // record, and how long the last message took to be acked.
 //
-// Conduit's v2 engine takes a source's next message only once it has
-// acked the last, and acks a message whole, in one request. A message
-// sent earlier would only wait in gRPC's buffers and travel as a small
-// batch; so while Conduit acks messages whole, a due batch waits for the
-// last message's acks, and grows by what is read meanwhile (group commit).
-// It waits no longer than the last message took to be acked, and never
-// more than maxHoldBack: a destination may wait for records before it
-// acks. Conduit's default engine reads on and acks record by record:
-// there, as before the first ack, for a complete batch, after Stop and at
-// the reader's end, nothing waits. A nil *conduitAcks holds nothing back.
+// Conduit v0.14's v2 engine takes a source's next message only once it
+// has acked the last, and acks each message whole, in a request of its
+// own. A message sent earlier would only wait in gRPC's buffers and
+// travel as a small batch; so while Conduit acks so, a due batch waits for
+// the last message's acks, and grows by what is read meanwhile (group
+// commit). It waits no longer than the last message took to be acked, and
+// never more than maxHoldBack: a destination may wait for records before
+// it acks. Conduit's default engine reads on and acks record by record,
+// and Conduit v0.19 reads on and acks what it has stored, many messages
+// in one request, about once a second: there acks pace nothing, so, as
+// before the first ack, for a complete batch, after Stop and at the
+// reader's end, nothing waits. A nil *conduitAcks holds nothing back.
 type conduitAcks struct {
 	notices chan struct{} // holds one notice at most: the loop reads the state, not the notices
 
@@ -299,6 +301,7 @@ type conduitAcks struct {
 	unacked   []sentMessage // messages sent and not wholly acked, oldest first
 	done      int           // records of unacked[0] acked
 	byMessage bool          // the last message of several records was acked in one request
+	bulk      bool          // the last request that completed messages completed several
 	roundTrip time.Duration // how long the last message wholly acked took, from its send
 }
 
@@ -330,6 +333,7 @@ func (a *conduitAcks) sent(n int, at time.Time) {
 // acked notes one ack request of n records.
 func (a *conduitAcks) acked(n int) {
 	a.mu.Lock()
+	completed := 0
 	for left := n; left > 0 && len(a.unacked) > 0; {
 		m := a.unacked[0]
 		k := min(left, m.size-a.done)
@@ -344,17 +348,22 @@ func (a *conduitAcks) acked(n int) {
 		}
 		a.roundTrip = time.Since(m.at)
 		a.unacked, a.done = a.unacked[1:], 0
+		completed++
+	}
+	if completed > 0 {
+		a.bulk = completed > 1
 	}
 	a.mu.Unlock()
 	notify(a.notices)
 }
 
 // state returns how many messages are not wholly acked, whether Conduit
-// acks messages whole, and how long the last message took to be acked.
+// acks each message whole in a request of its own, and how long the last
+// message took to be acked.
 func (a *conduitAcks) state() (unacked int, byMessage bool, roundTrip time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.unacked), a.byMessage, a.roundTrip
+	return len(a.unacked), a.byMessage && !a.bulk, a.roundTrip
 }
 
 // notice is where acked leaves a notice for the loop; nil for a nil a.

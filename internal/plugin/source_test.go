@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -126,6 +127,63 @@ func TestSourceHoldsBackBriefly(t *testing.T) {
 	})
 }
 
+// TestSourceFlowsWhileAcksAreStored plays Conduit v0.19's v2 engine,
+// which takes every message at once and acks what it took only once it
+// has stored the positions, once a second, in one request: records go as
+// they are read, none waiting for acks that come that late. (In v0.14's
+// v2 engine, acks that come 5 ms after each message hold each batch about
+// that long: TestSourceBatchesWhileConduitWorks.)
+func TestSourceFlowsWhileAcksAreStored(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		const n = 3000
+		r := runPaced(t, n)
+		var (
+			mu      sync.Mutex
+			pending []string // taken, not yet acked
+		)
+		storeDone := make(chan struct{})
+		stopStore := make(chan struct{})
+		go func() {
+			defer close(storeDone)
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+				case <-stopStore:
+					return
+				}
+				mu.Lock()
+				stored := pending
+				pending = nil
+				mu.Unlock()
+				if len(stored) > 0 {
+					r.ack(stored...)
+				}
+			}
+		}()
+		var late time.Duration
+		r.receive(n, func(m []string) {
+			for _, p := range m {
+				_, l := sentLate(r.start, p)
+				late += max(0, l)
+			}
+			mu.Lock()
+			pending = append(pending, m...)
+			mu.Unlock()
+		})
+		close(stopStore)
+		<-storeDone
+		// Acks hold back at most the batch after each store, by at most
+		// maxHoldBack: three of them in 3,000 records.
+		if mean := late / n; mean > 3*maxHoldBack/n {
+			t.Errorf("records were sent %v after they were read on average, expected at most %v", mean, 3*maxHoldBack/n)
+		}
+		r.end()
+	})
+}
+
 // TestSourceRecordByRecordAcksHoldNothing plays Conduit's default engine,
 // which takes every message at once and acks record by record, 5 ms after
 // it took them: once it has acked a message of several records so,
@@ -183,6 +241,8 @@ func TestConduitAcksTellsHowMessagesAreAcked(t *testing.T) {
 		{"one record tells nothing", []int{3, 1}, []int{1, 1, 1, 1}, false, 0},
 		{"whole again after record by record", []int{2, 2}, []int{1, 1, 2}, true, 0},
 		{"record by record after whole", []int{2, 2}, []int{2, 1, 1}, false, 0},
+		{"several messages in one request", []int{2, 2, 1}, []int{5}, false, 0},
+		{"one message a request again", []int{2, 2, 2}, []int{4, 2}, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
