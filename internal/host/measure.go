@@ -271,6 +271,7 @@ type encoded struct {
 type scannedRecords struct {
 	keep      bool
 	positions [][]byte
+	readAt    []int64 // each record's opencdc.readAt, Unix nanoseconds; 0 if it has none
 	rawBytes  int
 	// records are the message's record fields, each also a destination's
 	// Run request of that one record: both messages hold their records in
@@ -305,7 +306,10 @@ func (m *scannedRecords) UnmarshalWire(b []byte) error {
 // its raw payload: the payload is field 5; in it, after is field 2; in
 // data, raw bytes are field 1.
 func (m *scannedRecords) record(b []byte) error {
-	var position []byte
+	var (
+		position []byte
+		readAt   int64
+	)
 	err := wire.Fields(b, func(f wire.Field) error {
 		if f.Type != protowire.BytesType {
 			return nil
@@ -316,6 +320,21 @@ func (m *scannedRecords) record(b []byte) error {
 			if !m.keep {
 				position = bytes.Clone(f.Bytes)
 			}
+		case 3: // a metadata entry: key 1, value 2
+			var key, value []byte
+			err := wire.Fields(f.Bytes, func(f wire.Field) error {
+				switch {
+				case f.Num == 1 && f.Type == protowire.BytesType:
+					key = f.Bytes
+				case f.Num == 2 && f.Type == protowire.BytesType:
+					value = f.Bytes
+				}
+				return nil
+			})
+			if err == nil && string(key) == opencdc.MetadataReadAt {
+				readAt, _ = strconv.ParseInt(string(value), 10, 64)
+			}
+			return err
 		case 5:
 			return wire.Fields(f.Bytes, func(f wire.Field) error {
 				if f.Num != 2 || f.Type != protowire.BytesType {
@@ -332,5 +351,6 @@ func (m *scannedRecords) record(b []byte) error {
 		return nil
 	})
 	m.positions = append(m.positions, position)
+	m.readAt = append(m.readAt, readAt)
 	return err
 }

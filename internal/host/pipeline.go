@@ -35,7 +35,17 @@ type Pipeline struct {
 	PerMessage bool
 	// OnAck, if set, is called with the position of every acked record.
 	OnAck func(opencdc.Position)
+	// StoreEvery, if set, holds the source's acks as Conduit v0.19 does:
+	// until it has stored their positions, which it does this often or
+	// once storeAcks acks wait, and then sends them in one request.
+	// Otherwise each of the destination's ack messages goes to the source
+	// at once, as Conduit v0.14 does.
+	StoreEvery time.Duration
 }
+
+// storeAcks is how many acks Conduit v0.19 lets wait before it stores
+// their positions, however soon.
+const storeAcks = 10000
 
 // Result is what a pipeline run did.
 type Result struct {
@@ -47,10 +57,19 @@ type Result struct {
 	// Latencies, sorted, from forwarding each record to the destination to
 	// receiving its ack.
 	Latencies []time.Duration
+	// ReadLatencies, sorted, from each record's opencdc.readAt (the
+	// source's read) to its destination ack, as Conduit's
+	// conduit_pipeline_execution_duration_seconds measures; records
+	// without a readAt are left out.
+	ReadLatencies []time.Duration
 }
 
 // Latency returns the q-quantile (0..1) of the ack latencies.
 func (r Result) Latency(q float64) time.Duration { return quantile(r.Latencies, q) }
+
+// ReadLatency returns the q-quantile (0..1) of the latencies from the
+// sources' reads.
+func (r Result) ReadLatency(q float64) time.Duration { return quantile(r.ReadLatencies, q) }
 
 // NackError is a record the destination did not write.
 type NackError struct {
@@ -77,10 +96,13 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("destination Run: %w", err)
 	}
 
-	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 2)}
+	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 3), storeNow: make(chan struct{}, 1), storeEnd: make(chan error, 1)}
 	var loops sync.WaitGroup
 	loops.Go(func() { r.forward(src, dst) })
 	loops.Go(func() { r.ack(dst, src) })
+	if p.StoreEvery > 0 {
+		loops.Go(func() { r.store(runCtx, src) })
+	}
 
 	select {
 	case <-r.enough:
@@ -90,6 +112,9 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	}
 	if err == nil {
 		err = r.stop(ctx)
+	}
+	if err == nil && p.StoreEvery > 0 { // Conduit stores what is acked when it stops
+		err = r.storeAll(ctx)
 	}
 	cancel()
 	// Cancelling the streams ends both loops. Wait for them: until they are
@@ -104,6 +129,7 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 	_, dstErr := p.Destination.Teardown(tdCtx, pconnector.DestinationTeardownRequest{})
 	res := r.res
 	slices.Sort(res.Latencies)
+	slices.Sort(res.ReadLatencies)
 	if !r.firstRead.IsZero() {
 		res.Elapsed = r.lastAck.Sub(r.firstRead)
 	}
@@ -119,13 +145,18 @@ type run struct {
 	lastSent  chan struct{} // closed when the stop position is sent to the destination
 	lastAcked chan struct{} // closed when the stop position is acked
 	// done receives the error a loop ended with; each loop sends once at
-	// most, and room for both means neither blocks once Run stops listening.
-	done chan error
+	// most, and room for all means none blocks once Run stops listening.
+	done     chan error
+	storeNow chan struct{} // holds a signal once storeAcks acks wait
+	storeEnd chan error    // store's reply to a signal on storeNow once stopping: the last acks are sent
 
 	mu            sync.Mutex
 	res           Result
 	inflight      [][]byte    // positions forwarded and not yet acked, oldest first
 	forwardedAt   []time.Time // when each inflight record was forwarded
+	readAt        []int64     // each inflight record's opencdc.readAt, 0 if none
+	held          [][]byte    // acks for the source, waiting for a store (StoreEvery)
+	storeFinal    bool        // the next store is the last: every record is acked
 	stopAt        []byte
 	stopped       bool
 	lastForwarded []byte
@@ -204,6 +235,7 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 			r.inflight = append(r.inflight, pos)
 			r.forwardedAt = append(r.forwardedAt, now)
 		}
+		r.readAt = append(r.readAt, msg.readAt...)
 		r.mu.Unlock()
 		if r.PerMessage {
 			for _, rec := range records {
@@ -254,7 +286,10 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 				return
 			}
 			r.res.Latencies = append(r.res.Latencies, now.Sub(r.forwardedAt[0]))
-			r.inflight, r.forwardedAt = r.inflight[1:], r.forwardedAt[1:]
+			if r.readAt[0] > 0 {
+				r.res.ReadLatencies = append(r.res.ReadLatencies, now.Sub(time.Unix(0, r.readAt[0])))
+			}
+			r.inflight, r.forwardedAt, r.readAt = r.inflight[1:], r.forwardedAt[1:], r.readAt[1:]
 			positions = append(positions, pos)
 			r.lastAckedPos = pos
 			r.res.Acked++
@@ -266,16 +301,84 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 			}
 		}
 		r.lastAck = time.Now()
+		full := false
+		if r.StoreEvery > 0 {
+			r.held = append(r.held, positions...)
+			full = len(r.held) >= storeAcks
+		}
 		r.mu.Unlock()
 		if r.OnAck != nil {
 			for _, p := range positions {
 				r.OnAck(p)
 			}
 		}
+		if r.StoreEvery > 0 {
+			if full {
+				select {
+				case r.storeNow <- struct{}{}:
+				default:
+				}
+			}
+			continue
+		}
 		if err := src.Send(&connectorv2.Source_Run_Request{AckPositions: positions}); err != nil {
 			r.done <- fmt.Errorf("send acks to source: %w", err)
 			return
 		}
+	}
+}
+
+// store sends the source the acks held for it, in one request, every
+// StoreEvery or once storeAcks of them wait, until ctx is done, or until
+// the store after storeAll asked for the last, whose outcome it sends on
+// storeEnd.
+func (r *run) store(ctx context.Context, src connectorv2.SourcePlugin_RunClient) {
+	tick := time.NewTicker(r.StoreEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-r.storeNow:
+		case <-ctx.Done():
+			return
+		}
+		r.mu.Lock()
+		positions, final := r.held, r.storeFinal
+		r.held = nil
+		r.mu.Unlock()
+		var err error
+		if len(positions) > 0 {
+			if err = src.Send(&connectorv2.Source_Run_Request{AckPositions: positions}); err != nil {
+				err = fmt.Errorf("send acks to source: %w", err)
+			}
+		}
+		if final {
+			r.storeEnd <- err
+			return
+		}
+		if err != nil {
+			r.done <- err
+			return
+		}
+	}
+}
+
+// storeAll has store send the acks still held, once every record is acked.
+func (r *run) storeAll(ctx context.Context) error {
+	r.mu.Lock()
+	r.storeFinal = true
+	r.mu.Unlock()
+	select {
+	case r.storeNow <- struct{}{}:
+	default: // a signal waits, which store will take as the last
+	}
+	select {
+	case err := <-r.storeEnd:
+		return err
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("store the last acks: %w", ctx.Err())
 	}
 }
 

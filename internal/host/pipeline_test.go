@@ -3,8 +3,10 @@ package host
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	opencdcv1 "github.com/conduitio/conduit-commons/proto/opencdc/v1"
@@ -62,11 +64,40 @@ func TestPipelineRunWaitsForOnAck(t *testing.T) {
 	})
 }
 
+// TestPipelineStoreEveryHoldsAcks: with StoreEvery, the acks the
+// destination sends one by one reach the source together, once a store is
+// due (here at the stop, before the first second has passed); and each
+// record's latency from its readAt is measured.
+func TestPipelineStoreEveryHoldsAcks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const records = 3
+		src := newFakeSource(records)
+		src.readAt = time.Now().Add(-time.Millisecond)
+		res, err := Pipeline{Source: src, Destination: newFakeDestination(records), Records: records, PerMessage: true, StoreEvery: time.Second}.Run(t.Context())
+		is.NoErr(err)
+		is.Equal(res.AckBatches, int64(records))           // the destination acked one by one
+		is.Equal(src.acked(), [][]string{{"1", "2", "3"}}) // the source got them in one request
+		is.Equal(res.ReadLatencies, []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond})
+	})
+}
+
 // fakeSource sends records "1".."n" in one message, then waits for its Run
-// stream to end; its Stop returns "n".
+// stream to end; its Stop returns "n". It keeps the ack requests it gets.
 type fakeSource struct {
 	pconnector.SourcePlugin // nil: calling anything else panics
 	n                       int
+	readAt                  time.Time // the records' opencdc.readAt; zero: none
+
+	mu   sync.Mutex
+	acks [][]string // the positions of each ack request
+}
+
+// acked returns the positions of each ack request so far.
+func (s *fakeSource) acked() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acks
 }
 
 func newFakeSource(n int) *fakeSource { return &fakeSource{n: n} }
@@ -84,19 +115,24 @@ func (s *fakeSource) Teardown(context.Context, pconnector.SourceTeardownRequest)
 func (s *fakeSource) runProto(ctx context.Context, _ ...grpc.CallOption) (connectorv2.SourcePlugin_RunClient, error) {
 	resp := &connectorv2.Source_Run_Response{}
 	for i := 1; i <= s.n; i++ {
-		resp.Records = append(resp.Records, &opencdcv1.Record{Position: []byte(strconv.Itoa(i))})
+		r := &opencdcv1.Record{Position: []byte(strconv.Itoa(i))}
+		if !s.readAt.IsZero() {
+			r.Metadata = map[string]string{opencdc.MetadataReadAt: strconv.FormatInt(s.readAt.UnixNano(), 10)}
+		}
+		resp.Records = append(resp.Records, r)
 	}
 	b, err := proto.Marshal(resp)
 	if err != nil {
 		return nil, err
 	}
-	return &fakeSourceStream{ctx: ctx, first: b}, nil
+	return &fakeSourceStream{ctx: ctx, first: b, src: s}, nil
 }
 
 type fakeSourceStream struct {
 	connectorv2.SourcePlugin_RunClient // nil: calling anything else panics
 	ctx                                context.Context
 	first                              []byte // the message RecvMsg returns first
+	src                                *fakeSource
 }
 
 func (s *fakeSourceStream) RecvMsg(m any) error {
@@ -108,7 +144,16 @@ func (s *fakeSourceStream) RecvMsg(m any) error {
 	return s.ctx.Err()
 }
 
-func (s *fakeSourceStream) Send(*connectorv2.Source_Run_Request) error { return s.ctx.Err() }
+func (s *fakeSourceStream) Send(req *connectorv2.Source_Run_Request) error {
+	var positions []string
+	for _, p := range req.GetAckPositions() {
+		positions = append(positions, string(p))
+	}
+	s.src.mu.Lock()
+	s.src.acks = append(s.src.acks, positions)
+	s.src.mu.Unlock()
+	return s.ctx.Err()
+}
 
 // fakeDestination acks every record it receives, each in a message of its
 // own.

@@ -8,6 +8,7 @@
 //	bench pgsource    -plugin BIN [-vs-plugin BIN] [-url URL] [-out DIR] ...
 //	bench conduit     -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //	bench replicate   -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
+//	bench acks        [-source BIN] [-destination BIN] [-rate N] [-store D] [-runs N] [-out DIR]
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -31,7 +32,10 @@
 // an SVG chart. replicate runs Postgres source → Postgres destination
 // pipelines in real Conduit with no batch settings, in both engines, and
 // reports rows/s and latency of the snapshot and of the changes streamed
-// after it, and what each process used.
+// after it, and what each process used. acks runs a source at a fixed
+// rate into a destination as the v2 engine does, with acks passed on at
+// once and held for a store every second (as Conduit v0.19 holds them),
+// side by side, and reports latency from each record's read.
 package main
 
 import (
@@ -61,6 +65,7 @@ var modes = map[string]func(ctx context.Context, args []string) error{
 	"pgsource":    pgsourceMode,
 	"conduit":     conduitMode,
 	"replicate":   replicateMode,
+	"acks":        acksMode,
 }
 
 func main() {
