@@ -74,7 +74,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	// again until it has.
 	quit := make(chan struct{})
 	defer close(quit)
-	inbox := newInbox()
+	inbox := newInbox(aheadOf(dst.Batch, 0)) // a batch, until the worker's pace is measured
 	go func() {
 		for {
 			req, err := stream.Recv()

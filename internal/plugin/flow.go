@@ -38,6 +38,20 @@ func holdFor(p batcher.Policy) batcher.Hold {
 	return h
 }
 
+// aheadTime is how long what a reader has taken ahead of the owner keeps
+// the worker busy, once the worker's pace is measured: long enough that a
+// fast worker gets many records a wake-up, short enough that before a slow
+// one records wait a few of its batches at most, not a fixed number of
+// them (see aheadOf).
+const aheadTime = time.Millisecond
+
+// aheadOf returns how many records a reader may take ahead of the owner
+// under policy p, for a worker that handles records at pace records per
+// second: what it handles in aheadTime, at least a batch.
+func aheadOf(p batcher.Policy, pace float64) int {
+	return max(p.Count, int(pace*aheadTime.Seconds()+0.5))
+}
+
 // flow is one Run's owner loop, of either role. A reader puts records in
 // the inbox: a destination's receives them from Conduit, a source's reads
 // them from the connector. The owner alone touches the batcher: it takes
@@ -93,15 +107,17 @@ func (f *flow) run() error {
 
 	var (
 		timer     = time.NewTimer(time.Hour)
-		busy      bool  // a batch is with the worker
-		busyCount int   // its records
-		halt      bool  // hand out nothing more: ctx is done, or the worker failed
-		draining  bool  // hand out without waiting: Stop was called, or the reader ended
-		ended     bool  // the reader has ended, with endErr
-		endErr    error //
-		workErr   error // the worker's error
-		taken     int   // records taken from the inbox
-		worked    int   // records through the worker
+		busy      bool // a batch is with the worker
+		busyCount int  // its records
+		busySince time.Time
+		pace      float64 // records the worker handles per second while busy, smoothed; 0 until measured
+		halt      bool    // hand out nothing more: ctx is done, or the worker failed
+		draining  bool    // hand out without waiting: Stop was called, or the reader ended
+		ended     bool    // the reader has ended, with endErr
+		endErr    error   //
+		workErr   error   // the worker's error
+		taken     int     // records taken from the inbox
+		worked    int     // records through the worker
 		lastTaken opencdc.Position
 		stops     []pendingStop
 		spare     []opencdc.Record // the records last taken from the inbox, done with at the next take
@@ -129,7 +145,7 @@ func (f *flow) run() error {
 			if hold = f.acks.holdBack(now, draining, f.batch.Complete()); hold == 0 {
 				reason, bytes := f.reason(draining), f.batch.Bytes()
 				batch := f.batch.Take()
-				busy, busyCount = true, len(batch)
+				busy, busyCount, busySince = true, len(batch), now
 				if f.metrics != nil {
 					f.metrics.Flushed(reason, len(batch), bytes-f.batch.Bytes(), now.Sub(arrivals.take(len(batch))))
 				}
@@ -199,6 +215,14 @@ func (f *flow) run() error {
 			continue // now is read
 		case err := <-results:
 			busy = false
+			if took := time.Since(busySince); took > 0 {
+				measured := float64(busyCount) / took.Seconds()
+				if pace == 0 {
+					pace = measured
+				}
+				pace += (measured - pace) / 4
+				f.inbox.setLimit(aheadOf(f.policy, pace))
+			}
 			f.batch.Done()
 			f.metrics.Held(f.batch.Held())
 			worked += busyCount

@@ -202,12 +202,13 @@ func TestSourceBatching(t *testing.T) {
 }
 
 // heldWhileBusy returns how many records a server under p takes in while
-// its worker stays busy: the hold bound and one full inbox at least, since
-// its reader fills the inbox, and two at most, since the owner takes a
-// whole inbox whenever the bound has room.
+// its first batch is with the worker (whose pace is not measured yet): the
+// hold bound and one full inbox at least, since its reader fills the
+// inbox, and two at most, since the owner takes a whole inbox whenever the
+// bound has room.
 func heldWhileBusy(p batcher.Policy) (least, most int) {
-	bound := holdFor(p).Count
-	return bound + inboxCount, bound - 1 + 2*inboxCount
+	bound, inbox := holdFor(p).Count, max(1, aheadOf(p, 0))
+	return bound + inbox, bound - 1 + 2*inbox
 }
 
 // TestHoldBoundStopsReceiving checks that while the hold bound is reached,
@@ -237,6 +238,35 @@ func TestHoldBoundStopsReceiving(t *testing.T) {
 		time.Sleep(n / 2 * time.Second) // the writes of n records, 2 a second
 		is.Equal(r.finish(strconv.Itoa(n)), upTo(n))
 		is.Equal(len(r.log.got()), n/2+1) // [1], then pairs, then the last alone
+	})
+}
+
+// TestSlowWriterKeepsReaderClose: once the writer's pace is measured, a
+// destination receives ahead of a slow writer what it writes in
+// aheadTime, at least a batch (aheadOf), on top of the hold bound: records
+// wait a few writes, not a full inbox of them.
+func TestSlowWriterKeepsReaderClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const n = 40
+		p := batcher.Policy{Count: 1}
+		r := loggedDestination(t, p, &writeLog{delay: 10 * time.Millisecond}).run()
+		sent := make(chan struct{}, n)
+		go func() {
+			for i := 1; i <= n; i++ {
+				r.send(i, i)
+				sent <- struct{}{}
+			}
+		}()
+		most := holdFor(p).Count + aheadOf(p, 100) + 1 // the bound, the inbox and the message in the reader's hands
+		for range n / 2 {
+			time.Sleep(10 * time.Millisecond) // a write
+			synctest.Wait()
+			if lead := len(sent) - len(r.log.got()); lead > most {
+				t.Fatalf("%d records received ahead of the writer, want at most %d", lead, most)
+			}
+		}
+		is.Equal(r.finish(strconv.Itoa(n)), upTo(n))
 	})
 }
 

@@ -6,13 +6,13 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 )
 
-// What a Run's reader may receive (destination) or read (source) ahead of
-// its owner loop: it goes on no further while its inbox holds this many
-// records or bytes (as recordSize measures them). The owner takes the
-// whole inbox at its next wake-up, so unless a message or read brings more
-// at once, the cap is reached only when the owner has no room, and then it
-// is what passes the hold bound (see holdFor). It is half of what gRPC's
-// flow-control window lets Conduit send ahead (see windowSize).
+// The most a Run's reader may receive (destination) or read (source) ahead
+// of its owner loop: it goes on no further while its inbox holds this many
+// records or bytes (as recordSize measures them), or the fewer records the
+// owner sets (see aheadOf). The owner takes the whole inbox at its next
+// wake-up, so unless a message or read brings more at once, the cap is
+// reached only when the owner has no room, and then it is what passes the
+// hold bound (see holdFor).
 const (
 	inboxCount = 128
 	inboxBytes = 128 << 10
@@ -32,12 +32,28 @@ type inbox struct {
 	sizes      []int // each record's size, as recordSize measures it
 	spareSizes []int // the sizes the last take returned, collected in again at the next
 	bytes      int
+	limit      int // records the inbox holds before the reader waits: 1 to inboxCount
 	ended      bool
 	err        error // why the reader ended
 }
 
-func newInbox() *inbox {
-	return &inbox{ready: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
+// newInbox returns an empty inbox that holds limit records (within 1 and
+// inboxCount) before its reader waits.
+func newInbox(limit int) *inbox {
+	return &inbox{ready: make(chan struct{}, 1), taken: make(chan struct{}, 1), limit: min(max(limit, 1), inboxCount)}
+}
+
+// setLimit sets how many records the inbox holds before the reader waits,
+// within 1 and inboxCount.
+func (b *inbox) setLimit(n int) {
+	n = min(max(n, 1), inboxCount)
+	b.mu.Lock()
+	raised := n > b.limit
+	b.limit = n
+	b.mu.Unlock()
+	if raised {
+		notify(b.taken) // a waiting reader looks again
+	}
 }
 
 // put adds records, which the owner may take from then on. It returns once
@@ -68,7 +84,7 @@ func (b *inbox) put(records []opencdc.Record, quit <-chan struct{}) bool {
 }
 
 func (b *inbox) lockedFull() bool {
-	return len(b.records) >= inboxCount || b.bytes >= inboxBytes
+	return len(b.records) >= b.limit || b.bytes >= inboxBytes
 }
 
 // end records that the reader has ended, and why: take reports it with

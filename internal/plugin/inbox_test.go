@@ -16,7 +16,7 @@ import (
 // last of them, never before.
 func TestInboxTakesEverythingAtOnce(t *testing.T) {
 	is := is.New(t)
-	b := newInbox()
+	b := newInbox(inboxCount)
 	quit := make(chan struct{})
 	for i := 1; i <= 3; i++ {
 		is.True(b.put(numbered(i, i), quit))
@@ -34,7 +34,7 @@ func TestInboxTakesEverythingAtOnce(t *testing.T) {
 // is seen ending with nothing more to take.
 func TestInboxEndAfterTake(t *testing.T) {
 	is := is.New(t)
-	b := newInbox()
+	b := newInbox(inboxCount)
 	is.True(b.put(numbered(1, 2), make(chan struct{})))
 	recs, _, ended, _ := b.take(nil)
 	is.Equal(positionList(recs), "[1 2]")
@@ -61,7 +61,7 @@ func TestInboxFullWaitsForATake(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				b := newInbox()
+				b := newInbox(inboxCount)
 				quit := make(chan struct{})
 				put := make(chan bool, 1)
 				go func() { put <- b.put(full, quit) }()
@@ -79,4 +79,29 @@ func TestInboxFullWaitsForATake(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestInboxLimit: the reader waits once the inbox holds its limit, and a
+// raised limit lets it go on without a take.
+func TestInboxLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		b := newInbox(2)
+		quit := make(chan struct{})
+		is.True(b.put(numbered(1, 1), quit)) // below the limit: returns at once
+		returned := make(chan bool)
+		go func() { returned <- b.put(numbered(2, 2), quit) }()
+		synctest.Wait()
+		select {
+		case <-returned:
+			t.Fatal("put returned with the inbox at its limit")
+		default:
+		}
+		b.setLimit(3)
+		is.True(<-returned)
+		b.setLimit(0) // at least 1
+		b.mu.Lock()
+		is.Equal(b.limit, 1)
+		b.mu.Unlock()
+	})
 }

@@ -75,7 +75,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	s.readMu.Unlock()
 
 	quit := make(chan struct{})
-	inbox := newInbox()
+	inbox := newInbox(aheadOf(src.Batch, 0)) // a batch, until the worker's pace is measured
 	go func() {
 		defer close(readDone)
 		inbox.end(s.read(readCtx, src, func(recs []opencdc.Record) bool {
