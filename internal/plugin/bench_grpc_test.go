@@ -22,13 +22,13 @@ import (
 // default engine drives it, over real gRPC on loopback: one 1 KiB record
 // per message with the protocol's own client, as fast as the stream takes
 // them, batches of up to 1000 and a connector that writes nothing. Each
-// flow-control window is a sub-benchmark (gRPC's minimum, the plugin's,
-// 1 MiB, and gRPC's bandwidth-delay estimate): rec/s is the throughput and
+// flow-control window is a sub-benchmark (gRPC's minimum, 256 KiB, 1 MiB,
+// and gRPC's bandwidth-delay estimate, the plugin's): rec/s is the throughput and
 // ack-p50-ms the median time from sending a record to receiving its ack.
 // The client sends as fast as it can, so what waits in the window and the
 // hold bound is latency here.
 func BenchmarkDestinationOverGRPC(b *testing.B) {
-	for _, w := range []int32{64 << 10, windowSize, 1 << 20, 0} {
+	for _, w := range []int32{64 << 10, 256 << 10, 1 << 20, windowSize} {
 		name := "window=bdp"
 		if w > 0 {
 			name = "window=" + strconv.Itoa(int(w>>10)) + "KiB"
