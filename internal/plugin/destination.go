@@ -15,7 +15,8 @@ import (
 //
 // Its Run is an owner loop (see flow) with a reader that receives
 // Conduit's messages and a writer, the loop's worker, that calls Write and
-// sends the acks: whenever the writer is free, everything received so far,
+// sends the acks (those of short Writes in a row together, see
+// ackTogether): whenever the writer is free, everything received so far,
 // up to the batching limits, is written in one call (group commit). What
 // has been received and not yet acked is bounded; while the bound is
 // reached, the reader's messages wait in its inbox, Recv is not called
@@ -87,20 +88,44 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 			}
 		}
 	}()
+	acks := &heldAcks{stream: stream}
 	f := &flow{ctx: loopCtx, inbox: inbox, batch: in, policy: dst.Batch, metrics: dst.Metrics.Set, stops: d.stops, drain: d.halt.stopping(), work: func(batch []opencdc.Record) error {
-		return d.write(writeCtx, dst, stream, batch)
-	}}
+		return d.write(writeCtx, dst, acks, batch)
+	}, flush: func() error { return acks.send(nil) }}
 	return f.run()
 }
 
-// write writes records and sends one ack per record (see [outcomes]).
-func (d *destinationServer) write(ctx context.Context, dst *Destination, stream pconnector.DestinationRunStreamServer, records []opencdc.Record) error {
-	return outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set, send: func(acks []pconnector.DestinationRunResponseAck) error {
-		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
-			return fmt.Errorf("send acks to Conduit: %w", err)
-		}
+// write writes records and settles each of them with one ack (see
+// [outcomes]), which acks holds until the owner loop has them sent.
+func (d *destinationServer) write(ctx context.Context, dst *Destination, acks *heldAcks, records []opencdc.Record) error {
+	return outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set, send: acks.send, hold: acks.hold}.writeAll(ctx, records)
+}
+
+// heldAcks are a Run's acks settled and not yet sent, in order. Only the
+// Run's worker uses them.
+type heldAcks struct {
+	stream pconnector.DestinationRunStreamServer
+	held   []pconnector.DestinationRunResponseAck
+}
+
+// hold keeps acks for the next send.
+func (h *heldAcks) hold(acks []pconnector.DestinationRunResponseAck) {
+	h.held = append(h.held, acks...)
+}
+
+// send sends the held acks and then acks, in one message.
+func (h *heldAcks) send(acks []pconnector.DestinationRunResponseAck) error {
+	if len(h.held) > 0 {
+		acks = append(h.held, acks...)
+		h.held = nil
+	}
+	if len(acks) == 0 {
 		return nil
-	}}.writeAll(ctx, records)
+	}
+	if err := h.stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
+		return fmt.Errorf("send acks to Conduit: %w", err)
+	}
+	return nil
 }
 
 // Stop returns once the record at req.LastPosition has been written and

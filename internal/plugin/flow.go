@@ -52,6 +52,17 @@ func aheadOf(p batcher.Policy, pace float64) int {
 	return max(p.Count, int(pace*aheadTime.Seconds()+0.5))
 }
 
+// ackTogether reports whether the acks the worker holds, the first of
+// them held for waited, may wait for the next batch's, which should take
+// about last: only while all of them go within aheadTime. So a busy
+// destination that writes small batches fast (sdk.batch.size 1 under
+// load) sends its acks a few writes at a time, not in a message per
+// record, at a cost of less than aheadTime; one whose writes take longer,
+// or that has nothing more at hand, sends them at once.
+func ackTogether(waited, last time.Duration) bool {
+	return waited+last < aheadTime
+}
+
 // flow is one Run's owner loop, of either role. A reader puts records in
 // the inbox: a destination's receives them from Conduit, a source's reads
 // them from the connector. The owner alone touches the batcher: it takes
@@ -67,9 +78,15 @@ type flow struct {
 	policy  batcher.Policy // batch's, for why a batch goes
 	metrics *metrics.Set
 	work    func([]opencdc.Record) error // the worker's call; an error ends the loop
-	stops   <-chan stopRequest
-	drain   <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
-	acks    *conduitAcks    // a source's: Conduit's acks, which a due batch may wait for; nil: none
+	// flush, if set, is the worker's call that sends the acks its work
+	// left held (a destination's): the owner has them go with the next
+	// batch's while that batch is at hand and its write short (see
+	// ackTogether), and calls flush before anything waits. nil: work
+	// leaves nothing held.
+	flush func() error
+	stops <-chan stopRequest
+	drain <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
+	acks  *conduitAcks    // a source's: Conduit's acks, which a due batch may wait for; nil: none
 }
 
 // stopRequest asks the owner loop to hand batches out without waiting and
@@ -94,12 +111,16 @@ type pendingStop struct {
 // for the acks); once ctx is done and the worker idle, with ctx's cause;
 // or once the worker failed, with its error.
 func (f *flow) run() error {
-	batches := make(chan []opencdc.Record)
+	batches := make(chan []opencdc.Record) // nil: flush
 	results := make(chan error, 1)
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
 		for batch := range batches {
+			if batch == nil {
+				results <- f.flush()
+				continue
+			}
 			results <- f.work(batch)
 		}
 	}()
@@ -110,14 +131,18 @@ func (f *flow) run() error {
 		busy      bool // a batch is with the worker
 		busyCount int  // its records
 		busySince time.Time
-		pace      float64 // records the worker handles per second while busy, smoothed; 0 until measured
-		halt      bool    // hand out nothing more: ctx is done, or the worker failed
-		draining  bool    // hand out without waiting: Stop was called, or the reader ended
-		ended     bool    // the reader has ended, with endErr
-		endErr    error   //
-		workErr   error   // the worker's error
-		taken     int     // records taken from the inbox
-		worked    int     // records through the worker
+		pace      float64       // records the worker handles per second while busy, smoothed; 0 until measured
+		flushing  bool          // the worker is flushing, not working
+		held      int           // records through the worker whose acks it holds (flush)
+		heldSince time.Time     // when the first of them came back
+		lastTook  time.Duration // how long the last batch took
+		halt      bool          // hand out nothing more: ctx is done, or the worker failed
+		draining  bool          // hand out without waiting: Stop was called, or the reader ended
+		ended     bool          // the reader has ended, with endErr
+		endErr    error         //
+		workErr   error         // the worker's error
+		taken     int           // records taken from the inbox
+		worked    int           // records through the worker
 		lastTaken opencdc.Position
 		stops     []pendingStop
 		spare     []opencdc.Record // the records last taken from the inbox, done with at the next take
@@ -141,7 +166,15 @@ func (f *flow) run() error {
 	now := time.Now()
 	for {
 		var hold time.Duration // how much longer a due batch waits for Conduit's acks
-		if !busy && !halt && (f.batch.Due(now) || (draining && f.batch.Len() > 0)) {
+		due := f.batch.Due(now) || (draining && f.batch.Len() > 0)
+		// Held acks go before anything waits or the loop ends, whatever
+		// ended it: the stream may still carry them.
+		if !busy && held > 0 && (halt || !due || draining || !ackTogether(now.Sub(heldSince), lastTook)) {
+			busy, busyCount, flushing = true, 0, true
+			batches <- nil
+			continue
+		}
+		if !busy && !halt && due {
 			if hold = f.acks.holdBack(now, draining, f.batch.Complete()); hold == 0 {
 				reason, bytes := f.reason(draining), f.batch.Bytes()
 				batch := f.batch.Take()
@@ -160,7 +193,7 @@ func (f *flow) run() error {
 				return workErr
 			case halt:
 				return context.Cause(f.ctx)
-			case ended && endErr != nil && f.batch.Len() == 0:
+			case ended && endErr != nil && f.batch.Len() == 0 && held == 0:
 				return endErr
 			}
 		}
@@ -215,7 +248,18 @@ func (f *flow) run() error {
 			continue // now is read
 		case err := <-results:
 			busy = false
+			if flushing {
+				flushing = false
+				worked += held
+				held = 0
+				if err != nil {
+					workErr, halt = err, true
+				}
+				settle()
+				break
+			}
 			if took := time.Since(busySince); took > 0 {
+				lastTook = took
 				measured := float64(busyCount) / took.Seconds()
 				if pace == 0 {
 					pace = measured
@@ -225,7 +269,14 @@ func (f *flow) run() error {
 			}
 			f.batch.Done()
 			f.metrics.Held(f.batch.Held())
-			worked += busyCount
+			switch {
+			case f.flush == nil:
+				worked += busyCount
+			case held == 0:
+				held, heldSince = busyCount, time.Now()
+			default:
+				held += busyCount
+			}
 			if err != nil {
 				workErr, halt = err, true
 			}

@@ -446,3 +446,85 @@ func FuzzDestinationAcks(f *testing.F) {
 		})
 	})
 }
+
+// ackMessages takes every ack message r has sent so far and returns how
+// many there were and the positions they acked, in order.
+func ackMessages(r *destinationRun) (messages int, positions []string) {
+	for {
+		select {
+		case m := <-r.st.out:
+			messages++
+			for _, a := range m.Acks {
+				positions = append(positions, string(a.Position))
+			}
+		default:
+			return messages, positions
+		}
+	}
+}
+
+// TestAcksGoTogetherUnderLoad: at batch size 1, while records wait and
+// each Write is short, a destination sends the acks of several Writes in
+// one message; each record is acked once, in order, and Stop returns once
+// the last ack is sent.
+func TestAcksGoTogetherUnderLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		const n = 200
+		r := loggedDestination(t, batcher.Policy{Count: 1}, &writeLog{delay: 100 * time.Microsecond}).run()
+		go r.sendEach(1, n)
+		time.Sleep(n * 100 * time.Microsecond) // the Writes
+		synctest.Wait()
+		messages, positions := ackMessages(r)
+		is.Equal(positions, upTo(n))
+		is.Equal(len(r.log.got()), n) // a Write per record
+		if messages > n/5 {
+			t.Errorf("%d records acked in %d messages, expected a message per 5 Writes or fewer (Writes of 0.1 ms, %v together)", n, messages, aheadTime)
+		}
+		is.NoErr(r.stop(strconv.Itoa(n)))
+		r.end()
+	})
+}
+
+// TestAcksAloneWhenNothingWaits: a record that comes alone is acked at
+// once, and so is each record behind Writes longer than aheadTime, even
+// under load: holding acks never costs more than aheadTime.
+func TestAcksAloneWhenNothingWaits(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		delay time.Duration // each Write's
+		load  bool          // the records come at once, not one by one
+	}{
+		{"idle", 100 * time.Microsecond, false},
+		{"long writes under load", 2 * aheadTime, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				const n = 20
+				r := loggedDestination(t, batcher.Policy{Count: 1}, &writeLog{delay: tt.delay}).run()
+				if tt.load {
+					go r.sendEach(1, n)
+					time.Sleep(n * tt.delay) // the Writes
+					synctest.Wait()
+				} else {
+					for i := 1; i <= n; i++ {
+						r.send(i, i)
+						time.Sleep(tt.delay)
+						synctest.Wait()
+						messages, positions := ackMessages(r)
+						is.Equal(messages, 1) // acked as soon as written
+						is.Equal(positions, []string{strconv.Itoa(i)})
+					}
+				}
+				messages, positions := ackMessages(r)
+				if tt.load {
+					is.Equal(positions, upTo(n))
+					is.Equal(messages, n) // a message per Write
+				}
+				is.NoErr(r.stop(strconv.Itoa(n)))
+				r.end()
+			})
+		})
+	}
+}

@@ -35,8 +35,11 @@ type outcomes struct {
 	log      *slog.Logger
 	metrics  *metrics.Set // counts the Writes, acks, nacks and retries; nil: nothing
 	// send delivers settled acks to Conduit, in order; writeAll calls it
-	// before each backoff and once at the end.
+	// before each backoff and once at the end, unless hold is set.
 	send func([]pconnector.DestinationRunResponseAck) error
+	// hold, if set, takes the acks settled last instead of send, for a
+	// later send to deliver before its own.
+	hold func([]pconnector.DestinationRunResponseAck)
 }
 
 // writeAll writes records and settles them; its error is send's.
@@ -139,6 +142,10 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 			nack(failed+1, len(records), metrics.NackNotAttempted, fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], reason))
 			start = len(records)
 		}
+	}
+	if o.hold != nil {
+		o.hold(settled)
+		return nil
 	}
 	return flush()
 }
