@@ -456,19 +456,18 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 		perMessage     bool // Conduit's default engine; otherwise v2
 		source, dest   map[string]string
 		sourceMessages int64 // 0: not checked
-		ackMessages    int64 // at least; 0: not checked. Writes take what has arrived, up to the batch size.
 	}{
 		// The generator reads in batches of 1000, which travel as one message.
-		{name: "default engine", perMessage: true, sourceMessages: records / 1000, ackMessages: 1},
+		{name: "default engine", perMessage: true, sourceMessages: records / 1000},
 		{name: "default engine, destination batches of 100", perMessage: true,
-			dest: map[string]string{"sdk.batch.size": "100"}, ackMessages: records / 100},
+			dest: map[string]string{"sdk.batch.size": "100"}},
 		{name: "default engine, destination delay only", perMessage: true,
 			dest: map[string]string{"sdk.batch.delay": "20ms"}},
 		{name: "v2 engine, source batches of 250", perMessage: false,
-			source: map[string]string{"sdk.batch.size": "250"}, sourceMessages: records / 250, ackMessages: 1},
+			source: map[string]string{"sdk.batch.size": "250"}, sourceMessages: records / 250},
 		{name: "v2 engine, source and destination batching", perMessage: false,
 			source: map[string]string{"sdk.batch.size": "500", "sdk.batch.delay": "10ms"},
-			dest:   map[string]string{"sdk.batch.size": "100", "sdk.batch.bytes": "1048576"}, ackMessages: records / 100},
+			dest:   map[string]string{"sdk.batch.size": "100", "sdk.batch.bytes": "1048576"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			leakcheck.Check(t)
@@ -495,11 +494,9 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 			if tt.sourceMessages > 0 {
 				is.Equal(res.SourceBatches, tt.sourceMessages)
 			}
-			if tt.ackMessages > 0 {
-				// One ack message per Write, and no Write larger than the
-				// batch size; how many records each found waiting varies.
-				is.True(res.AckBatches >= tt.ackMessages && res.AckBatches <= records)
-			}
+			// How many records each Write found waiting varies, and the
+			// acks of short Writes in a row share a message (ackTogether).
+			is.True(res.AckBatches >= 1 && res.AckBatches <= records)
 		})
 	}
 }
