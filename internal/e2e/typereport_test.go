@@ -192,7 +192,7 @@ func awaitTable(t *testing.T, c *conduit, src, dst *pgx.Conn, col string) string
 		select {
 		case <-c.Done(): // exited on the degraded pipeline
 			if m := sourceFailure.FindStringSubmatch(c.Log()); m != nil {
-				return "fails: " + cell(m[1])
+				return "fails: " + cell(strings.ReplaceAll(m[1], `\"`, `"`))
 			}
 			return "fails: " + cell(fmt.Sprint("Conduit exited: ", c.Err()))
 		default:
@@ -207,7 +207,7 @@ func awaitTable(t *testing.T, c *conduit, src, dst *pgx.Conn, col string) string
 
 // sourceFailure is the reason in Conduit's log for a source that failed
 // its pipeline, less the prefixes Conduit and the incumbent's SDK add.
-var sourceFailure = regexp.MustCompile(`"error":"node e2e:source stopped with error: (?:source stream was stopped unexpectedly: )?(?:error reading from source: )?(?:read plugin error: )?([^"]*)`)
+var sourceFailure = regexp.MustCompile(`"error":"node e2e:source stopped with error: (?:source stream was stopped unexpectedly: )?(?:error reading from source: )?(?:read plugin error: )?((?:[^"\\]|\\.)*)`)
 
 func textByID(t *testing.T, conn *pgx.Conn, q string) map[string]string {
 	t.Helper()
