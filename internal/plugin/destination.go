@@ -89,16 +89,24 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 		}
 	}()
 	acks := &heldAcks{stream: stream}
-	f := &flow{ctx: loopCtx, inbox: inbox, batch: in, policy: dst.Batch, metrics: dst.Metrics.Set, stops: d.stops, drain: d.halt.stopping(), work: func(batch []opencdc.Record) error {
-		return d.write(writeCtx, dst, acks, batch)
+	f := &flow{ctx: loopCtx, inbox: inbox, batch: in, policy: dst.Batch, metrics: dst.Metrics.Set, stops: d.stops, drain: d.halt.stopping(), work: func(batch []opencdc.Record, holdAcks bool) error {
+		return d.write(writeCtx, dst, acks, batch, holdAcks)
 	}, flush: func() error { return acks.send(nil) }}
 	return f.run()
 }
 
 // write writes records and settles each of them with one ack (see
-// [outcomes]), which acks holds until the owner loop has them sent.
-func (d *destinationServer) write(ctx context.Context, dst *Destination, acks *heldAcks, records []opencdc.Record) error {
-	return outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set, send: acks.send, hold: acks.hold}.writeAll(ctx, records)
+// [outcomes]), which it sends after any acks kept, or keeps too with
+// holdAcks.
+func (d *destinationServer) write(ctx context.Context, dst *Destination, acks *heldAcks, records []opencdc.Record, holdAcks bool) error {
+	o := outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set, send: acks.send}
+	if holdAcks {
+		o.hold = acks.hold
+	}
+	if err := o.writeAll(ctx, records); err != nil || holdAcks {
+		return err
+	}
+	return acks.send(nil) // those kept, if writeAll sent nothing
 }
 
 // heldAcks are a Run's acks settled and not yet sent, in order. Only the

@@ -52,15 +52,23 @@ func aheadOf(p batcher.Policy, pace float64) int {
 	return max(p.Count, int(pace*aheadTime.Seconds()+0.5))
 }
 
-// ackTogether reports whether the acks the worker holds, the first of
-// them held for waited, may wait for the next batch's, which should take
-// about last: only while all of them go within aheadTime. So a busy
-// destination that writes small batches fast (sdk.batch.size 1 under
-// load) sends its acks a few writes at a time, not in a message per
-// record, at a cost of less than aheadTime; one whose writes take longer,
-// or that has nothing more at hand, sends them at once.
+// ackTogether reports whether the acks of the batch the worker takes now,
+// and those it kept (the first of them waiting for waited), may wait for
+// the next batch's, which is at hand, writes taking about last: only
+// while all of them go within aheadTime. So a busy destination that
+// writes small batches fast (sdk.batch.size 1 under load) sends its acks
+// a few writes at a time, not in a message per record, at a cost of less
+// than aheadTime; one whose writes take longer, or that has nothing more
+// at hand, sends them as each Write returns.
 func ackTogether(waited, last time.Duration) bool {
-	return waited+last < aheadTime
+	return waited+2*last < aheadTime
+}
+
+// job is what the owner hands the worker: a batch, or nothing (nil
+// records), which asks it to flush the acks it kept.
+type job struct {
+	records  []opencdc.Record
+	holdAcks bool
 }
 
 // flow is one Run's owner loop, of either role. A reader puts records in
@@ -77,12 +85,15 @@ type flow struct {
 	batch   *batcher.Batcher[opencdc.Record]
 	policy  batcher.Policy // batch's, for why a batch goes
 	metrics *metrics.Set
-	work    func([]opencdc.Record) error // the worker's call; an error ends the loop
-	// flush, if set, is the worker's call that sends the acks its work
-	// left held (a destination's): the owner has them go with the next
-	// batch's while that batch is at hand and its write short (see
-	// ackTogether), and calls flush before anything waits. nil: work
-	// leaves nothing held.
+	// work is the worker's call; an error ends the loop. With holdAcks, a
+	// destination keeps the batch's acks to send with the next batch's,
+	// which the owner asks for only while that batch is already at hand
+	// and both go soon (see ackTogether); otherwise it sends them, and any
+	// it kept, at once.
+	work func(batch []opencdc.Record, holdAcks bool) error
+	// flush, if set, is the worker's call that sends the acks it kept: the
+	// owner calls it if nothing follows them after all (Stop, the loop's
+	// end). nil: work never keeps acks.
 	flush func() error
 	stops <-chan stopRequest
 	drain <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
@@ -111,17 +122,17 @@ type pendingStop struct {
 // for the acks); once ctx is done and the worker idle, with ctx's cause;
 // or once the worker failed, with its error.
 func (f *flow) run() error {
-	batches := make(chan []opencdc.Record) // nil: flush
+	batches := make(chan job)
 	results := make(chan error, 1)
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
-		for batch := range batches {
-			if batch == nil {
+		for j := range batches {
+			if j.records == nil {
 				results <- f.flush()
 				continue
 			}
-			results <- f.work(batch)
+			results <- f.work(j.records, j.holdAcks)
 		}
 	}()
 	defer func() { close(batches); <-workerDone }()
@@ -133,7 +144,8 @@ func (f *flow) run() error {
 		busySince time.Time
 		pace      float64       // records the worker handles per second while busy, smoothed; 0 until measured
 		flushing  bool          // the worker is flushing, not working
-		held      int           // records through the worker whose acks it holds (flush)
+		holding   bool          // the worker keeps the acks of the batch it has
+		held      int           // records through the worker whose acks it keeps
 		heldSince time.Time     // when the first of them came back
 		lastTook  time.Duration // how long the last batch took
 		halt      bool          // hand out nothing more: ctx is done, or the worker failed
@@ -167,11 +179,11 @@ func (f *flow) run() error {
 	for {
 		var hold time.Duration // how much longer a due batch waits for Conduit's acks
 		due := f.batch.Due(now) || (draining && f.batch.Len() > 0)
-		// Held acks go before anything waits or the loop ends, whatever
+		// Kept acks go before anything waits or the loop ends, whatever
 		// ended it: the stream may still carry them.
-		if !busy && held > 0 && (halt || !due || draining || !ackTogether(now.Sub(heldSince), lastTook)) {
+		if !busy && held > 0 && (halt || !due) {
 			busy, busyCount, flushing = true, 0, true
-			batches <- nil
+			batches <- job{}
 			continue
 		}
 		if !busy && !halt && due {
@@ -183,7 +195,13 @@ func (f *flow) run() error {
 					f.metrics.Flushed(reason, len(batch), bytes-f.batch.Bytes(), now.Sub(arrivals.take(len(batch))))
 				}
 				f.acks.sent(len(batch), now) // before its acks can come
-				batches <- batch
+				waited := time.Duration(0)
+				if held > 0 {
+					waited = now.Sub(heldSince)
+				}
+				atHand := f.batch.Len() > 0 || f.inbox.waiting()
+				holding = f.flush != nil && !draining && atHand && ackTogether(waited, lastTook)
+				batches <- job{records: batch, holdAcks: holding}
 				continue
 			}
 		}
@@ -270,8 +288,9 @@ func (f *flow) run() error {
 			f.batch.Done()
 			f.metrics.Held(f.batch.Held())
 			switch {
-			case f.flush == nil:
-				worked += busyCount
+			case !holding: // sent with those kept before
+				worked += held + busyCount
+				held = 0
 			case held == 0:
 				held, heldSince = busyCount, time.Now()
 			default:

@@ -83,6 +83,13 @@ func (b *inbox) put(records []opencdc.Record, quit <-chan struct{}) bool {
 	return true
 }
 
+// waiting reports whether records wait to be taken.
+func (b *inbox) waiting() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.records) > 0
+}
+
 func (b *inbox) lockedFull() bool {
 	return len(b.records) >= b.limit || b.bytes >= inboxBytes
 }

@@ -89,7 +89,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 		endLoop(s.ack(metrics.NewContext(ctx, src.Metrics.Set), src, stream, acks))
 	}()
 
-	f := &flow{ctx: loopCtx, inbox: inbox, batch: out, policy: src.Batch, metrics: src.Metrics.Set, stops: s.stops, acks: acks, work: func(batch []opencdc.Record) error {
+	f := &flow{ctx: loopCtx, inbox: inbox, batch: out, policy: src.Batch, metrics: src.Metrics.Set, stops: s.stops, acks: acks, work: func(batch []opencdc.Record, _ bool) error {
 		if err := stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
 			return fmt.Errorf("send records to Conduit: %w", err)
 		}
