@@ -94,6 +94,9 @@ bench: build conduit incumbent
 		-vs-plugin $(INCUMBENT_BIN)/postgres $(foreach kv,$(NO_SCHEMA),-config $(kv) -vs-config $(kv))
 	$(GO) run ./internal/cmd/bench conduit -out bench/results -conduit $(CONDUIT_BIN) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench conduit -out bench/results/rate500 -conduit $(CONDUIT_BIN) \
+		-vs-plugin $(INCUMBENT_BIN)/postgres -engines default -batch-sizes 1,10,100,1000,0 -rate 500 -ceiling=false -idle-rate 0
+	$(GO) run ./internal/cmd/bench acks -out bench/results
 	$(GO) run ./internal/cmd/bench replicate -out bench/results -conduit $(CONDUIT_BIN) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
 
