@@ -33,7 +33,8 @@ func count(t *testing.T, url, query string) int64 {
 	return n
 }
 
-// column returns query's one column, a string a row.
+// column returns query's one column, a string a row, from the database
+// at url.
 func column(t *testing.T, url, query string) []string {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), url)
@@ -41,7 +42,13 @@ func column(t *testing.T, url, query string) []string {
 		t.Fatal(err)
 	}
 	defer conn.Close(t.Context())
-	rows, err := conn.Query(t.Context(), query)
+	return columnOn(t, conn, query)
+}
+
+// columnOn returns query's one column, a string a row, from conn.
+func columnOn(t *testing.T, conn *pgx.Conn, query string, args ...any) []string {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +57,14 @@ func column(t *testing.T, url, query string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// columnTypes returns table's columns as conn's database has them, in
+// order: name, type as format_type spells it, and NOT NULL.
+func columnTypes(t *testing.T, conn *pgx.Conn, table string) []string {
+	t.Helper()
+	return columnOn(t, conn, `SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+		FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, table)
 }
 
 // dump returns the rows of table, each as PostgreSQL prints a row, one a

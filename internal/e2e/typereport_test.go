@@ -36,7 +36,7 @@ func TestTypeReport(t *testing.T) {
 	_, cols := matrixValues(t, src)
 	cols = slices.DeleteFunc(cols, func(c string) bool { return c == "id" })
 	typeOf := map[string]string{}
-	for _, c := range columnTypes(t, src) {
+	for _, c := range columnTypes(t, src, "matrix") {
 		name, typ, _ := strings.Cut(c, " ")
 		typeOf[name] = typ
 	}
