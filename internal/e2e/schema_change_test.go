@@ -46,13 +46,7 @@ func TestConduitColumnsAddedWhileRunning(t *testing.T) {
 				acked += 300 + 10
 				c.waitForAcked(acked)
 			}
-			c.checkRunning("e2e")
-			c.stop()
-			c.checkProblems()
-
-			if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
-				t.Fatalf("records went to the dead-letter queue:\n%s", b)
-			}
+			c.stopClean(dlq)
 			is.Equal(count(t, to, `SELECT count(*) FROM e6 WHERE c4 IS NOT NULL`), int64(310))
 			is.Equal(dump(t, dst, "e6"), dump(t, src, "e6"))
 		})
@@ -109,17 +103,24 @@ func TestConduitSchemaChangesFollowed(t *testing.T) {
 				acked += 100 + 5
 			}
 			c.waitForAcked(acked)
-			c.checkRunning("e2e")
-			c.stop()
-			c.checkProblems()
-
-			if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
-				t.Fatalf("records went to the dead-letter queue:\n%s", b)
-			}
+			c.stopClean(dlq)
 			const cols = `id, label, n, code, price`
 			is.Equal(column(t, to, `SELECT concat_ws('|', `+cols+`) FROM e7 ORDER BY id`), column(t, from, `SELECT concat_ws('|', `+cols+`) FROM e7 ORDER BY id`))
 			is.Equal(columnTypes(t, dst, "e7"), []string{"id integer not null", "label character varying(100)", "n bigint", "code text", "gone text", "price numeric(12,2)"})
 			is.Equal(count(t, to, `SELECT count(*) FROM e7 WHERE id >= 6000 AND gone IS NULL`), int64(100))
 		})
+	}
+}
+
+// stopClean checks that the pipeline still runs, stops Conduit, and fails
+// the test if Conduit logged a problem or a record went to the dead-letter
+// queue at dlq.
+func (c *conduit) stopClean(dlq string) {
+	c.t.Helper()
+	c.checkRunning("e2e")
+	c.stop()
+	c.checkProblems()
+	if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
+		c.t.Fatalf("records went to the dead-letter queue:\n%s", b)
 	}
 }
