@@ -143,6 +143,7 @@ func (f *flow) run() error {
 		busyCount int  // its records
 		busySince time.Time
 		pace      float64       // records the worker handles per second while busy, smoothed; 0 until measured
+		lead      int           // the inbox's limit as last set here; 0: as newInbox set it
 		flushing  bool          // the worker is flushing, not working
 		holding   bool          // the worker keeps the acks of the batch it has
 		held      int           // records through the worker whose acks it keeps
@@ -182,7 +183,7 @@ func (f *flow) run() error {
 		// Kept acks go before anything waits or the loop ends, whatever
 		// ended it: the stream may still carry them.
 		if !busy && held > 0 && (halt || !due) {
-			busy, busyCount, flushing = true, 0, true
+			busy, busyCount, flushing, holding = true, 0, true, false
 			batches <- job{}
 			continue
 		}
@@ -266,35 +267,30 @@ func (f *flow) run() error {
 			continue // now is read
 		case err := <-results:
 			busy = false
-			if flushing {
-				flushing = false
+			if !flushing {
+				if took := time.Since(busySince); took > 0 {
+					lastTook = took
+					measured := float64(busyCount) / took.Seconds()
+					if pace == 0 {
+						pace = measured
+					}
+					pace += (measured - pace) / 4
+					if l := aheadOf(f.policy, pace); l != lead {
+						f.inbox.setLimit(l)
+						lead = l
+					}
+				}
+				f.batch.Done()
+				f.metrics.Held(f.batch.Held())
+				if held == 0 {
+					heldSince = time.Now()
+				}
+				held += busyCount
+			}
+			flushing = false
+			if !holding { // sent, with those kept before
 				worked += held
 				held = 0
-				if err != nil {
-					workErr, halt = err, true
-				}
-				settle()
-				break
-			}
-			if took := time.Since(busySince); took > 0 {
-				lastTook = took
-				measured := float64(busyCount) / took.Seconds()
-				if pace == 0 {
-					pace = measured
-				}
-				pace += (measured - pace) / 4
-				f.inbox.setLimit(aheadOf(f.policy, pace))
-			}
-			f.batch.Done()
-			f.metrics.Held(f.batch.Held())
-			switch {
-			case !holding: // sent with those kept before
-				worked += held + busyCount
-				held = 0
-			case held == 0:
-				held, heldSince = busyCount, time.Now()
-			default:
-				held += busyCount
 			}
 			if err != nil {
 				workErr, halt = err, true
