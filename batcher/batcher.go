@@ -121,33 +121,71 @@ func (b *Batcher[T]) Room() bool {
 	return (b.hold.Count == 0 || count < b.hold.Count) && (b.hold.Bytes == 0 || bytes < b.hold.Bytes)
 }
 
+// Reason says why a batch is due: which limit it reached, or that the
+// policy lets it go as soon as it has an item.
+type Reason uint8
+
+const (
+	Size   Reason = iota + 1 // it has Policy.Count items
+	Bytes                    // it has Policy.Bytes bytes
+	Full                     // the hold bound is reached, so nothing more can come
+	Delay                    // its oldest item waited Policy.Delay
+	AtOnce                   // the policy has no delay: it goes at its first item (group commit)
+)
+
+func (r Reason) String() string {
+	switch r {
+	case Size:
+		return "size"
+	case Bytes:
+		return "bytes"
+	case Full:
+		return "full"
+	case Delay:
+		return "delay"
+	case AtOnce:
+		return "at once"
+	}
+	return "not due"
+}
+
 // Complete reports whether the next batch is complete: it has Count items,
-// or Bytes, or the item after it would not fit, or the hold bound is
-// reached so that nothing more can come.
-func (b *Batcher[T]) Complete() bool {
+// or Bytes, or the hold bound is reached so that nothing more can come.
+func (b *Batcher[T]) Complete() bool { return b.completed() != 0 }
+
+// completed returns which limit the next batch reached, or 0.
+func (b *Batcher[T]) completed() Reason {
 	n := b.Len()
 	switch {
 	case n == 0:
-		return false
+		return 0
 	case b.policy.Count > 0 && n >= b.policy.Count:
-		return true
+		return Size
 	case b.policy.Bytes > 0 && b.bytes >= b.policy.Bytes:
-		return true
+		return Bytes
+	case !b.Room():
+		return Full
 	}
-	return !b.Room()
+	return 0
 }
 
-// Due reports whether a batch should be taken at now: there is an item, and
-// the policy has no delay, or the batch is complete, or its oldest item has
-// waited the delay.
-func (b *Batcher[T]) Due(now time.Time) bool {
+// Due reports whether a batch should be taken at now, and why: there is an
+// item, and the batch is complete, or the policy has no delay, or its
+// oldest item has waited the delay.
+func (b *Batcher[T]) Due(now time.Time) (why Reason, due bool) {
 	if b.Len() == 0 {
-		return false
+		return 0, false
 	}
-	if b.policy.Delay == 0 || b.Complete() {
-		return true
+	if r := b.completed(); r != 0 {
+		return r, true
 	}
-	return !now.Before(b.arrived[b.head].Add(b.policy.Delay))
+	if b.policy.Delay == 0 {
+		return AtOnce, true
+	}
+	if now.Before(b.arrived[b.head].Add(b.policy.Delay)) {
+		return 0, false
+	}
+	return Delay, true
 }
 
 // Wait returns how long after now the next batch becomes due by its delay:
@@ -157,7 +195,7 @@ func (b *Batcher[T]) Wait(now time.Time) (time.Duration, bool) {
 	if b.Len() == 0 {
 		return 0, false
 	}
-	if b.Due(now) {
+	if _, due := b.Due(now); due {
 		return 0, true
 	}
 	return b.arrived[b.head].Add(b.policy.Delay).Sub(now), true

@@ -59,7 +59,7 @@ func sim(t testing.TB, p Policy, h Hold, write time.Duration, arrivals []arrival
 				t.Fatalf("held %d items, %d bytes over the bound %+v", c, by, h)
 			}
 		}
-		if !busy && b.Due(now) {
+		if _, due := b.Due(now); !busy && due {
 			batch := b.Take()
 			checkBatch(t, p, batch)
 			out = append(out, fmt.Sprintf("%v@%v", batch, now.Sub(start)))
@@ -304,4 +304,43 @@ func TestAddSizedCountsTheGivenSize(t *testing.T) {
 	is.Equal(count, 2)
 	is.Equal(bytes, 12)
 	is.Equal(calls, 0)
+}
+
+// TestDueSaysWhy: a due batch says which limit made it due, the first of
+// size, bytes and the hold bound that it reached; otherwise that the
+// policy has no delay, or that its oldest item waited the delay.
+func TestDueSaysWhy(t *testing.T) {
+	start := time.Now()
+	tests := []struct {
+		name   string
+		policy Policy
+		hold   Hold
+		items  []int // each of its size, all added at start
+		at     time.Duration
+		why    Reason
+		due    bool
+	}{
+		{"nothing collected", Policy{}, Hold{}, nil, 0, 0, false},
+		{"no delay", Policy{Count: 3}, Hold{}, []int{1}, 0, AtOnce, true},
+		{"size", Policy{Count: 2, Delay: time.Second}, Hold{}, []int{1, 1}, 0, Size, true},
+		{"bytes", Policy{Bytes: 5, Delay: time.Second}, Hold{}, []int{3, 3}, 0, Bytes, true},
+		{"size before bytes", Policy{Count: 2, Bytes: 5}, Hold{}, []int{3, 3}, 0, Size, true},
+		{"hold bound", Policy{Count: 10, Delay: time.Second}, Hold{Count: 2}, []int{1, 1}, 0, Full, true},
+		{"waiting for the delay", Policy{Count: 10, Delay: time.Second}, Hold{}, []int{1}, 999 * time.Millisecond, 0, false},
+		{"delay", Policy{Count: 10, Delay: time.Second}, Hold{}, []int{1}, time.Second, Delay, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			b, err := New(tt.policy, tt.hold, func(n int) int { return n })
+			is.NoErr(err)
+			for _, n := range tt.items {
+				b.Add(n, start)
+			}
+			why, due := b.Due(start.Add(tt.at))
+			is.Equal(due, tt.due)
+			is.Equal(why, tt.why)
+			is.Equal(b.Complete(), tt.why == Size || tt.why == Bytes || tt.why == Full)
+		})
+	}
 }

@@ -24,6 +24,8 @@
 //     is done ([Batcher.Done]). [Batcher.Room] says whether the owner may
 //     take in more: stopping while it is false is what pushes back on the
 //     producer and keeps memory flat.
+//   - [Batcher.Due] says why a batch is due ([Reason]): the limit it reached,
+//     or the delay it waited, or that the policy has none.
 //   - [Batcher.Due] and [Batcher.Wait] take the time as an argument: the
 //     owner decides how to wait (a timer in its select loop), the batcher
 //     only says until when.

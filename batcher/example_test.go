@@ -16,21 +16,22 @@ func ExampleNew() {
 	}
 	now := time.Now()
 	b.Add("a", now)
-	fmt.Println(b.Due(now), b.Take()) // an idle writer takes a lone item at once
+	why, due := b.Due(now)
+	fmt.Println(due, why, b.Take()) // an idle writer takes a lone item at once
 	for _, s := range []string{"b", "cc", "ddddddddd"} {
 		b.Add(s, now) // ...and while it writes, more come
 	}
 	fmt.Println(b.Room()) // four held: stop taking items in
 	b.Done()
-	for b.Due(now) {
-		fmt.Println(b.Take())
+	for why, due := b.Due(now); due; why, due = b.Due(now) {
+		fmt.Println(why, b.Take())
 		b.Done()
 	}
 	// Output:
-	// true [a]
+	// true at once [a]
 	// false
-	// [b cc]
-	// [ddddddddd]
+	// size [b cc]
+	// bytes [ddddddddd]
 }
 
 // With a delay, an incomplete batch waits for its oldest item to have
@@ -46,8 +47,9 @@ func ExampleBatcher_Wait() {
 	wait, ok := b.Wait(start.Add(500 * time.Millisecond))
 	fmt.Println(wait, ok)
 	b.Add(3, start.Add(600*time.Millisecond))
-	fmt.Println(b.Due(start.Add(600*time.Millisecond)), b.Take())
+	why, due := b.Due(start.Add(600 * time.Millisecond))
+	fmt.Println(due, why, b.Take())
 	// Output:
 	// 500ms true
-	// true [1 2 3]
+	// true size [1 2 3]
 }

@@ -4,48 +4,32 @@ import (
 	"fmt"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 )
 
-// settle turns the outcome of Destination.Write into one ack per record, in
-// order: positions[:n] positively, positions[n:] negatively with the error.
-// The positions are taken before Write, which may not change them but
-// could.
+// settle judges the outcome of a Destination.Write of size records that
+// returned n and err: how many leading records it confirms, acked is
+// their count, and the error the others are nacked with, nil if there are
+// none.
 //
 // A Write that breaks its contract is treated conservatively: n outside
-// [0, len(records)] confirms nothing, and a short write without an error
-// gets an error that says so. Both are reported so the connector's author
-// can find the bug. n == len(records) with an error acks everything: the
-// records were written, and the returned error is the caller's to log.
-// acked is how many leading records the acks confirm.
-func settle(positions []opencdc.Position, n int, err error) (acks []pconnector.DestinationRunResponseAck, acked int, nackErr error) {
+// [0, size] confirms nothing, and a short write without an error gets an
+// error that says so. Both are reported so the connector's author can find
+// the bug. n == size with an error confirms everything: the records were
+// written, and the returned error is the caller's to log.
+func settle(size, n int, err error) (acked int, nackErr error) {
 	switch {
-	case n < 0 || n > len(positions):
-		nackErr = fmt.Errorf("destination broke the Write contract: returned n=%d for %d records, expected 0 <= n <= %d", n, len(positions), len(positions))
+	case n < 0 || n > size:
+		nackErr = fmt.Errorf("destination broke the Write contract: returned n=%d for %d records, expected 0 <= n <= %d", n, size, size)
 		if err != nil {
 			nackErr = fmt.Errorf("%w (Write error: %w)", nackErr, err)
 		}
-		n = 0
-	case n < len(positions) && err == nil:
-		nackErr = fmt.Errorf("destination broke the Write contract: wrote %d of %d records but returned no error", n, len(positions))
-	case n < len(positions):
-		nackErr = err
+		return 0, nackErr
+	case n < size && err == nil:
+		return n, fmt.Errorf("destination broke the Write contract: wrote %d of %d records but returned no error", n, size)
+	case n < size:
+		return n, err
 	}
-	msg := ""
-	if nackErr != nil {
-		// An empty error string would read as a positive ack to Conduit.
-		if msg = nackErr.Error(); msg == "" {
-			msg = fmt.Sprintf("destination returned an error with an empty message (%T)", nackErr)
-		}
-	}
-	acks = make([]pconnector.DestinationRunResponseAck, len(positions))
-	for i, p := range positions {
-		acks[i].Position = p
-		if i >= n {
-			acks[i].Error = msg
-		}
-	}
-	return acks, n, nackErr
+	return n, nil
 }
 
 // positionsOf returns the records' positions.

@@ -7,16 +7,15 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/metrics"
 )
 
 // destinationServer serves one destination connector instance to Conduit.
 //
-// Its Run is an owner loop (see flow) with a reader that receives
+// Its Run is an owner loop (see owner) with a reader that receives
 // Conduit's messages and a writer, the loop's worker, that calls Write and
 // sends the acks (those of short Writes in a row together, see
-// ackTogether): whenever the writer is free, everything received so far,
+// keepAcks): whenever the writer is free, everything received so far,
 // up to the batching limits, is written in one call (group commit). What
 // has been received and not yet acked is bounded; while the bound is
 // reached, the reader's messages wait in its inbox, Recv is not called
@@ -54,10 +53,6 @@ func (d *destinationServer) Run(ctx context.Context, stream pconnector.Destinati
 // Conduit has closed the stream and what was received is written and
 // acked, or once the stream or the writes end (Teardown).
 func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream pconnector.DestinationRunStreamServer) error {
-	in, err := batcher.New(dst.Batch, holdFor(dst.Batch), recordSize)
-	if err != nil {
-		return err
-	}
 	// Writes outlive the stream's context, keeping what it carries for
 	// connector code, so that what was received is written and acked even
 	// while Conduit closes the stream; Teardown cancels them. The loop
@@ -70,67 +65,67 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	defer endLoop()
 	defer context.AfterFunc(d.writes, endLoop)()
 
+	w := &writer{ctx: writeCtx, stream: stream, outcomes: outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set}}
+	o, err := newOwner(loopCtx, dst.Batch, dst.Metrics.Set, w, d.stops, d.halt.stopping())
+	if err != nil {
+		return err
+	}
 	// The reader receives messages into the inbox, which the owner empties
 	// only while there is room: once the inbox is full, Recv is not called
 	// again until it has.
 	quit := make(chan struct{})
 	defer close(quit)
-	inbox := newInbox(aheadOf(dst.Batch, 0)) // a batch, until the worker's pace is measured
 	go func() {
 		for {
 			req, err := stream.Recv()
 			if err != nil {
-				inbox.end(err)
+				o.inbox.end(err)
 				return
 			}
-			if len(req.Records) > 0 && !inbox.put(req.Records, quit) {
+			if len(req.Records) > 0 && !o.inbox.put(req.Records, quit) {
 				return
 			}
 		}
 	}()
-	acks := &heldAcks{stream: stream}
-	f := &flow{ctx: loopCtx, inbox: inbox, batch: in, policy: dst.Batch, metrics: dst.Metrics.Set, stops: d.stops, drain: d.halt.stopping(), work: func(batch []opencdc.Record, holdAcks bool) error {
-		return d.write(writeCtx, dst, acks, batch, holdAcks)
-	}, flush: func() error { return acks.send(nil) }}
-	return f.run()
+	return o.run()
 }
 
-// write writes records and settles each of them with one ack (see
-// [outcomes]), which it sends after any acks kept, or keeps too with
-// holdAcks.
-func (d *destinationServer) write(ctx context.Context, dst *Destination, acks *heldAcks, records []opencdc.Record, holdAcks bool) error {
-	o := outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set, send: acks.send}
-	if holdAcks {
-		o.hold = acks.hold
+// writer is a destination's worker: it writes each batch and settles each
+// record with one ack (see [outcomes]), which it sends after the acks it
+// kept, or keeps too (see keepAcks).
+type writer struct {
+	ctx      context.Context
+	stream   pconnector.DestinationRunStreamServer
+	outcomes outcomes // but send and keep, which are the writer's
+	kept     []pconnector.DestinationRunResponseAck
+}
+
+func (w *writer) handle(batch []opencdc.Record) error        { return w.write(batch, false) }
+func (w *writer) handleKeeping(batch []opencdc.Record) error { return w.write(batch, true) }
+func (w *writer) sendKept() error                            { return w.send(nil) }
+
+func (w *writer) write(batch []opencdc.Record, keep bool) error {
+	o := w.outcomes
+	o.send = w.send
+	if keep {
+		o.keep = func(acks []pconnector.DestinationRunResponseAck) { w.kept = append(w.kept, acks...) }
 	}
-	if err := o.writeAll(ctx, records); err != nil || holdAcks {
+	if err := o.writeAll(w.ctx, batch); err != nil || keep {
 		return err
 	}
-	return acks.send(nil) // those kept, if writeAll sent nothing
+	return w.send(nil) // those kept, if writeAll sent nothing
 }
 
-// heldAcks are a Run's acks settled and not yet sent, in order. Only the
-// Run's worker uses them.
-type heldAcks struct {
-	stream pconnector.DestinationRunStreamServer
-	held   []pconnector.DestinationRunResponseAck
-}
-
-// hold keeps acks for the next send.
-func (h *heldAcks) hold(acks []pconnector.DestinationRunResponseAck) {
-	h.held = append(h.held, acks...)
-}
-
-// send sends the held acks and then acks, in one message.
-func (h *heldAcks) send(acks []pconnector.DestinationRunResponseAck) error {
-	if len(h.held) > 0 {
-		acks = append(h.held, acks...)
-		h.held = nil
+// send sends the acks kept and then acks, in one message.
+func (w *writer) send(acks []pconnector.DestinationRunResponseAck) error {
+	if len(w.kept) > 0 {
+		acks = append(w.kept, acks...)
+		w.kept = nil
 	}
 	if len(acks) == 0 {
 		return nil
 	}
-	if err := h.stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
+	if err := w.stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
 		return fmt.Errorf("send acks to Conduit: %w", err)
 	}
 	return nil

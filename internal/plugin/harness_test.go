@@ -283,6 +283,14 @@ func newSourceRun(t testing.TB, s *sourceServer) *sourceRun {
 	return r
 }
 
+// holding has the stream hold n messages the test has not taken, as
+// Conduit's transport does, before the server's Send waits (1000 unless
+// set). It returns r.
+func (r *sourceRun) holding(n int) *sourceRun {
+	r.st.out = make(chan pconnector.SourceRunResponse, n)
+	return r
+}
+
 // run starts Run and returns r.
 func (r *sourceRun) run() *sourceRun {
 	r.done = background(func() error { return r.s.Run(r.ctx, r.st) })

@@ -35,125 +35,177 @@ type outcomes struct {
 	log      *slog.Logger
 	metrics  *metrics.Set // counts the Writes, acks, nacks and retries; nil: nothing
 	// send delivers settled acks to Conduit, in order; writeAll calls it
-	// before each backoff and once at the end, unless hold is set.
+	// before each backoff and once at the end, unless keep is set.
 	send func([]pconnector.DestinationRunResponseAck) error
-	// hold, if set, takes the acks settled last instead of send, for a
+	// keep, if set, takes the acks settled last instead of send, for a
 	// later send to deliver before its own.
-	hold func([]pconnector.DestinationRunResponseAck)
+	keep func([]pconnector.DestinationRunResponseAck)
 }
 
 // writeAll writes records and settles them; its error is send's.
 func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error {
 	// The positions are taken before Write, which may not change them but
 	// could.
-	positions := positionsOf(records)
-	var settled []pconnector.DestinationRunResponseAck
-	ack := func(from, to int) {
-		for _, p := range positions[from:to] {
-			settled = append(settled, pconnector.DestinationRunResponseAck{Position: p})
-		}
-		o.metrics.Acked(to - from)
-	}
-	nack := func(from, to int, kind, msg string) {
-		for _, p := range positions[from:to] {
-			settled = append(settled, pconnector.DestinationRunResponseAck{Position: p, Error: msg})
-		}
-		o.metrics.Nacked(kind, to-from)
-	}
-	flush := func() error {
-		if len(settled) == 0 {
-			return nil
-		}
-		acks := settled
-		settled = nil
-		return o.send(acks)
-	}
-	var (
-		start       int  // records[:start] are settled
-		retries     int  // retries since the last progress
-		stopRetried bool // a retry was made after Stop, without progress since
-	)
-	for start < len(records) {
-		batch := records[start:]
-		var n int
-		var began time.Time
-		if o.metrics != nil {
-			began = time.Now()
-		}
-		err := guard("Write", func() (err error) {
-			n, err = o.write(ctx, batch)
-			return err
-		})
-		if o.metrics != nil {
-			o.metrics.Called(time.Since(began))
-		}
-		var panicked *PanicError
-		if n < 0 || n > len(batch) || n == len(batch) || err == nil || errors.As(err, &panicked) {
-			acks, acked, nackErr := settle(positions[start:], n, err)
-			switch {
-			case nackErr != nil:
-				o.log.Error("records not written", "position", string(positions[start+acked]), "count", len(acks)-acked, "error", nackErr)
-			case err != nil:
-				o.log.Warn("Write wrote every record but returned an error", "error", err)
+	s := settlement{positions: positionsOf(records), log: o.log, metrics: o.metrics}
+	var r retrying
+	for s.next < len(records) {
+		from := s.next
+		n, err := o.call(ctx, records[from:])
+		if contractKept(n, len(records)-from, err) {
+			s.ack(from + n)
+			if n > 0 {
+				r = retrying{}
 			}
-			settled = append(settled, acks...)
-			o.metrics.Acked(acked)
-			o.metrics.Nacked(metrics.NackContractBroken, len(acks)-acked)
-			start = len(records)
-			continue
-		}
-		failed := start + n
-		ack(start, failed)
-		if n > 0 {
-			retries, stopRetried = 0, false
-		}
-		text := errorText(err)
-		switch o.faultOf(err) {
-		case RecordFault:
-			o.log.Error("record not written", "position", string(positions[failed]), "error", err)
-			nack(failed, failed+1, metrics.NackRecordFault, fmt.Sprintf("record at position %q: %s", positions[failed], ownReason(positions[failed], text)))
-			start = failed + 1
-			retries, stopRetried = 0, false
-			if start < len(records) && (ctx.Err() != nil || o.halt.isAborted()) {
-				msg := "not attempted: the destination is tearing down"
-				o.log.Error("records not written", "position", string(positions[start]), "count", len(records)-start, "error", msg)
-				nack(start, len(records), metrics.NackNotAttempted, msg)
-				start = len(records)
-			}
-		case Retryable:
-			start = failed
-			if err := flush(); err != nil {
-				return err
-			}
-			why := o.pause(ctx, retries, &stopRetried, positions[failed], err)
-			if why == "" {
-				retries++
-				o.metrics.Retried()
+			if o.failed(ctx, &s, &r, err) {
 				continue
 			}
-			msg := fmt.Sprintf("not written: %s: %s", why, text)
-			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", msg)
-			nack(failed, len(records), metrics.NackRetriesExhausted, msg)
-			start = len(records)
-		default:
-			o.log.Error("records not written", "position", string(positions[failed]), "count", len(records)-failed, "error", err)
-			reason := ownReason(positions[failed], text)
-			nack(failed, failed+1, metrics.NackFailed, fmt.Sprintf("record at position %q: %s", positions[failed], reason))
-			nack(failed+1, len(records), metrics.NackNotAttempted, fmt.Sprintf("not attempted: the record at position %q failed: %s", positions[failed], reason))
-			start = len(records)
+			if err := s.flush(o.send); err != nil {
+				return err
+			}
+			if why := o.pause(ctx, &r, s.positions[s.next], err); why != "" {
+				s.nackRest(metrics.NackRetriesExhausted, fmt.Sprintf("not written: %s: %s", why, errorText(err)))
+				continue
+			}
+			o.metrics.Retried()
+			continue
+		}
+		// Every record the Write did not confirm is nacked with the same
+		// error, as nothing says which record is at fault.
+		acked, nackErr := settle(len(records)-from, n, err)
+		s.ack(from + acked)
+		if nackErr != nil {
+			s.nackRest(metrics.NackContractBroken, errorText(nackErr))
+		} else if err != nil {
+			o.log.Warn("Write wrote every record but returned an error", "error", err)
 		}
 	}
-	if o.hold != nil {
-		o.hold(settled)
+	if o.keep != nil {
+		o.keep(s.settled)
 		return nil
 	}
-	return flush()
+	return s.flush(o.send)
 }
 
-// pause waits before retry number retries after err and returns "", or
-// returns why there is no retry. After Stop, it retries once at once
-// (stopRetried records that it did) and then gives up.
-func (o outcomes) pause(ctx context.Context, retries int, stopRetried *bool, pos opencdc.Position, err error) string {
+// call makes one Write, guarded, and measures it.
+func (o outcomes) call(ctx context.Context, batch []opencdc.Record) (n int, err error) {
+	var began time.Time
+	if o.metrics != nil {
+		began = time.Now()
+	}
+	err = guard("Write", func() (err error) {
+		n, err = o.write(ctx, batch)
+		return err
+	})
+	if o.metrics != nil {
+		o.metrics.Called(time.Since(began))
+	}
+	return n, err
+}
+
+// contractKept reports whether a Write of size records that returned n and
+// err kept its contract and failed, so that err's classification decides
+// what happens to the records from n on. A Write that broke the contract,
+// panicked, or wrote everything is settled by [settle].
+func contractKept(n, size int, err error) bool {
+	var panicked *PanicError
+	return n >= 0 && n < size && err != nil && !errors.As(err, &panicked)
+}
+
+// failed settles the record at s.next, which the Write failed on with err,
+// as err's classification says, and reports whether the Write is not to
+// be retried: a record fault nacks that record alone and goes on with the
+// next (unless the destination is going away), any unclassified error
+// nacks it and the rest. A retryable error settles nothing here.
+func (o outcomes) failed(ctx context.Context, s *settlement, r *retrying, err error) bool {
+	failed := s.positions[s.next]
+	reason := ownReason(failed, errorText(err))
+	switch o.faultOf(err) {
+	case Retryable:
+		return false
+	case RecordFault:
+		s.nack(s.next+1, metrics.NackRecordFault, fmt.Sprintf("record at position %q: %s", failed, reason))
+		*r = retrying{}
+		if s.next < len(s.positions) && (ctx.Err() != nil || o.halt.isAborted()) {
+			s.nackRest(metrics.NackNotAttempted, "not attempted: the destination is tearing down")
+		}
+	default:
+		s.nack(s.next+1, metrics.NackFailed, fmt.Sprintf("record at position %q: %s", failed, reason))
+		s.nackRest(metrics.NackNotAttempted, fmt.Sprintf("not attempted: the record at position %q failed: %s", failed, reason))
+	}
+	return true
+}
+
+// settlement is one ack for each record of a batch, settled in order and
+// not yet sent; the batch's records before next are settled.
+type settlement struct {
+	positions []opencdc.Position
+	next      int
+	settled   []pconnector.DestinationRunResponseAck
+	log       *slog.Logger
+	metrics   *metrics.Set
+}
+
+// ack acks the records from next up to to.
+func (s *settlement) ack(to int) {
+	for _, p := range s.positions[s.next:to] {
+		s.settled = append(s.settled, pconnector.DestinationRunResponseAck{Position: p})
+	}
+	s.metrics.Acked(to - s.next)
+	s.next = to
+}
+
+// nack nacks the records from next up to to with msg, counting them as
+// kind, and logs them.
+func (s *settlement) nack(to int, kind, msg string) {
+	if to == s.next {
+		return
+	}
+	if msg == "" { // an empty error would read as a positive ack
+		msg = "not written"
+	}
+	s.log.Error("records not written", "position", string(s.positions[s.next]), "count", to-s.next, "error", msg)
+	for _, p := range s.positions[s.next:to] {
+		s.settled = append(s.settled, pconnector.DestinationRunResponseAck{Position: p, Error: msg})
+	}
+	s.metrics.Nacked(kind, to-s.next)
+	s.next = to
+}
+
+// nackRest nacks every record from next on.
+func (s *settlement) nackRest(kind, msg string) { s.nack(len(s.positions), kind, msg) }
+
+// flush sends what is settled, if anything.
+func (s *settlement) flush(send func([]pconnector.DestinationRunResponseAck) error) error {
+	if len(s.settled) == 0 {
+		return nil
+	}
+	acks := s.settled
+	s.settled = nil
+	return send(acks)
+}
+
+// retrying is what the retries of a Write's failing records have done
+// since the last progress.
+type retrying struct {
+	count       int  // retries made
+	stopRetried bool // one was made after Stop
+}
+
+// pause waits before the next retry after err, which the record at pos
+// failed with, counts it in r and returns "", or returns why there is no
+// retry. After Stop, it retries once at once and then gives up.
+func (o outcomes) pause(ctx context.Context, r *retrying, pos opencdc.Position, err error) string {
+	why := o.wait(ctx, r.count, &r.stopRetried, pos, err)
+	if why == "" {
+		r.count++
+	}
+	return why
+}
+
+// wait waits before retry number retries after err and returns "", or
+// returns why there is no retry (see pause); stopRetried records that a
+// retry was made after Stop.
+func (o outcomes) wait(ctx context.Context, retries int, stopRetried *bool, pos opencdc.Position, err error) string {
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Sprintf("retrying ended after %d retries (%v)", retries, ctx.Err())

@@ -10,20 +10,23 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/batcher"
 	"github.com/connkit/connkit/internal/metrics"
 )
 
 // sourceServer serves one source connector instance to Conduit.
 //
-// Its Run is an owner loop (see flow) with three goroutines: the reader
+// Its Run is an owner loop (see owner) with three goroutines: the reader
 // calls Read or ReadBatch and puts what it read in the inbox; the sender,
 // the loop's worker, sends one message at a time; the acker receives
 // Conduit's acks, checks they come in the order records were sent, and
-// passes them to the connector. Whenever the sender is free and Conduit
-// ready (see conduitAcks), the owner hands it everything read so far, up
-// to the batching limits. Stop ends the reader and has the owner send
-// what it holds; the acker goes on until Conduit closes the stream.
+// passes them to the connector. Whenever the sender is free, the owner
+// hands it everything read so far, up to the batching limits. The sender
+// is free once Conduit's transport has taken its message: at once while
+// Conduit keeps up, and only as Conduit reads on when it does not, so that
+// a busy Conduit gets what was read meanwhile in one message. Acks pace
+// nothing: Conduit may send them late (v0.19 sends them once it has stored
+// the positions). Stop ends the reader and has the owner send what it
+// holds; the acker goes on until Conduit closes the stream.
 type sourceServer struct {
 	instance[Source]
 
@@ -56,14 +59,14 @@ func (s *sourceServer) Run(ctx context.Context, stream pconnector.SourceRunStrea
 // fails, or when reading failed and everything read before is sent. The
 // acker outlives it until the stream ends: it returns the acker's end.
 func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) (<-chan struct{}, error) {
-	out, err := batcher.New(src.Batch, holdFor(src.Batch), recordSize)
-	if err != nil {
-		return nil, err
-	}
 	// The acker's end ends the loop: Conduit closed the stream, or acked
 	// out of order.
 	loopCtx, endLoop := context.WithCancelCause(ctx)
 	defer endLoop(nil)
+	o, err := newOwner(loopCtx, src.Batch, src.Metrics.Set, sender{stream}, s.stops, nil)
+	if err != nil {
+		return nil, err
+	}
 	readCtx, stopRead := context.WithCancel(metrics.NewContext(loopCtx, src.Metrics.Set))
 	defer stopRead()
 	readDone := make(chan struct{})
@@ -75,31 +78,35 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	s.readMu.Unlock()
 
 	quit := make(chan struct{})
-	inbox := newInbox(aheadOf(src.Batch, 0)) // a batch, until the worker's pace is measured
 	go func() {
 		defer close(readDone)
-		inbox.end(s.read(readCtx, src, func(recs []opencdc.Record) bool {
-			return inbox.put(recs, quit)
+		o.inbox.end(s.read(readCtx, src, func(recs []opencdc.Record) bool {
+			return o.inbox.put(recs, quit)
 		}))
 	}()
-	acks := newConduitAcks()
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		endLoop(s.ack(metrics.NewContext(ctx, src.Metrics.Set), src, stream, acks))
+		endLoop(s.ack(metrics.NewContext(ctx, src.Metrics.Set), src, stream))
 	}()
 
-	f := &flow{ctx: loopCtx, inbox: inbox, batch: out, policy: src.Batch, metrics: src.Metrics.Set, stops: s.stops, acks: acks, work: func(batch []opencdc.Record, _ bool) error {
-		if err := stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
-			return fmt.Errorf("send records to Conduit: %w", err)
-		}
-		return nil
-	}}
-	err = f.run()
+	err = o.run()
 	close(quit)
 	stopRead()
 	<-readDone
 	return ackDone, err
+}
+
+// sender is a source's worker: it sends each batch to Conduit.
+type sender struct {
+	stream pconnector.SourceRunStreamServer
+}
+
+func (s sender) handle(batch []opencdc.Record) error {
+	if err := s.stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
+		return fmt.Errorf("send records to Conduit: %w", err)
+	}
+	return nil
 }
 
 // read hands every record the source reads to deliver, as each Read or
@@ -189,9 +196,8 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
-// the records were sent, and notes each request in acks. It returns when
-// the stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, acks *conduitAcks) error {
+// the records were sent. It returns when the stream ends.
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) error {
 	ack := src.Ack
 	for {
 		req, err := stream.Recv()
@@ -216,7 +222,6 @@ func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.S
 				return fmt.Errorf("ack position %q: %w", pos, err)
 			}
 		}
-		acks.acked(len(req.AckPositions))
 		src.Metrics.Set.Acked(len(req.AckPositions))
 	}
 }
@@ -272,120 +277,4 @@ func (s *sourceServer) LifecycleOnUpdated(ctx context.Context, req pconnector.So
 }
 func (s *sourceServer) LifecycleOnDeleted(ctx context.Context, req pconnector.SourceLifecycleOnDeletedRequest) (pconnector.SourceLifecycleOnDeletedResponse, error) {
 	return pconnector.SourceLifecycleOnDeletedResponse{}, s.lifecycle(ctx, req.Config, "OnDeleted", func(c Calls) error { return c.deleted(ctx) })
-}
-
-// conduitAcks follows the messages a source sent until Conduit has acked
-// them wholly, which paces the owner loop. The loop notes each message
-// it sends, the acker each ack request, and the loop reads what they tell
-// when notified: whether Conduit acks a message whole or record by
-// record, and how long the last message took to be acked.
-//
-// Conduit v0.14's v2 engine takes a source's next message only once it
-// has acked the last, and acks each message whole, in a request of its
-// own. A message sent earlier would only wait in gRPC's buffers and
-// travel as a small batch; so while Conduit acks so, a due batch waits for
-// the last message's acks, and grows by what is read meanwhile (group
-// commit). It waits no longer than the last message took to be acked, and
-// never more than maxHoldBack: a destination may wait for records before
-// it acks. Conduit's default engine reads on and acks record by record,
-// and Conduit v0.19 reads on and acks what it has stored, many messages
-// in one request, about once a second: there acks pace nothing, so, as
-// before the first ack, for a complete batch, after Stop and at the
-// reader's end, nothing waits. A nil *conduitAcks holds nothing back.
-type conduitAcks struct {
-	notices chan struct{} // holds one notice at most: the loop reads the state, not the notices
-
-	heldSince time.Time // when a due batch began to wait; zero if none waits. The loop's own.
-
-	mu        sync.Mutex
-	unacked   []sentMessage // messages sent and not wholly acked, oldest first
-	done      int           // records of unacked[0] acked
-	byMessage bool          // the last message of several records was acked in one request
-	bulk      bool          // the last request that completed messages completed several
-	roundTrip time.Duration // how long the last message wholly acked took, from its send
-}
-
-// maxHoldBack is the longest a due batch waits for Conduit's acks.
-const maxHoldBack = 10 * time.Millisecond
-
-// sentMessage is a message sent: how many records, and when.
-type sentMessage struct {
-	size int
-	at   time.Time
-}
-
-func newConduitAcks() *conduitAcks {
-	// Messages count as acked whole until one is seen acked record by record.
-	return &conduitAcks{notices: make(chan struct{}, 1), byMessage: true}
-}
-
-// sent notes a message of n records sent at at.
-func (a *conduitAcks) sent(n int, at time.Time) {
-	if a == nil {
-		return
-	}
-	a.heldSince = time.Time{}
-	a.mu.Lock()
-	a.unacked = append(a.unacked, sentMessage{size: n, at: at})
-	a.mu.Unlock()
-}
-
-// acked notes one ack request of n records.
-func (a *conduitAcks) acked(n int) {
-	a.mu.Lock()
-	completed := 0
-	for left := n; left > 0 && len(a.unacked) > 0; {
-		m := a.unacked[0]
-		k := min(left, m.size-a.done)
-		whole := a.done == 0 && k == m.size
-		a.done += k
-		left -= k
-		if a.done < m.size {
-			break
-		}
-		if m.size > 1 {
-			a.byMessage = whole
-		}
-		a.roundTrip = time.Since(m.at)
-		a.unacked, a.done = a.unacked[1:], 0
-		completed++
-	}
-	if completed > 0 {
-		a.bulk = completed > 1
-	}
-	a.mu.Unlock()
-	notify(a.notices)
-}
-
-// state returns how many messages are not wholly acked, whether Conduit
-// acks each message whole in a request of its own, and how long the last
-// message took to be acked.
-func (a *conduitAcks) state() (unacked int, byMessage bool, roundTrip time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.unacked), a.byMessage && !a.bulk, a.roundTrip
-}
-
-// notice is where acked leaves a notice for the loop; nil for a nil a.
-func (a *conduitAcks) notice() <-chan struct{} {
-	if a == nil {
-		return nil
-	}
-	return a.notices
-}
-
-// holdBack returns how much longer a due batch waits for Conduit's acks at
-// now: 0 if it goes now, which it does while draining and when complete.
-func (a *conduitAcks) holdBack(now time.Time, draining, complete bool) time.Duration {
-	if a == nil || draining || complete {
-		return 0
-	}
-	unacked, byMessage, roundTrip := a.state()
-	if unacked == 0 || !byMessage {
-		return 0
-	}
-	if a.heldSince.IsZero() {
-		a.heldSince = now
-	}
-	return max(0, min(maxHoldBack, roundTrip)-now.Sub(a.heldSince))
 }

@@ -65,9 +65,10 @@ func (s pacedSource) Read(ctx context.Context) (opencdc.Record, error) {
 	return s.fakeSource.Read(ctx)
 }
 
-// runPaced runs a pacedSource of n records, without batch settings.
-func runPaced(t *testing.T, n int) *sourceRun {
-	return newSourceRun(t, openSource(t, pacedSource{&fakeSource{limit: n}}, batcher.Policy{})).run()
+// runPacedBehind runs a pacedSource of n records, without batch settings,
+// behind a transport that holds held messages Conduit has not taken.
+func runPacedBehind(t *testing.T, n, held int) *sourceRun {
+	return newSourceRun(t, openSource(t, pacedSource{&fakeSource{limit: n}}, batcher.Policy{})).holding(held).run()
 }
 
 // sentLate returns the number of the paced source's record at pos, and how
@@ -78,22 +79,22 @@ func sentLate(start time.Time, pos string) (n int, late time.Duration) {
 }
 
 // TestSourceBatchesWhileConduitWorks plays Conduit's v2 engine, which
-// takes a message only once it has acked the last, taking 5 ms per
-// message, against a source reading a record every millisecond and no
-// batch settings: the records read while Conduit works on a message
-// travel together in the next, not each in a message of its own waiting
-// in the stream.
+// takes a message only once it is done with the last, taking 5 ms per
+// message, behind a transport that holds one message it has not taken,
+// against a source reading a record every millisecond and no batch
+// settings: the records read while Conduit works travel together in the
+// next message, not each in a message of its own waiting in the stream.
+// Conduit acks nothing meanwhile: acks pace nothing.
 func TestSourceBatchesWhileConduitWorks(t *testing.T) {
 	leakcheck.Check(t)
 	synctest.Test(t, func(t *testing.T) {
-		r := runPaced(t, 200)
+		r := runPacedBehind(t, 200, 1)
 		messages := 0
-		r.receive(200, func(m []string) {
+		r.receive(200, func([]string) {
 			messages++
 			time.Sleep(5 * time.Millisecond)
-			r.ack(m...)
 		})
-		// About 5 records a message once the first is acked.
+		// About 5 records a message once the transport holds one.
 		if messages > 200/3 {
 			t.Errorf("200 records came in %d messages, expected at most %d", messages, 200/3)
 		}
@@ -101,165 +102,97 @@ func TestSourceBatchesWhileConduitWorks(t *testing.T) {
 	})
 }
 
-// TestSourceHoldsBackBriefly plays a host that acks the first message
-// late and then no more until it has every record: records wait for its
-// acks at most maxHoldBack, never for records to come.
-func TestSourceHoldsBackBriefly(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		r := runPaced(t, 100)
-		acked := false
-		r.receive(100, func(m []string) {
-			for _, p := range m {
-				if n, late := sentLate(r.start, p); late > maxHoldBack {
-					t.Errorf("record %d sent %v after it was read, expected at most %v", n, late, maxHoldBack)
-				}
-			}
-			if !acked { // the first message, late
-				acked = true
-				go func() {
-					time.Sleep(50 * time.Millisecond) // a round trip longer than maxHoldBack
-					r.ack(m[0])
-				}()
-			}
-		})
-		r.end()
-	})
-}
-
-// TestSourceFlowsWhileAcksAreStored plays Conduit v0.19's v2 engine,
-// which takes every message at once and acks what it took only once it
-// has stored the positions, once a second, in one request: records go as
-// they are read, none waiting for acks that come that late. (In v0.14's
-// v2 engine, acks that come 5 ms after each message hold each batch about
-// that long: TestSourceBatchesWhileConduitWorks.)
-func TestSourceFlowsWhileAcksAreStored(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		const n = 3000
-		r := runPaced(t, n)
-		var (
-			mu      sync.Mutex
-			pending []string // taken, not yet acked
-		)
-		storeDone := make(chan struct{})
-		stopStore := make(chan struct{})
-		go func() {
-			defer close(storeDone)
-			tick := time.NewTicker(time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-tick.C:
-				case <-stopStore:
-					return
-				}
-				mu.Lock()
-				stored := pending
-				pending = nil
-				mu.Unlock()
-				if len(stored) > 0 {
-					r.ack(stored...)
-				}
-			}
-		}()
-		var late time.Duration
-		r.receive(n, func(m []string) {
-			for _, p := range m {
-				_, l := sentLate(r.start, p)
-				late += max(0, l)
-			}
-			mu.Lock()
-			pending = append(pending, m...)
-			mu.Unlock()
-		})
-		close(stopStore)
-		<-storeDone
-		// Acks hold back at most the batch after each store, by at most
-		// maxHoldBack: three of them in 3,000 records.
-		if mean := late / n; mean > 3*maxHoldBack/n {
-			t.Errorf("records were sent %v after they were read on average, expected at most %v", mean, 3*maxHoldBack/n)
-		}
-		r.end()
-	})
-}
-
-// TestSourceRecordByRecordAcksHoldNothing plays Conduit's default engine,
-// which takes every message at once and acks record by record, 5 ms after
-// it took them: once it has acked a message of several records so,
-// records go as they are read, none waiting for acks.
-func TestSourceRecordByRecordAcksHoldNothing(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		r := runPaced(t, 100)
-		type due struct {
-			at        time.Time
-			positions []string
-		}
-		toAck := make(chan due, 100)
-		ackerDone := make(chan struct{})
-		go func() {
-			defer close(ackerDone)
-			for d := range toAck {
-				time.Sleep(time.Until(d.at))
-				for _, p := range d.positions {
-					r.ack(p)
-				}
-			}
-		}()
-		r.receive(100, func(m []string) {
-			for _, p := range m {
-				if n, late := sentLate(r.start, p); n > 20 && late > 0 {
-					t.Errorf("record %d sent %v after it was read, expected at once", n, late)
-				}
-			}
-			toAck <- due{time.Now().Add(5 * time.Millisecond), m}
-		})
-		close(toAck)
-		<-ackerDone
-		r.end()
-	})
-}
-
-// TestConduitAcksTellsHowMessagesAreAcked: a message of several records
-// acked in one request means Conduit acks messages whole; one acked over
-// several requests means it acks record by record; a message of one record
-// tells neither.
-func TestConduitAcksTellsHowMessagesAreAcked(t *testing.T) {
+// TestSourceSendsWhatConduitTakesAtOnce plays a Conduit that takes every
+// message as it comes and acks at once, later (Conduit v0.19 stores the
+// positions first, about once a second, and then sends one request per
+// message, back to back) or not at all: however the acks come, every
+// record is sent the moment it is read.
+func TestSourceSendsWhatConduitTakesAtOnce(t *testing.T) {
 	tests := []struct {
-		name     string
-		sent     []int // message sizes
-		requests []int // records per ack request
-		want     bool
-		unacked  int // messages not wholly acked after the requests
+		name  string
+		store time.Duration // how long acks wait for a store; 0: sent at once
+		acks  bool
 	}{
-		{"nothing acked yet", []int{3}, nil, true, 1},
-		{"whole", []int{3}, []int{3}, true, 0},
-		{"record by record", []int{3}, []int{1, 1, 1}, false, 0},
-		{"split in two", []int{3}, []int{2, 1}, false, 0},
-		{"half acked", []int{3}, []int{2}, true, 1},
-		{"one record tells nothing", []int{3, 1}, []int{1, 1, 1, 1}, false, 0},
-		{"whole again after record by record", []int{2, 2}, []int{1, 1, 2}, true, 0},
-		{"record by record after whole", []int{2, 2}, []int{2, 1, 1}, false, 0},
-		{"several messages in one request", []int{2, 2, 1}, []int{5}, false, 0},
-		{"one message a request again", []int{2, 2, 2}, []int{4, 2}, true, 0},
+		{"acks at once", 0, true},
+		{"acks stored every second", time.Second, true},
+		{"no acks", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newConduitAcks()
-			for _, n := range tt.sent {
-				a.sent(n, time.Now())
-			}
-			for _, n := range tt.requests {
-				a.acked(n)
-			}
-			unacked, byMessage, _ := a.state()
-			if byMessage != tt.want {
-				t.Errorf("byMessage = %v, want %v", byMessage, tt.want)
-			}
-			if unacked != tt.unacked {
-				t.Errorf("%d messages not wholly acked, want %d", unacked, tt.unacked)
-			}
+			leakcheck.Check(t)
+			synctest.Test(t, func(t *testing.T) {
+				const n = 2500
+				r := runPacedBehind(t, n, 1000)
+				acker := newStoringAcker(r, tt.store)
+				r.receive(n, func(m []string) {
+					for _, p := range m {
+						if rec, late := sentLate(r.start, p); late > 0 {
+							t.Errorf("record %d sent %v after it was read, expected at once", rec, late)
+						}
+					}
+					if tt.acks {
+						acker.ack(m)
+					}
+				})
+				acker.close()
+				r.end()
+			})
 		})
 	}
+}
+
+// storingAcker acks messages of a sourceRun as Conduit does: each message
+// in a request of its own, at once or, with a store interval, held until
+// the next store and then sent back to back.
+type storingAcker struct {
+	r     *sourceRun
+	store time.Duration
+	mu    sync.Mutex
+	held  [][]string
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func newStoringAcker(r *sourceRun, store time.Duration) *storingAcker {
+	a := &storingAcker{r: r, store: store, quit: make(chan struct{}), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+func (a *storingAcker) ack(m []string) {
+	if a.store == 0 {
+		a.r.ack(m...)
+		return
+	}
+	a.mu.Lock()
+	a.held = append(a.held, m)
+	a.mu.Unlock()
+}
+
+func (a *storingAcker) run() {
+	defer close(a.done)
+	if a.store == 0 {
+		return
+	}
+	tick := time.NewTicker(a.store)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-a.quit:
+			return
+		}
+		a.mu.Lock()
+		stored := a.held
+		a.held = nil
+		a.mu.Unlock()
+		for _, m := range stored {
+			a.r.ack(m...)
+		}
+	}
+}
+
+func (a *storingAcker) close() {
+	close(a.quit)
+	<-a.done
 }

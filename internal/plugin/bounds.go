@@ -1,0 +1,61 @@
+package plugin
+
+import (
+	"time"
+
+	"github.com/connkit/connkit/batcher"
+)
+
+// What a server holds ahead of its connector (destination) or of Conduit
+// (source) when the batching policy sets no limit: enough for large batches
+// and for collecting the next batch while one is written, little enough
+// that records do not wait long behind it. Records in a plugin are latency:
+// in Conduit's default engine they count as in flight from the source's
+// read on.
+const (
+	defaultHoldCount = 2048
+	defaultHoldBytes = 8 << 20
+)
+
+// holdFor returns the bound on what a server holds under policy p: two
+// batches' worth, one being written while the next is collected. A
+// server passes it by what its reader's inbox may hold when the owner takes
+// it, and again by what the reader receives or reads after that: each less
+// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message
+// or Read.
+func holdFor(p batcher.Policy) batcher.Hold {
+	h := batcher.Hold{Count: defaultHoldCount, Bytes: defaultHoldBytes}
+	if p.Count > 0 {
+		h.Count = 2 * p.Count
+	}
+	if p.Bytes > 0 {
+		h.Bytes = 2 * p.Bytes
+	}
+	return h
+}
+
+// aheadTime is how long what a reader has taken ahead of the owner keeps
+// the worker busy, once the worker's pace is measured: long enough that a
+// fast worker gets many records a wake-up, short enough that before a slow
+// one records wait a few of its batches at most, not a fixed number of
+// them (see aheadOf).
+const aheadTime = time.Millisecond
+
+// aheadOf returns how many records a reader may take ahead of the owner
+// under policy p, for a worker that handles records at pace records per
+// second: what it handles in aheadTime, at least a batch.
+func aheadOf(p batcher.Policy, pace float64) int {
+	return max(p.Count, int(pace*aheadTime.Seconds()+0.5))
+}
+
+// keepAcks reports whether the acks of the batch the worker takes now,
+// and those it kept (the first of them waiting for waited), may wait for
+// the next batch's, which is at hand, writes taking about last: only
+// while all of them go within aheadTime. So a busy destination that
+// writes small batches fast (sdk.batch.size 1 under load) sends its acks
+// a few writes at a time, not in a message per record, at a cost of less
+// than aheadTime; one whose writes take longer, or that has nothing more
+// at hand, sends them as each Write returns.
+func keepAcks(waited, last time.Duration) bool {
+	return waited+2*last < aheadTime
+}
