@@ -35,16 +35,19 @@ type Pipeline struct {
 	PerMessage bool
 	// OnAck, if set, is called with the position of every acked record.
 	OnAck func(opencdc.Position)
-	// StoreEvery, if set, holds the source's acks as Conduit v0.19 does:
-	// until it has stored their positions, which it does this often or
-	// once storeAcks acks wait, and then sends them in one request.
-	// Otherwise each of the destination's ack messages goes to the source
-	// at once, as Conduit v0.14 does.
+	// StoreEvery, if set, acks the source as Conduit v0.19 does: each of
+	// its Ack calls (one a source message, the v2 engine's; one a record
+	// with PerMessage, the default engine's) waits until Conduit has
+	// stored the position, StoreEvery after the first call since the last
+	// store, or at once at the storeAcks-th call; then each call goes in a
+	// request of its own, back to back. Otherwise each of the
+	// destination's ack messages goes to the source at once, as Conduit
+	// v0.14 does.
 	StoreEvery time.Duration
 }
 
-// storeAcks is how many acks Conduit v0.19 lets wait before it stores
-// their positions, however soon.
+// storeAcks is how many Ack calls Conduit v0.19 lets wait before it stores
+// their position, however soon.
 const storeAcks = 10000
 
 // Result is what a pipeline run did.
@@ -96,7 +99,7 @@ func (p Pipeline) Run(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("destination Run: %w", err)
 	}
 
-	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 3), storeNow: make(chan struct{}, 1), storeEnd: make(chan error, 1)}
+	r := &run{Pipeline: p, enough: make(chan struct{}), lastSent: make(chan struct{}), lastAcked: make(chan struct{}), done: make(chan error, 3), heldMore: make(chan struct{}, 1), storeEnd: make(chan error, 1)}
 	var loops sync.WaitGroup
 	loops.Go(func() { r.forward(src, dst) })
 	loops.Go(func() { r.ack(dst, src) })
@@ -147,15 +150,17 @@ type run struct {
 	// done receives the error a loop ended with; each loop sends once at
 	// most, and room for all means none blocks once Run stops listening.
 	done     chan error
-	storeNow chan struct{} // holds a signal once storeAcks acks wait
-	storeEnd chan error    // store's reply to a signal on storeNow once stopping: the last acks are sent
+	heldMore chan struct{} // holds a signal once more Ack calls wait for a store, or the last store is asked for
+	storeEnd chan error    // store's reply once the last store is asked for: the last acks are sent
 
 	mu            sync.Mutex
 	res           Result
 	inflight      [][]byte    // positions forwarded and not yet acked, oldest first
 	forwardedAt   []time.Time // when each inflight record was forwarded
 	readAt        []int64     // each inflight record's opencdc.readAt, 0 if none
-	held          [][]byte    // acks for the source, waiting for a store (StoreEvery)
+	messages      []int       // records of each source message forwarded and not wholly acked (StoreEvery)
+	call          [][]byte    // the positions acked of the oldest of them
+	held          [][][]byte  // Ack calls waiting for a store, each its positions (StoreEvery)
 	storeFinal    bool        // the next store is the last: every record is acked
 	stopAt        []byte
 	stopped       bool
@@ -236,6 +241,9 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 			r.forwardedAt = append(r.forwardedAt, now)
 		}
 		r.readAt = append(r.readAt, msg.readAt...)
+		if r.StoreEvery > 0 {
+			r.messages = append(r.messages, len(records))
+		}
 		r.mu.Unlock()
 		if r.PerMessage {
 			for _, rec := range records {
@@ -301,10 +309,8 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 			}
 		}
 		r.lastAck = time.Now()
-		full := false
 		if r.StoreEvery > 0 {
-			r.held = append(r.held, positions...)
-			full = len(r.held) >= storeAcks
+			r.holdCalls(positions)
 		}
 		r.mu.Unlock()
 		if r.OnAck != nil {
@@ -313,12 +319,7 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 			}
 		}
 		if r.StoreEvery > 0 {
-			if full {
-				select {
-				case r.storeNow <- struct{}{}:
-				default:
-				}
-			}
+			notify(r.heldMore)
 			continue
 		}
 		if err := src.Send(&connectorv2.Source_Run_Request{AckPositions: positions}); err != nil {
@@ -328,28 +329,61 @@ func (r *run) ack(dst connectorv2.DestinationPlugin_RunClient, src connectorv2.S
 	}
 }
 
-// store sends the source the acks held for it, in one request, every
-// StoreEvery or once storeAcks of them wait, until ctx is done, or until
-// the store after storeAll asked for the last, whose outcome it sends on
-// storeEnd.
+// holdCalls turns acked positions into the Ack calls Conduit makes, one
+// for each source message wholly acked (one for each record with
+// PerMessage), and holds them for a store. r.mu is held.
+func (r *run) holdCalls(positions [][]byte) {
+	for _, pos := range positions {
+		r.call = append(r.call, pos)
+		if !r.PerMessage && len(r.call) < r.messages[0] {
+			continue
+		}
+		r.held = append(r.held, r.call)
+		r.call = nil
+		if !r.PerMessage {
+			r.messages = r.messages[1:]
+		}
+	}
+}
+
+// store acks the source as Conduit v0.19 does (see StoreEvery), until ctx
+// is done, or until the store after storeAll asked for the last, whose
+// outcome it sends on storeEnd.
 func (r *run) store(ctx context.Context, src connectorv2.SourcePlugin_RunClient) {
-	tick := time.NewTicker(r.StoreEvery)
-	defer tick.Stop()
+	timer := time.NewTimer(r.StoreEvery)
+	timer.Stop()
+	defer timer.Stop()
+	timing := false // the timer runs for the calls held
 	for {
+		due := false
 		select {
-		case <-tick.C:
-		case <-r.storeNow:
+		case <-timer.C:
+			due = true
+		case <-r.heldMore:
 		case <-ctx.Done():
 			return
 		}
 		r.mu.Lock()
-		positions, final := r.held, r.storeFinal
-		r.held = nil
+		calls, final := r.held, r.storeFinal
+		due = due || final || len(calls) >= storeAcks
+		if due {
+			r.held = nil
+		}
 		r.mu.Unlock()
+		if !due {
+			if !timing && len(calls) > 0 {
+				timer.Reset(r.StoreEvery)
+				timing = true
+			}
+			continue
+		}
+		timer.Stop()
+		timing = false
 		var err error
-		if len(positions) > 0 {
+		for _, positions := range calls {
 			if err = src.Send(&connectorv2.Source_Run_Request{AckPositions: positions}); err != nil {
 				err = fmt.Errorf("send acks to source: %w", err)
+				break
 			}
 		}
 		if final {
@@ -368,10 +402,7 @@ func (r *run) storeAll(ctx context.Context) error {
 	r.mu.Lock()
 	r.storeFinal = true
 	r.mu.Unlock()
-	select {
-	case r.storeNow <- struct{}{}:
-	default: // a signal waits, which store will take as the last
-	}
+	notify(r.heldMore) // or a signal waits, which store will take as the last
 	select {
 	case err := <-r.storeEnd:
 		return err
@@ -387,4 +418,13 @@ func wrap(what string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// notify leaves a signal in c, a channel with a buffer of one, unless one
+// is already waiting there.
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }

@@ -65,21 +65,85 @@ func TestPipelineRunWaitsForOnAck(t *testing.T) {
 }
 
 // TestPipelineStoreEveryHoldsAcks: with StoreEvery, the acks the
-// destination sends one by one reach the source together, once a store is
-// due (here at the stop, before the first second has passed); and each
-// record's latency from its readAt is measured.
+// destination sends one by one reach the source as Conduit v0.19's Ack
+// calls, one request each: a record's with PerMessage, a source message's
+// otherwise, held until a store (here at the stop, before the first second
+// has passed); and each record's latency from its readAt is measured.
 func TestPipelineStoreEveryHoldsAcks(t *testing.T) {
+	for _, perMessage := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			is := is.New(t)
+			const records = 3
+			src := newFakeSource(records)
+			src.readAt = time.Now().Add(-time.Millisecond)
+			res, err := Pipeline{Source: src, Destination: newFakeDestination(records), Records: records, PerMessage: perMessage, StoreEvery: time.Second}.Run(t.Context())
+			is.NoErr(err)
+			if perMessage {
+				is.Equal(src.acked(), [][]string{{"1"}, {"2"}, {"3"}}) // an Ack call a record
+			} else {
+				is.Equal(src.acked(), [][]string{{"1", "2", "3"}}) // an Ack call a message
+			}
+			is.Equal(res.ReadLatencies, []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond})
+		})
+	}
+}
+
+// TestStoreSendsEveryCallAfterTheInterval: the Ack calls held go to the
+// source, each in a request of its own, StoreEvery after the first of them
+// was held, or at once when storeAcks of them wait.
+func TestStoreSendsEveryCallAfterTheInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		const records = 3
-		src := newFakeSource(records)
-		src.readAt = time.Now().Add(-time.Millisecond)
-		res, err := Pipeline{Source: src, Destination: newFakeDestination(records), Records: records, PerMessage: true, StoreEvery: time.Second}.Run(t.Context())
-		is.NoErr(err)
-		is.Equal(res.AckBatches, int64(records))           // the destination acked one by one
-		is.Equal(src.acked(), [][]string{{"1", "2", "3"}}) // the source got them in one request
-		is.Equal(res.ReadLatencies, []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond})
+		src := &requestRecorder{}
+		r := &run{Pipeline: Pipeline{PerMessage: true, StoreEvery: time.Second}, heldMore: make(chan struct{}, 1), done: make(chan error, 1), storeEnd: make(chan error, 1)}
+		ctx, cancel := context.WithCancel(t.Context())
+		stored := make(chan struct{})
+		go func() { defer close(stored); r.store(ctx, src) }()
+		hold := func(n int) {
+			r.mu.Lock()
+			for i := range n {
+				r.holdCalls([][]byte{[]byte(strconv.Itoa(i))})
+			}
+			r.mu.Unlock()
+			notify(r.heldMore)
+		}
+
+		hold(3)
+		time.Sleep(999 * time.Millisecond)
+		synctest.Wait()
+		is.Equal(src.count(), 0) // not stored yet
+		hold(2)                  // the interval runs from the first
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		is.Equal(src.count(), 5) // a request a call
+
+		hold(storeAcks)
+		synctest.Wait()
+		is.Equal(src.count(), 5+storeAcks) // at once, with no time passed
+		cancel()
+		<-stored
 	})
+}
+
+// requestRecorder is a source's Run stream that counts the ack requests
+// sent to it.
+type requestRecorder struct {
+	connectorv2.SourcePlugin_RunClient // nil: calling anything else panics
+	mu                                 sync.Mutex
+	n                                  int
+}
+
+func (s *requestRecorder) Send(*connectorv2.Source_Run_Request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return nil
+}
+
+func (s *requestRecorder) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // fakeSource sends records "1".."n" in one message, then waits for its Run
