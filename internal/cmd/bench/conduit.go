@@ -21,6 +21,9 @@ import (
 	"github.com/connkit/connkit/internal/conduit"
 )
 
+// measuredPipeline is the ID of the pipeline a cell measures.
+const measuredPipeline = "batch"
+
 // conduitTable is the table of the published batching experiment: the
 // builtin generator's three structured fields, keyed by id.
 const conduitTable = `CREATE TABLE IF NOT EXISTS batch_test (id bigint PRIMARY KEY, first_name text, last_name text)`
@@ -41,7 +44,7 @@ func conduitPipeline(source map[string]string, destination conduit.Component) st
 	}
 	maps.Copy(generator, source)
 	return conduit.Pipeline{
-		ID:          "batch",
+		ID:          measuredPipeline,
 		Source:      conduit.Component{ID: "generator", Plugin: "builtin:generator", Settings: generator},
 		Destination: destination,
 		Processors: []conduit.Component{
@@ -217,7 +220,11 @@ func conduitMode(ctx context.Context, args []string) error {
 		if c.plugin.name == ceiling {
 			to = ceilingDestination
 		}
-		c.runIn(ctx, cf.bin, conduitPipeline(source, to), pgServer, *warmup, *duration, *records)
+		plugins, pg := []string{c.plugin.path}, pgServer
+		if c.plugin.name == ceiling {
+			plugins, pg = nil, 0 // its pipeline has no plugin and no PostgreSQL
+		}
+		c.runIn(ctx, cf.bin, conduitPipeline(source, to), plugins, pg, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -232,24 +239,18 @@ func conduitMode(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
 
-	table := conduitReport(cells, names(plugins), engines, loads, *delay, *v2Batching, *warmup, *duration, *records)
+	table := conduitReport(conduitRelease(cf.bin), cells, names(plugins), engines, loads, *delay, *v2Batching, *warmup, *duration, *records)
 	svg := conduitChart(cells, names(plugins), engines, loads, *delay)
 	return publish(*out, table, map[string]string{"conduit.md": table, "conduit.csv": conduitCSV(cells), "conduit.svg": svg})
 }
 
-// runIn starts Conduit with the pipeline and the cell's plugin alone in its
-// connectors directory, waits for the first record and the warm-up, and
-// measures the window as the difference of two readings of Conduit's
-// histogram, so that start-up and warm-up are left out, and what Conduit,
-// the plugin and the PostgreSQL server pgServer (0: not measured) used
-// between them.
-func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer int, warmup, duration time.Duration, records int64) {
-	var plugins []string
-	if c.plugin.name == ceiling {
-		pgServer = 0 // its pipeline has no PostgreSQL
-	} else {
-		plugins = []string{c.plugin.path}
-	}
+// runIn starts Conduit with the pipeline (its ID measuredPipeline) and
+// plugins alone in its connectors directory, waits for the first record
+// and the warm-up, and measures the window as the difference of two
+// readings of Conduit's histogram, so that start-up and warm-up are left
+// out, and what Conduit, the plugins and the PostgreSQL server pgServer
+// (0: not measured) used between them.
+func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, warmup, duration time.Duration, records int64) {
 	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins...)
 	if err != nil {
 		c.err = err
@@ -257,7 +258,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 	}
 	defer stop()
 	fail := func(err error) {
-		status, errText := s.PipelineState("batch")
+		status, errText := s.PipelineState(measuredPipeline)
 		if errText != "" {
 			err = fmt.Errorf("%w (pipeline %s: %s)", err, status, errText)
 		}
@@ -268,7 +269,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 	wait := func(what string, limit time.Duration, done func() bool) bool {
 		deadline := time.Now().Add(limit)
 		for !done() {
-			if status, errText := s.PipelineState("batch"); status == "STATUS_DEGRADED" {
+			if status, errText := s.PipelineState(measuredPipeline); status == "STATUS_DEGRADED" {
 				c.err = fmt.Errorf("pipeline degraded %s: %s", what, errText)
 				return false
 			}
@@ -288,7 +289,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 		}
 		return true
 	}
-	if !wait("waiting for the first record", time.Minute, func() bool { count, _ := s.Latency("batch"); return count > 0 }) {
+	if !wait("waiting for the first record", time.Minute, func() bool { count, _ := s.Latency(measuredPipeline); return count > 0 }) {
 		return
 	}
 	warmEnd := time.Now().Add(warmup)
@@ -296,7 +297,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 		return
 	}
 	sampling := startSampling(100*time.Millisecond, cellGroups(s, dir, pgServer)...)
-	before, t0, err := readHistogram(s.URL, "batch")
+	before, t0, err := readHistogram(s.URL, measuredPipeline)
 	if err != nil {
 		sampling.finish()
 		c.err = err
@@ -310,14 +311,14 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, pgServer 
 		if records <= 0 {
 			return false
 		}
-		count, _ := s.Latency("batch")
+		count, _ := s.Latency(measuredPipeline)
 		return count-before.count >= float64(records)
 	}
 	if !wait("during the measurement", duration+time.Second, done) {
 		sampling.finish()
 		return
 	}
-	if err := c.measure(s, "batch", before, t0, sampling); err != nil {
+	if err := c.measure(s, measuredPipeline, before, t0, sampling); err != nil {
 		c.err = err
 		return
 	}
@@ -556,13 +557,13 @@ func thousands(v float64) string {
 	return s
 }
 
-func conduitReport(cells []*conduitCell, plugins []string, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
+func conduitReport(release string, cells []*conduitCell, plugins []string, engines []string, loads []load, delay time.Duration, v2Batching string, warmup, duration time.Duration, records int64) string {
 	var t strings.Builder
 	window := duration.String()
 	if records > 0 {
 		window = fmt.Sprintf("%v or %d records, whichever came first", duration, records)
 	}
-	fmt.Fprintf(&t, "Real Conduit v0.14.0: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ")
+	fmt.Fprintf(&t, "Real %s: builtin generator (structured id, first_name, last_name; schema extraction on) → field.exclude .Key → field.set .Key.id → standalone Postgres destination into batch_test (id bigint PRIMARY KEY, first_name text, last_name text). ", release)
 	fmt.Fprintf(&t, "Each batch size comes with sdk.batch.delay %v; \"not set\" means no batch parameters at all. The default engine gets them on the destination; the v2 engine (--preview.pipeline-arch-v2) on the %s.\n\n", delay,
 		map[string]string{"source": "source", "destination": "destination", "both": "source and the destination"}[v2Batching])
 	if r := loads[0].sourceRate; r > 0 && !loads[0].idle {

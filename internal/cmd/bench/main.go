@@ -9,6 +9,7 @@
 //	bench conduit     -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //	bench replicate   -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //	bench acks        [-source BIN] [-destination BIN] [-rate N] [-store D] [-runs N] [-out DIR]
+//	bench latency     [-conduit BIN,...] [-vs-generator BIN] [-vs-postgres BIN] [-rate N] [-cdc-rate N] [-out DIR]
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -35,7 +36,11 @@
 // after it, and what each process used. acks runs a source at a fixed
 // rate into a destination as the v2 engine does, with acks passed on at
 // once and held for a store every second (as Conduit v0.19 holds them),
-// side by side, and reports latency from each record's read.
+// side by side, and reports latency from each record's read. latency runs
+// sources below their capacity in real Conduit, a generator and Postgres
+// changes into a log destination, connkit's beside the incumbent SDK's, in
+// both engines of each Conduit binary given, and reports the mean latency
+// from Conduit's own metrics.
 package main
 
 import (
@@ -66,6 +71,7 @@ var modes = map[string]func(ctx context.Context, args []string) error{
 	"conduit":     conduitMode,
 	"replicate":   replicateMode,
 	"acks":        acksMode,
+	"latency":     latencyMode,
 }
 
 func main() {
@@ -87,7 +93,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit|replicate [flags]; bench MODE -h lists a mode's flags")
+	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit|replicate|acks|latency [flags]; bench MODE -h lists a mode's flags")
 	os.Exit(2)
 }
 

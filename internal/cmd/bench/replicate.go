@@ -137,7 +137,7 @@ func replicateMode(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
-	table := replicateReport(cells, names(plugins), engines, *snapshotRows, *changes, *txRows)
+	table := replicateReport(conduitRelease(cf.bin), cells, names(plugins), engines, *snapshotRows, *changes, *txRows)
 	return publish(*out, table, map[string]string{"replicate.md": table})
 }
 
@@ -234,9 +234,9 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 	}
 }
 
-func replicateReport(cells []*replicateCell, plugins []string, engines []string, snapshotRows, changes, txRows int64) string {
+func replicateReport(release string, cells []*replicateCell, plugins []string, engines []string, snapshotRows, changes, txRows int64) string {
 	var t strings.Builder
-	fmt.Fprintf(&t, "Real Conduit v0.14.0: standalone Postgres source → standalone Postgres destination, one plugin binary for both, each with its defaults and no batch settings (but the incumbent's source, which needs some: snapshot.fetchSize 2000, since with its own, 50000, it sends messages over gRPC's 4 MiB limit, and with 10000 its destination does, acking a snapshot batch in the v2 engine; and in the v2 engine sdk.batch.size 4000 with sdk.batch.delay 10ms, since with no batch settings it sends batches of 20000 records there, whose acks its destination sends in one message over the limit). ")
+	fmt.Fprintf(&t, "Real %s: standalone Postgres source → standalone Postgres destination, one plugin binary for both, each with its defaults and no batch settings (but the incumbent's source, which needs some: snapshot.fetchSize 2000, since with its own, 50000, it sends messages over gRPC's 4 MiB limit, and with 10000 its destination does, acking a snapshot batch in the v2 engine; and in the v2 engine sdk.batch.size 4000 with sdk.batch.delay 10ms, since with no batch settings it sends batches of 20000 records there, whose acks its destination sends in one message over the limit). ", release)
 	fmt.Fprintf(&t, "The table %s holds %d rows when the pipeline starts; the snapshot is measured from the first record through the pipeline to the last. Then %d rows are inserted, %d per transaction, back to back from one connection, and the changes are measured from the first insert until the last row is through. ", rowColumns, snapshotRows, changes, txRows)
 	t.WriteString("Latency is Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack) over the phase, its percentiles estimated from the buckets as Prometheus's histogram_quantile does. One Conduit per cell, the plugins alternating; on a busy two-core machine the ratio of a row says more than its absolute figures.\n\n")
 	writeTableHead(&t, "| engine | phase |"+pluginColumns(plugins, " %[1]s rows/s | %[1]s p50 | %[1]s p99 |", " rows/s ratio | p50 ratio |"))
