@@ -44,9 +44,11 @@
 // Batches size themselves (group commit): whenever the destination is free
 // to write, or Conduit to take a source's next message, everything that has
 // arrived so far, up to sdk.batch.size records and sdk.batch.bytes bytes,
-// goes in one batch. Conduit's v2 engine takes a source's next message
-// only once it has acked the last: there, a due batch waits for those
-// acks, at most 10 ms and no longer than the last message took. An idle
+// goes in one batch. Conduit is free to take a source's message as soon as
+// its transport takes it; while Conduit does not read, gRPC's flow control
+// holds the sender, and the next message carries what was read meanwhile.
+// Acks pace nothing (Conduit v0.19 sends them once it has stored the
+// positions, about a second late). An idle
 // pipeline writes each record at once, a busy one writes large batches,
 // and no batch waits for records that may not come unless sdk.batch.delay
 // says it may. What a plugin holds ahead of its connector is bounded (two

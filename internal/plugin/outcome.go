@@ -163,7 +163,11 @@ func (s *settlement) nack(to int, kind, msg string) {
 	if msg == "" { // an empty error would read as a positive ack
 		msg = "not written"
 	}
-	s.log.Error("records not written", "position", string(s.positions[s.next]), "count", to-s.next, "error", msg)
+	if n := to - s.next; n == 1 {
+		s.log.Error("record not written", "position", string(s.positions[s.next]), "error", msg)
+	} else {
+		s.log.Error("records not written", "position", string(s.positions[s.next]), "count", n, "error", msg)
+	}
 	for _, p := range s.positions[s.next:to] {
 		s.settled = append(s.settled, pconnector.DestinationRunResponseAck{Position: p, Error: msg})
 	}

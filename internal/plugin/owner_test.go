@@ -16,7 +16,7 @@ import (
 	"github.com/matryer/is"
 )
 
-// The owner loop (flow) of both roles under each batching policy, against
+// The owner loop of both roles under each batching policy, against
 // the real servers over the in-memory stream, in virtual time.
 
 // batchCase is a destination under a batching policy, whose Writes each
