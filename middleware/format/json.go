@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -59,26 +60,10 @@ func (e *encoder) value(v any) error {
 		e.string(v)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
-	case int:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int8:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int16:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int32:
-		e.buf = strconv.AppendInt(e.buf, int64(v), 10)
-	case int64:
-		e.buf = strconv.AppendInt(e.buf, v, 10)
-	case uint:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint8:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint16:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint32:
-		e.buf = strconv.AppendUint(e.buf, uint64(v), 10)
-	case uint64:
-		e.buf = strconv.AppendUint(e.buf, v, 10)
+	case int, int8, int16, int32, int64:
+		e.buf = strconv.AppendInt(e.buf, reflect.ValueOf(v).Int(), 10)
+	case uint, uint8, uint16, uint32, uint64:
+		e.buf = strconv.AppendUint(e.buf, reflect.ValueOf(v).Uint(), 10)
 	case float64:
 		return e.float(v, 64)
 	case float32:
@@ -92,38 +77,33 @@ func (e *encoder) value(v any) error {
 	case opencdc.StructuredData:
 		return e.object(v)
 	case []any:
-		if v == nil {
-			e.buf = append(e.buf, "null"...)
-			return nil
-		}
-		e.buf = append(e.buf, '[')
-		for i, x := range v {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			if err := e.value(x); err != nil {
-				return err
-			}
-		}
-		e.buf = append(e.buf, ']')
+		return array(e, v, e.value)
 	case []string:
-		if v == nil {
-			e.buf = append(e.buf, "null"...)
-			return nil
-		}
-		e.buf = append(e.buf, '[')
-		for i, x := range v {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.string(x)
-		}
-		e.buf = append(e.buf, ']')
+		return array(e, v, func(s string) error { e.string(s); return nil })
 	case map[string]string:
 		e.stringMap(v)
 	default:
 		return e.other(v)
 	}
+	return nil
+}
+
+// array appends v as a JSON array, each element by elem; nil is null.
+func array[T any](e *encoder, v []T, elem func(T) error) error {
+	if v == nil {
+		e.buf = append(e.buf, "null"...)
+		return nil
+	}
+	e.buf = append(e.buf, '[')
+	for i, x := range v {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		if err := elem(x); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, ']')
 	return nil
 }
 

@@ -234,6 +234,39 @@ func launchDestination(path string, config map[string]string) (dst host.Destinat
 	return dst, p, nil
 }
 
+// drainSource launches, configures and opens a source and reads n records
+// from it. Without commit, the time counts from Open, where a source starts
+// its snapshot; with it, commit makes the changes to read after Open, and
+// the time counts from when it returns, since no change can be read before
+// its transaction commits.
+func drainSource(ctx context.Context, path string, cfg host.Settings, n int64, commit func() error) (host.Stats, error) {
+	p, err := launch(path)
+	if err != nil {
+		return host.Stats{}, err
+	}
+	defer p.Kill()
+	src, err := p.Source()
+	if err != nil {
+		return host.Stats{}, err
+	}
+	if _, err := src.Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string(cfg)}); err != nil {
+		return host.Stats{}, err
+	}
+	start := time.Now()
+	if _, err := src.Open(ctx, pconnector.SourceOpenRequest{}); err != nil {
+		return host.Stats{}, err
+	}
+	if commit != nil {
+		if err := commit(); err != nil {
+			return host.Stats{}, err
+		}
+		start = time.Now()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	return host.DrainSince(ctx, src, n, start)
+}
+
 // publish prints a results table and writes the files of a run into dir:
 // name → content, the table's markdown and its charts.
 func publish(dir, table string, files map[string]string) error {
