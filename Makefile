@@ -11,8 +11,14 @@
 #                   destination (schemas off and on) and source runs, connkit's
 #                   plugins side by side with the incumbent's, and the batching
 #                   experiment in real Conduit with its ceiling (about 30 minutes
-#                   of it) and Postgres → Postgres in real Conduit, into
-#                   bench/results/
+#                   of it), Postgres → Postgres in real Conduit, and a source's
+#                   latency below capacity in each Conduit of BENCH_CONDUITS,
+#                   into bench/results/
+#
+# CONDUIT_BIN names the Conduit that make test, make race and make bench run
+# (default: v0.14.0, built on the first run); any release works, such as one
+# built from its source repository. BENCH_CONDUITS, comma-separated, names
+# the releases of the latency runs (default: CONDUIT_BIN alone).
 
 GO              ?= go
 CONDUIT_VERSION := v0.14.0
@@ -22,6 +28,7 @@ INCUMBENT_BIN   ?= $(CACHE_DIR)/incumbent
 BENCH_RECORDS   ?= 300000
 RACE_RUNS       ?= 20
 PIPELINE_FLAGS  ?=
+BENCH_CONDUITS  ?= $(CONDUIT_BIN)
 PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl ./examples/file/cmd/connkit-file
 # The packages whose tests launch plugin binaries or Conduit.
 E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
@@ -99,6 +106,8 @@ bench: build conduit incumbent
 	$(GO) run ./internal/cmd/bench acks -out bench/results
 	$(GO) run ./internal/cmd/bench replicate -out bench/results -conduit $(CONDUIT_BIN) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
+	$(GO) run ./internal/cmd/bench latency -out bench/results -conduit $(BENCH_CONDUITS) \
+		-vs-generator $(INCUMBENT_BIN)/generator -vs-postgres $(INCUMBENT_BIN)/postgres
 
 check:
 	@echo "checking gofmt and go vet…"

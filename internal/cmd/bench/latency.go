@@ -261,7 +261,8 @@ func latencyReport(cells []*latencyCell, releases []string, rate, cdcRate float6
 	var t strings.Builder
 	fmt.Fprintf(&t, "A source's latency below its capacity, in real Conduit: a generator making %g structured records/s (connkit's, the incumbent SDK's, Conduit's builtin) and Postgres changes at %g rows/s, one row a transaction (connkit's Postgres source, the incumbent's), each into connkit's log destination at trace level (it does nothing). Every plugin with its defaults and no batch settings. ", rate, cdcRate)
 	fmt.Fprintf(&t, "One Conduit per cell, the sources alternating; a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): mean is its sum over its count. ", duration, warmup)
-	t.WriteString("The target is connkit's mean at most 1.2 times the incumbent's, or 0.2 ms above it, whichever is larger. On a busy two-core machine, compare within a row.\n\n")
+	t.WriteString("The target is connkit's mean at most 1.2 times the incumbent's, or 0.2 ms above it, whichever is larger. On a busy two-core machine, compare within a row. ")
+	t.WriteString("Conduit measures from a record's opencdc.readAt, which the incumbent's generator and Conduit's builtin one leave empty: Conduit stamps their records as it receives them, so their figures leave out the plugin and the transport, which connkit's generator includes, stamping each record as its Read returns, as the incumbent SDK's record constructors, and so both Postgres sources, do.\n\n")
 	writeTableHead(&t, "| pipeline | Conduit | engine | connkit records/s | connkit mean | incumbent mean | builtin mean | connkit − incumbent | within target |")
 	for _, kind := range []string{"generator", "cdc"} {
 		for _, r := range releases {
