@@ -56,7 +56,7 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 			if n > 0 {
 				r = retrying{}
 			}
-			if o.failed(ctx, &s, &r, err) {
+			if !o.settleFailure(ctx, &s, &r, err) {
 				continue
 			}
 			if err := s.flush(o.send); err != nil {
@@ -111,28 +111,29 @@ func contractKept(n, size int, err error) bool {
 	return n >= 0 && n < size && err != nil && !errors.As(err, &panicked)
 }
 
-// failed settles the record at s.next, which the Write failed on with err,
-// as err's classification says, and reports whether the Write is not to
-// be retried: a record fault nacks that record alone and goes on with the
-// next (unless the destination is going away), any unclassified error
-// nacks it and the rest. A retryable error settles nothing here.
-func (o outcomes) failed(ctx context.Context, s *settlement, r *retrying, err error) bool {
+// settleFailure settles the record at s.next, which the Write failed on
+// with err, as err's classification says, and reports whether the records
+// from it on are to be written again after a backoff: a retryable error
+// settles nothing here; a record fault nacks that record alone and goes
+// on with the next (unless the destination is going away); any other
+// error nacks it and the rest.
+func (o outcomes) settleFailure(ctx context.Context, s *settlement, r *retrying, err error) (retry bool) {
 	failed := s.positions[s.next]
 	reason := ownReason(failed, errorText(err))
 	switch o.faultOf(err) {
 	case Retryable:
-		return false
+		return true
 	case RecordFault:
 		s.nack(s.next+1, metrics.NackRecordFault, fmt.Sprintf("record at position %q: %s", failed, reason))
 		*r = retrying{}
-		if s.next < len(s.positions) && (ctx.Err() != nil || o.halt.isAborted()) {
+		if ctx.Err() != nil || o.halt.isAborted() {
 			s.nackRest(metrics.NackNotAttempted, "not attempted: the destination is tearing down")
 		}
 	default:
 		s.nack(s.next+1, metrics.NackFailed, fmt.Sprintf("record at position %q: %s", failed, reason))
 		s.nackRest(metrics.NackNotAttempted, fmt.Sprintf("not attempted: the record at position %q failed: %s", failed, reason))
 	}
-	return true
+	return false
 }
 
 // settlement is one ack for each record of a batch, settled in order and
