@@ -42,10 +42,10 @@ func holdFor(p batcher.Policy) batcher.Hold {
 const aheadTime = time.Millisecond
 
 // aheadOf returns how many records a reader may take ahead of the owner
-// under policy p, for a worker that handles records at pace records per
+// under policy p, for a worker that handles records at perSecond records per
 // second: what it handles in aheadTime, at least a batch.
-func aheadOf(p batcher.Policy, pace float64) int {
-	return max(p.Count, int(pace*aheadTime.Seconds()+0.5))
+func aheadOf(p batcher.Policy, perSecond float64) int {
+	return max(p.Count, int(perSecond*aheadTime.Seconds()+0.5))
 }
 
 // keepAcks reports whether the acks of the batch the worker takes now,
