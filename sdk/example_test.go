@@ -89,6 +89,7 @@ func ExampleConnector_destinationDefaults() {
 	// sdk.retry.maxDelay="10s"
 	// sdk.schema.extract.key.enabled="true"
 	// sdk.schema.extract.payload.enabled="true"
+	// sdk.write.concurrency="auto"
 }
 
 // printDefaults prints each parameter's default.

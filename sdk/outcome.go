@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"time"
 
 	"github.com/connkit/connkit/internal/plugin"
 )
@@ -32,7 +33,18 @@ func Retryable(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &retryable{err}
+	return &retryable{err: err}
+}
+
+// RetryableAfter is [Retryable] for a system that says when to try again
+// (an HTTP 429 or 503 with Retry-After): the next attempt waits at least
+// after, or as the sdk.retry.* parameters say if that is longer.
+// RetryableAfter(nil, d) is nil.
+func RetryableAfter(err error, after time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryable{err: err, after: after}
 }
 
 // IsRecordFault reports whether err, or an error it wraps, was marked by
@@ -53,7 +65,10 @@ func IsRetryable(err error) bool {
 // nack says what the connector said.
 type (
 	recordFault struct{ err error }
-	retryable   struct{ err error }
+	retryable   struct {
+		err   error
+		after time.Duration // the least wait before the next attempt
+	}
 )
 
 func (e *recordFault) Error() string { return e.err.Error() }
@@ -61,6 +76,10 @@ func (e *recordFault) Unwrap() error { return e.err }
 
 func (e *retryable) Error() string { return e.err.Error() }
 func (e *retryable) Unwrap() error { return e.err }
+
+// RetryAfter is the least wait before the next attempt, which the plugin
+// server asks of a retryable error.
+func (e *retryable) RetryAfter() time.Duration { return e.after }
 
 // classify says whose failure a Write error is, for the plugin server.
 func classify(err error) plugin.Fault {

@@ -84,6 +84,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 					"sdk.record.format":                  "xml",
 					"sdk.schema.extract.payload.enabled": "maybe",
 					"sdk.schema.extract.key.enabled":     "nope",
+					"sdk.write.concurrency":              "0",
 				},
 				{
 					"sdk.batch.size":                     "ten",
@@ -97,6 +98,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 					"sdk.record.format.options":          "debezium.nope=1",
 					"sdk.schema.extract.payload.enabled": "maybe",
 					"sdk.schema.extract.key.enabled":     "nope",
+					"sdk.write.concurrency":              "lots",
 				},
 			},
 			configure: func(raw map[string]string) error {

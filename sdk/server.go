@@ -90,14 +90,19 @@ func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination,
 	write = middleware.LimitRate(settings.Rate.PerSecond, settings.Rate.Burst)(write)
 	write = settings.formatRecords(write)
 	write = middleware.DecodeSchemas(settings.Schema.Key, settings.Schema.Payload)(write)
+	concurrency, err := settings.concurrency(dst)
+	if err != nil {
+		return plugin.Destination{}, invalid(err)
+	}
 	calls := callsOf(dst, func(ctx context.Context, _ Position) error { return dst.Open(ctx) }, dst.Teardown)
 	calls.Metrics = settings.Metrics.set(s.labels("destination"))
 	return plugin.Destination{
-		Calls:    calls,
-		Write:    write,
-		Batch:    batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
-		Retry:    plugin.Retry{Attempts: settings.Retry.Attempts, Delay: settings.Retry.Delay, MaxDelay: settings.Retry.MaxDelay},
-		Classify: classify,
+		Calls:       calls,
+		Write:       write,
+		Batch:       batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
+		Retry:       plugin.Retry{Attempts: settings.Retry.Attempts, Delay: settings.Retry.Delay, MaxDelay: settings.Retry.MaxDelay},
+		Classify:    classify,
+		Concurrency: concurrency,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type (
 			Delay    time.Duration `param:"delay" default:"100ms" validate:"gt=-1" desc:"The longest wait before the first retry; each later wait may be twice as long, up to sdk.retry.maxDelay. Each wait is drawn at random from the upper half of its range."`
 			MaxDelay time.Duration `param:"maxDelay" default:"10s" validate:"gt=-1" desc:"The longest wait between two attempts; at least sdk.retry.delay."`
 		} `param:"sdk.retry"`
+		Write struct {
+			Concurrency string `param:"concurrency" default:"auto" desc:"How many Writes may be in flight together, their records acknowledged in order: auto finds how many the destination takes, from how long each Write takes and its push-back, up to 32; a number fixes it; 1 writes one batch at a time. A destination that does not take concurrent Writes writes one at a time with auto, and refuses another number."`
+		} `param:"sdk.write"`
 		Schema struct {
 			Payload bool `param:"payload.enabled" default:"true" desc:"Whether to decode the record payload with the schema its metadata names (opencdc.payload.schema.subject and .version)."`
 			Key     bool `param:"key.enabled" default:"true" desc:"Whether to decode the record key with the schema its metadata names (opencdc.key.schema.subject and .version)."`
@@ -107,6 +111,9 @@ func (s *destinationSettings) Validate() error {
 	if s.Retry.MaxDelay < s.Retry.Delay {
 		errs = append(errs, &config.ParameterError{Name: "sdk.retry.maxDelay", Value: s.Retry.MaxDelay.String(), Expected: fmt.Sprintf("at least the %v of \"sdk.retry.delay\"", s.Retry.Delay)})
 	}
+	if _, err := s.writeConcurrency(); err != nil {
+		errs = append(errs, err)
+	}
 	var err error
 	if s.formatRecords, err = middleware.FormatRecords(s.Record.Format, s.Record.Options); err != nil {
 		errs = append(errs, err)
@@ -161,4 +168,40 @@ func isSet(raw map[string]string, name string) bool {
 		}
 	}
 	return false
+}
+
+// autoConcurrency is the most Writes sdk.write.concurrency auto keeps in
+// flight together.
+const autoConcurrency = 32
+
+// writeConcurrency returns sdk.write.concurrency as a number: 0 for auto.
+func (s *destinationSettings) writeConcurrency() (int, error) {
+	v := s.Write.Concurrency
+	if v == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, &config.ParameterError{Name: "sdk.write.concurrency", Value: v, Expected: "auto or a number of Writes, at least 1"}
+	}
+	return n, nil
+}
+
+// concurrency is how many Writes of dst may be in flight together: one at
+// a time unless dst is a ConcurrentDestination.
+func (s *destinationSettings) concurrency(dst Destination) (plugin.Concurrency, error) {
+	n, err := s.writeConcurrency()
+	if err != nil {
+		return plugin.Concurrency{}, err
+	}
+	c, ok := find[ConcurrentDestination](dst)
+	switch {
+	case !ok && n > 1:
+		return plugin.Concurrency{}, &config.ParameterError{Name: "sdk.write.concurrency", Value: s.Write.Concurrency, Expected: "auto or 1: this destination writes one batch at a time"}
+	case !ok:
+		return plugin.Concurrency{Max: 1}, nil
+	case n == 0:
+		return plugin.Concurrency{Max: autoConcurrency, Adaptive: true, ByKey: c.WriteSplit() != SplitFreely}, nil
+	}
+	return plugin.Concurrency{Max: n, ByKey: c.WriteSplit() != SplitFreely}, nil
 }

@@ -67,6 +67,22 @@ type Destination struct {
 	// Classify says whose failure a Write error is; nil treats every error
 	// as unclassified.
 	Classify func(error) Fault
+	// Concurrency is how many Writes may be in flight together; the zero
+	// value is one at a time.
+	Concurrency Concurrency
+}
+
+// Concurrency is how many Writes a destination may have in flight
+// together. Their records are acked in order, whatever order they end in.
+type Concurrency struct {
+	Max int // the most; 0 and 1 are one at a time
+	// Adaptive starts at one Write and finds how many the destination
+	// takes, up to Max, from each Write's duration and its retryable
+	// errors; otherwise Max are in flight whenever there are records.
+	Adaptive bool
+	// ByKey hands a record to a Write only once every earlier record with
+	// its key is settled; otherwise any record may go in any Write.
+	ByKey bool
 }
 
 // Fault says whose failure a Write error is, which decides what happens to
