@@ -207,9 +207,13 @@ func (b *Batcher[T]) Wait(now time.Time) (time.Duration, bool) {
 // is due (Stop and shutdown take batches without waiting) and returns nil
 // when nothing is collected. The batch's items stay held until
 // [Batcher.Done].
-func (b *Batcher[T]) Take() []T {
-	n := b.Len()
-	if n == 0 {
+func (b *Batcher[T]) Take() []T { return b.TakeAtMost(b.Len()) }
+
+// TakeAtMost is [Batcher.Take] of at most n items; with n below 1 it takes
+// nothing and returns nil.
+func (b *Batcher[T]) TakeAtMost(n int) []T {
+	n = min(n, b.Len())
+	if n < 1 {
 		return nil
 	}
 	if b.policy.Count > 0 {
@@ -239,6 +243,12 @@ func (b *Batcher[T]) Take() []T {
 	b.compact()
 	return batch
 }
+
+// Pending returns the items collected and not yet taken, oldest first,
+// without taking them: the next batch is their start. The slice is the
+// batcher's own, valid until the next Add or Take; the caller must not
+// change it.
+func (b *Batcher[T]) Pending() []T { return b.items[b.head:len(b.items):len(b.items)] }
 
 // compact drops the taken items' slots once they are the larger part.
 func (b *Batcher[T]) compact() {

@@ -344,3 +344,22 @@ func TestDueSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeAtMostTakesFewer: TakeAtMost takes the oldest items, no more
+// than it is asked for nor than Take would, and Pending shows what is left
+// without taking it.
+func TestTakeAtMostTakesFewer(t *testing.T) {
+	is := is.New(t)
+	b, err := New(Policy{Count: 3}, Hold{}, func(n int) int { return n })
+	is.NoErr(err)
+	now := time.Now()
+	for i := range 5 {
+		b.Add(i, now)
+	}
+	is.Equal(b.TakeAtMost(0), nil)
+	is.Equal(b.TakeAtMost(2), []int{0, 1})
+	is.Equal(b.Pending(), []int{2, 3, 4})
+	b.Add(5, now)
+	is.Equal(b.TakeAtMost(10), []int{2, 3, 4}) // the policy's Count holds too
+	is.Equal(b.Pending(), []int{5})
+}

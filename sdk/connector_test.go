@@ -209,3 +209,50 @@ func (c *rangeConfig) Validate() error {
 	}
 	return nil
 }
+
+// concurrentNop is a nopDestination that takes concurrent Writes, split by
+// key.
+type concurrentNop struct{ nopDestination }
+
+func (concurrentNop) WriteSplit() Split { return SplitByKey }
+
+// TestWriteConcurrency: sdk.write.concurrency is auto (adaptive, up to
+// 32) or a number for a ConcurrentDestination, which says how records
+// split; a destination that writes one batch at a time takes auto or 1,
+// and refuses more, naming the parameter.
+func TestWriteConcurrency(t *testing.T) {
+	concurrent := Connector{Name: "c", Version: "v0.1.0", Destination: NewDestination(func(nopConfig) (concurrentNop, error) { return concurrentNop{}, nil })}
+	serial := Connector{Name: "s", Version: "v0.1.0", Destination: NewDestination(newNop)}
+	tests := []struct {
+		name  string
+		c     Connector
+		value string // "": not set
+		want  plugin.Concurrency
+		err   string
+	}{
+		{"auto by default", concurrent, "", plugin.Concurrency{Max: 32, Adaptive: true, ByKey: true}, ""},
+		{"a number", concurrent, "8", plugin.Concurrency{Max: 8, ByKey: true}, ""},
+		{"one at a time", concurrent, "1", plugin.Concurrency{Max: 1, ByKey: true}, ""},
+		{"serial, auto", serial, "auto", plugin.Concurrency{Max: 1}, ""},
+		{"serial, one", serial, "1", plugin.Concurrency{Max: 1}, ""},
+		{"serial, more", serial, "4", plugin.Concurrency{}, `parameter "sdk.write.concurrency": got "4", expected auto or 1: this destination writes one batch at a time`},
+		{"not a number", concurrent, "many", plugin.Concurrency{}, `parameter "sdk.write.concurrency": got "many", expected auto or a number of Writes, at least 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			raw := map[string]string{}
+			if tt.value != "" {
+				raw["sdk.write.concurrency"] = tt.value
+			}
+			d, err := configureDestination(tt.c, raw)
+			if tt.err != "" {
+				is.True(err != nil)
+				is.True(strings.Contains(err.Error(), tt.err)) // names the parameter and what it takes
+				return
+			}
+			is.NoErr(err)
+			is.Equal(d.Concurrency, tt.want)
+		})
+	}
+}

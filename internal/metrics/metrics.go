@@ -71,6 +71,8 @@ type Set struct {
 	retries     prometheus.Counter
 	heldRecords prometheus.Gauge
 	heldBytes   prometheus.Gauge
+	inFlight    prometheus.Gauge // a destination's Writes in flight
+	limit       prometheus.Gauge // how many it may have
 }
 
 // New returns the metrics of the instance l names.
@@ -99,6 +101,8 @@ func New(l Labels) *Set {
 	s.calls = s.histogram(s.call+"_seconds", "How long the connector's "+verb+" calls took.", prometheus.ExponentialBuckets(0.0001, 4, 10))
 	if l.Role == "destination" {
 		s.retries = s.counter("retries_total", "Writes retried after a failure the connector marked retryable.")
+		s.inFlight = s.gauge("writes_in_flight", "Writes in flight together.")
+		s.limit = s.gauge("write_concurrency_limit", "How many Writes may be in flight together: sdk.write.concurrency, or where auto has found it.")
 	}
 	s.heldRecords = s.gauge("held_records", "Records held in flight: taken in and not yet acknowledged (destination) or sent (source).")
 	s.heldBytes = s.gauge("held_bytes", "Bytes of the records held in flight.")
@@ -192,6 +196,14 @@ func (s *Set) Called(d time.Duration) {
 func (s *Set) Retried() {
 	if s != nil && s.retries != nil {
 		s.retries.Inc()
+	}
+}
+
+// Flight notes how many Writes are in flight and how many may be.
+func (s *Set) Flight(inFlight, limit int) {
+	if s != nil && s.inFlight != nil {
+		s.inFlight.Set(float64(inFlight))
+		s.limit.Set(float64(limit))
 	}
 }
 

@@ -56,7 +56,8 @@ func (s *Set) Progress() (attrs []any, moved bool) {
 		"held_records", count(total("held_records")),
 	)
 	if s.retries != nil {
-		attrs = append(attrs, "retries", count(total("retries_total")))
+		attrs = append(attrs, "retries", count(total("retries_total")),
+			"writes_in_flight", count(total("writes_in_flight")), "write_concurrency_limit", count(total("write_concurrency_limit")))
 	}
 	for _, f := range families {
 		if s.sdk[f.GetName()] {

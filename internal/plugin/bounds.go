@@ -17,22 +17,27 @@ const (
 	defaultHoldBytes = 8 << 20
 )
 
-// holdFor returns the bound on what a server holds under policy p: two
-// batches' worth, one being written while the next is collected. A
-// server passes it by what its reader's inbox may hold when the owner takes
-// it, and again by what the reader receives or reads after that: each less
-// than 128 records and 128 KiB (inboxCount, inboxBytes) plus one message
-// or Read.
-func holdFor(p batcher.Policy) batcher.Hold {
+// holdFor returns the bound on what a server holds under policy p while
+// the worker may have n batches at once: n+1 batches' worth, n being
+// handled while the next is collected, and no more bytes than
+// maxHoldBytes for more than one batch with the worker. A server passes it
+// by what its reader's inbox may hold when the owner takes it, and again
+// by what the reader receives or reads after that: each less than 128
+// records and 128 KiB (inboxCount, inboxBytes) plus one message or Read.
+func holdFor(p batcher.Policy, n int) batcher.Hold {
 	h := batcher.Hold{Count: defaultHoldCount, Bytes: defaultHoldBytes}
 	if p.Count > 0 {
-		h.Count = 2 * p.Count
+		h.Count = (n + 1) * p.Count
 	}
 	if p.Bytes > 0 {
-		h.Bytes = 2 * p.Bytes
+		h.Bytes = min((n+1)*p.Bytes, max(2*p.Bytes, maxHoldBytes))
 	}
 	return h
 }
+
+// maxHoldBytes is the most bytes a server holds for Writes in flight
+// together, unless two batches are more.
+const maxHoldBytes = 32 << 20
 
 // aheadTime is how long what a reader has taken ahead of the owner keeps
 // the worker busy, once the worker's pace is measured: long enough that a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/metrics"
 )
@@ -65,8 +64,13 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	defer endLoop()
 	defer context.AfterFunc(d.writes, endLoop)()
 
-	w := &writer{ctx: writeCtx, stream: stream, outcomes: outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set}}
-	o, err := newOwner(loopCtx, dst.Batch, dst.Metrics.Set, w, d.stops, d.halt.stopping())
+	w := &writer{ctx: writeCtx, outcomes: outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set}, acks: newAckOrder(func(acks []pconnector.DestinationRunResponseAck) error {
+		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
+			return fmt.Errorf("send acks to Conduit: %w", err)
+		}
+		return nil
+	})}
+	o, err := newOwner(loopCtx, dst.Batch, dst.Concurrency, dst.Metrics.Set, w, d.stops, d.halt.stopping())
 	if err != nil {
 		return err
 	}
@@ -91,45 +95,30 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 }
 
 // writer is a destination's worker: it writes each batch and settles each
-// record with one ack (see [outcomes]), which it sends after the acks it
-// kept, or keeps too (see keepAcks).
+// record with one ack (see [outcomes]), which go to Conduit in record order
+// with the other batches' (see ackOrder), or, for a keepBatch job, with
+// the next batch's (see keepAcks).
 type writer struct {
 	ctx      context.Context
-	stream   pconnector.DestinationRunStreamServer
-	outcomes outcomes // but send and keep, which are the writer's
-	kept     []pconnector.DestinationRunResponseAck
+	outcomes outcomes // but send and keep, which are each job's
+	acks     *ackOrder
 }
 
-func (w *writer) handle(batch []opencdc.Record) error        { return w.write(batch, false) }
-func (w *writer) handleKeeping(batch []opencdc.Record) error { return w.write(batch, true) }
-func (w *writer) sendKept() error                            { return w.send(nil) }
-
-func (w *writer) write(batch []opencdc.Record, keep bool) error {
+func (w *writer) handle(j job) (pushedBack bool, err error) {
 	o := w.outcomes
-	o.send = w.send
-	if keep {
-		o.keep = func(acks []pconnector.DestinationRunResponseAck) { w.kept = append(w.kept, acks...) }
+	o.pushedBack = j.pushedBack
+	o.send = func(acks []pconnector.DestinationRunResponseAck) error { return w.acks.settled(j.seq, acks) }
+	if j.kind == keepBatch {
+		o.keep = func(acks []pconnector.DestinationRunResponseAck) { w.acks.keep(j.seq, acks) }
 	}
-	if err := o.writeAll(w.ctx, batch); err != nil || keep {
-		return err
+	pushedBack, err = o.writeAll(w.ctx, j.batch)
+	if err != nil {
+		return pushedBack, err
 	}
-	return w.send(nil) // those kept, if writeAll sent nothing
+	return pushedBack, w.acks.done(j.seq)
 }
 
-// send sends the acks kept and then acks, in one message.
-func (w *writer) send(acks []pconnector.DestinationRunResponseAck) error {
-	if len(w.kept) > 0 {
-		acks = append(w.kept, acks...)
-		w.kept = nil
-	}
-	if len(acks) == 0 {
-		return nil
-	}
-	if err := w.stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
-		return fmt.Errorf("send acks to Conduit: %w", err)
-	}
-	return nil
-}
+func (w *writer) sendKept() error { return w.acks.flush() }
 
 // Stop returns once the record at req.LastPosition has been written and
 // acked (or nacked), once Run has ended, or when ctx is done or Teardown

@@ -40,10 +40,15 @@ type outcomes struct {
 	// keep, if set, takes the acks settled last instead of send, for a
 	// later send to deliver before its own.
 	keep func([]pconnector.DestinationRunResponseAck)
+	// pushedBack, if set, is called when a Write fails with a retryable
+	// error, before the wait to retry it.
+	pushedBack func()
 }
 
-// writeAll writes records and settles them; its error is send's.
-func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error {
+// writeAll writes records and settles them, and reports whether the
+// destination pushed back (a Write failed with a retryable error); its
+// error is send's.
+func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) (pushedBack bool, err error) {
 	// The positions are taken before Write, which may not change them but
 	// could.
 	s := settlement{positions: positionsOf(records), log: o.log, metrics: o.metrics}
@@ -59,8 +64,12 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 			if !o.settleFailure(ctx, &s, &r, err) {
 				continue
 			}
+			pushedBack = true
+			if o.pushedBack != nil {
+				o.pushedBack()
+			}
 			if err := s.flush(o.send); err != nil {
-				return err
+				return pushedBack, err
 			}
 			if why := o.pause(ctx, &r, s.positions[s.next], err); why != "" {
 				s.nackRest(metrics.NackRetriesExhausted, fmt.Sprintf("not written: %s: %s", why, errorText(err)))
@@ -81,9 +90,9 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) error 
 	}
 	if o.keep != nil {
 		o.keep(s.settled)
-		return nil
+		return pushedBack, nil
 	}
-	return s.flush(o.send)
+	return pushedBack, s.flush(o.send)
 }
 
 // call makes one Write, guarded, and measures it.
@@ -227,7 +236,7 @@ func (o outcomes) wait(ctx context.Context, retries int, stopRetried *bool, pos 
 		o.log.Warn("Write failed; retrying once more at once, as the destination is stopping", "position", string(pos), "error", err)
 		return ""
 	}
-	wait := jitter(o.retry.Backoff(retries))
+	wait := max(jitter(o.retry.Backoff(retries)), retryAfter(err))
 	o.log.Warn("Write failed; retrying", "position", string(pos), "retry", retries+1, "of", o.retry.Attempts, "in", wait, "error", err)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -242,6 +251,16 @@ func (o outcomes) wait(ctx context.Context, retries int, stopRetried *bool, pos 
 	case <-ctx.Done():
 		return fmt.Sprintf("retrying ended after %d retries (%v)", retries, ctx.Err())
 	}
+}
+
+// retryAfter returns the least wait before a retry that err asks for
+// (sdk.RetryableAfter), or 0.
+func retryAfter(err error) time.Duration {
+	var after interface{ RetryAfter() time.Duration }
+	if errors.As(err, &after) {
+		return after.RetryAfter()
+	}
+	return 0
 }
 
 // ownReason is text, the error of the record at pos, without the

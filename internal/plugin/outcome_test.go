@@ -144,7 +144,7 @@ func writeAllTexts(t *testing.T, ctx context.Context, o outcomes, records []open
 		acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
 		return nil
 	}
-	if err := o.writeAll(ctx, records); err != nil {
+	if _, err := o.writeAll(ctx, records); err != nil {
 		t.Errorf("writeAll: %v", err) // send never fails here
 	}
 	return acks
@@ -418,7 +418,7 @@ func checkOutcomes(t *testing.T, kinds, batches []byte, retry Retry, endAt int, 
 		for _, r := range batch {
 			batchOf[string(r.Position)] = next
 		}
-		if err := o.writeAll(ctx, batch); err != nil {
+		if _, err := o.writeAll(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 		next += len(batch)
@@ -594,7 +594,8 @@ func TestRetryBackoff(t *testing.T) {
 				sentAt = append(sentAt, time.Since(w.start))
 				return nil
 			}}
-		is.NoErr(o.writeAll(t.Context(), records("a", "b", "c")))
+		_, err := o.writeAll(t.Context(), records("a", "b", "c"))
+		is.NoErr(err)
 		calls := w.got()
 		is.Equal(len(calls), 5)
 		bounds := []struct{ lo, hi time.Duration }{{50, 100}, {100, 200}, {150, 300}, {150, 300}}

@@ -1,8 +1,8 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -14,15 +14,15 @@ import (
 // the inbox: a destination's receives them from Conduit, a source's reads
 // them from the connector. The owner alone touches the batcher: it takes
 // everything waiting in the inbox at once, while the hold bound has room,
-// and hands the worker a batch whenever the worker is free and a batch is
-// due (see worker). When nothing else happens, it waits for the batch's
-// delay.
+// and hands the worker a batch whenever the worker may take one more job
+// and a batch is due (see worker): a source's one at a time, a
+// destination's as many at once as its Concurrency and the limiter allow.
+// When nothing else happens, it waits for the batch's delay.
 //
 // The loop's state is in the fields, which only run's goroutine touches;
 // the loop is one select, and each event has a method of its own: took
-// (the inbox had records), worked (the worker finished a job),
-// stopRequested, and the ends of ctx and of waiting. The clock is read at
-// each wake-up, into now.
+// (the inbox had records), worked (a job ended), stopRequested, and the
+// ends of ctx and of waiting. The clock is read at each wake-up, into now.
 type owner struct {
 	ctx     context.Context // once done, no batch goes to the worker, and run ends with its cause
 	inbox   *inbox
@@ -33,53 +33,75 @@ type owner struct {
 	metrics *metrics.Set // nil: nothing is measured
 	stops   <-chan stopRequest
 	drain   <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
+	limit   *limiter        // how many jobs the worker may have at once
+	byKey   bool            // a record goes to the worker only once no job it has holds the record's key
 
-	jobs    chan job   // to the worker's goroutine
-	results chan error // from it, one a job
+	results chan result    // from the jobs' goroutines
+	pushes  chan struct{}  // holds a notice once a Write met a retryable error
+	jobs    sync.WaitGroup // the jobs' goroutines
 	timer   *time.Timer
 	now     time.Time
 
-	busy     bool      // the worker has a job
-	job      job       // that job
-	jobSince time.Time // when the worker got it
+	flights  []flight       // the jobs handed out, in order, up to the first not done
+	keys     map[uint64]int // with byKey, the records of the jobs not done, by key hash
+	seq      uint64         // the next batch's sequence number
+	handed   int            // records handed to the worker
 	pace     pace
 	kept     keptRecords
 	halted   bool  // hand out nothing more: ctx is done, or the worker failed
 	draining bool  // hand out without waiting: Stop was called, or the reader ended
 	ended    bool  // the reader has ended, with endErr
 	endErr   error //
-	workErr  error // the worker's error
+	workErr  error // the worker's first error
 	stopping stopList
 	spare    []opencdc.Record // the records last taken from the inbox, done with at the next take
 	arrivals arrivals         // kept with metrics only
 }
 
+// flight is a job handed to the worker and not yet done, or done before an
+// earlier one.
+type flight struct {
+	job
+	end   int       // records handed to the worker up to and including the job's
+	since time.Time // when it was handed out
+	keys  []uint64  // with byKey, its records' key hashes (0: none)
+	done  bool
+}
+
+// result is how a job ended, which its goroutine reports.
+type result struct {
+	kind       jobKind
+	seq        uint64
+	pushedBack bool // a Write met a retryable error
+	err        error
+}
+
 // newOwner returns the owner of a Run under policy p, with an empty inbox
-// that holds a batch until the worker's pace is measured. drain may be nil.
-func newOwner(ctx context.Context, p batcher.Policy, m *metrics.Set, w worker, stops <-chan stopRequest, drain <-chan struct{}) (*owner, error) {
-	b, err := batcher.New(p, holdFor(p), recordSize)
+// that holds a batch until the worker's pace is measured; the worker may
+// have as many jobs at once as c allows (one, if c is zero). drain may be
+// nil.
+func newOwner(ctx context.Context, p batcher.Policy, c Concurrency, m *metrics.Set, w worker, stops <-chan stopRequest, drain <-chan struct{}) (*owner, error) {
+	b, err := batcher.New(p, holdFor(p, max(c.Max, 1)), recordSize)
 	if err != nil {
 		return nil, err
 	}
-	keeper, _ := w.(ackKeeper)
-	return &owner{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, worker: w, keeper: keeper, metrics: m, stops: stops, drain: drain}, nil
+	o := &owner{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, worker: w, metrics: m, stops: stops, drain: drain, limit: newLimiter(c)}
+	o.keeper, _ = w.(ackKeeper)
+	if o.byKey = c.ByKey && o.limit.max > 1; o.byKey {
+		o.keys = map[uint64]int{}
+	}
+	return o, nil
 }
 
 // run returns once the reader has ended with an error and everything it
 // delivered has been through the worker, with that error (a reader that
 // ends without one, a source's that Stop ended, leaves the loop running,
-// for the acks); once ctx is done and the worker idle, with ctx's cause;
-// or once the worker failed, with its error.
+// for the acks); once ctx is done and no job is left, with ctx's cause;
+// or once a job failed and no other is left, with its error.
 func (o *owner) run() error {
-	o.jobs, o.results = make(chan job), make(chan error, 1)
-	workerDone := make(chan struct{})
-	go func() {
-		defer close(workerDone)
-		for j := range o.jobs {
-			o.results <- o.do(j)
-		}
-	}()
-	defer func() { close(o.jobs); <-workerDone }()
+	o.results = make(chan result, o.limit.max+1) // a job's goroutine never waits to report
+	o.pushes = make(chan struct{}, 1)
+	defer o.jobs.Wait()
 	o.timer = time.NewTimer(time.Hour)
 	o.timer.Stop()
 	defer o.timer.Stop()
@@ -99,8 +121,11 @@ func (o *owner) run() error {
 		case <-take:
 			o.now = time.Now() // the records came now, not before the select
 			o.took()
-		case err := <-o.results:
-			o.worked(err)
+		case r := <-o.results:
+			o.worked(r)
+		case <-o.pushes:
+			o.limit.pushed()
+			o.metrics.Flight(len(o.flights), o.limit.current())
 		case r := <-o.stops:
 			o.stopRequested(r)
 		case <-o.drain:
@@ -113,19 +138,19 @@ func (o *owner) run() error {
 	}
 }
 
-// handOut gives the worker a job, if it is free and there is one: the
-// acks it kept, before anything waits or the loop ends, whatever ended it
-// (the stream may still carry them); or a due batch.
+// handOut gives the worker jobs while it may take more and there are
+// any: the acks it kept, before anything waits or the loop ends, whatever
+// ended it (the stream may still carry them); or due batches.
 func (o *owner) handOut() {
-	if o.busy {
+	for len(o.flights) < o.limit.current() {
+		reason, due := o.due()
+		switch {
+		case o.kept.count > 0 && (o.halted || !due): // acks are kept one job at a time
+			o.give(job{kind: sendKept}, nil)
+		case due && !o.halted && o.giveBatch(reason):
+			continue
+		}
 		return
-	}
-	reason, due := o.due()
-	switch {
-	case o.kept.count > 0 && (o.halted || !due):
-		o.give(job{kind: sendKept})
-	case due && !o.halted:
-		o.giveBatch(reason)
 	}
 }
 
@@ -149,42 +174,85 @@ var flushReasons = [...]string{
 	batcher.AtOnce: metrics.FlushGroupCommit,
 }
 
-// giveBatch hands the worker the next batch, due for reason. A keeper
-// keeps its acks while the next batch is at hand and both go soon (see
-// keepAcks).
-func (o *owner) giveBatch(reason string) {
+// giveBatch hands the worker the next batch, due for reason, and reports
+// whether there was one: with byKey, only the records before the first
+// whose key a job not done holds. A keeper keeps its acks while the next
+// batch is at hand and both go soon (see keepAcks), one job at a time.
+func (o *owner) giveBatch(reason string) bool {
+	n, keys := o.batch.Len(), []uint64(nil)
+	if o.byKey {
+		if n, keys = o.freeOfKeys(); n == 0 {
+			return false
+		}
+	}
 	collected := o.batch.Bytes()
-	batch := o.batch.Take()
+	batch := o.batch.TakeAtMost(n)
 	if o.metrics != nil {
 		o.metrics.Flushed(reason, len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
 	}
 	kind := handleBatch
-	if o.keeper != nil && !o.draining && (o.batch.Len() > 0 || o.inbox.waiting()) && keepAcks(o.kept.waited(o.now), o.pace.last) {
+	if o.keeper != nil && o.limit.current() == 1 && !o.draining && (o.batch.Len() > 0 || o.inbox.waiting()) && keepAcks(o.kept.waited(o.now), o.pace.last) {
 		kind = keepBatch
 	}
-	o.give(job{kind: kind, batch: batch})
+	o.give(job{kind: kind, batch: batch, seq: o.seq}, keys[:min(len(keys), len(batch))])
+	o.seq++
+	return true
 }
 
-func (o *owner) give(j job) {
-	o.job, o.busy, o.jobSince = j, true, o.now
-	o.jobs <- j
-}
-
-// do does job j; it runs on the worker's goroutine.
-func (o *owner) do(j job) error {
-	switch j.kind {
-	case keepBatch:
-		return o.keeper.handleKeeping(j.batch)
-	case sendKept:
-		return o.keeper.sendKept()
+// freeOfKeys returns how many of the records collected, from the oldest
+// on, have a key that no job not done holds, or none, and each one's key
+// hash (0: none).
+func (o *owner) freeOfKeys() (n int, keys []uint64) {
+	pending := o.batch.Pending()
+	if o.policy.Count > 0 {
+		pending = pending[:min(len(pending), o.policy.Count)]
 	}
-	return o.worker.handle(j.batch)
+	keys = make([]uint64, 0, len(pending))
+	for _, r := range pending {
+		h := keyHash(r)
+		if h != 0 && o.keys[h] > 0 {
+			break
+		}
+		keys = append(keys, h)
+	}
+	return len(keys), keys
+}
+
+// give hands the worker job j, whose records have the key hashes keys
+// (with byKey), on a goroutine of its own.
+func (o *owner) give(j job, keys []uint64) {
+	o.handed += len(j.batch)
+	o.flights = append(o.flights, flight{job: j, end: o.handed, since: o.now, keys: keys})
+	for _, h := range keys {
+		if h != 0 {
+			o.keys[h]++
+		}
+	}
+	o.limit.started(len(o.flights))
+	o.metrics.Flight(len(o.flights), o.limit.current())
+	if o.limit.adaptive {
+		j.pushedBack = func() { notify(o.pushes) }
+	}
+	o.jobs.Add(1)
+	go func() {
+		defer o.jobs.Done()
+		pushedBack, err := o.do(j)
+		o.results <- result{kind: j.kind, seq: j.seq, pushedBack: pushedBack, err: err}
+	}()
+}
+
+// do does job j; it runs on the job's goroutine.
+func (o *owner) do(j job) (pushedBack bool, err error) {
+	if j.kind == sendKept {
+		return false, o.keeper.sendKept()
+	}
+	return o.worker.handle(j)
 }
 
 // finished reports whether the loop ends, and with what (see run).
 func (o *owner) finished() (bool, error) {
 	switch {
-	case o.busy:
+	case len(o.flights) > 0:
 		return false, nil
 	case o.workErr != nil:
 		return true, o.workErr
@@ -197,13 +265,15 @@ func (o *owner) finished() (bool, error) {
 }
 
 // delay returns what fires once the batch collected is due by its delay,
-// when nothing else will hand it out: nil if nothing waits so.
+// when nothing else will hand it out: nil if nothing waits so. A batch due
+// already waits for a job to end (the worker has as many as it may, or,
+// with byKey, one holds its first record's key).
 func (o *owner) delay() <-chan time.Time {
-	if o.busy || o.halted || o.draining {
+	if len(o.flights) >= o.limit.current() || o.halted || o.draining {
 		return nil
 	}
 	d, ok := o.batch.Wait(o.now)
-	if !ok {
+	if !ok || d == 0 {
 		return nil
 	}
 	o.timer.Reset(d)
@@ -231,26 +301,55 @@ func (o *owner) took() {
 	}
 }
 
-// worked notes the end of the worker's job, with its error.
-func (o *owner) worked(err error) {
-	o.busy = false
-	if o.job.kind != sendKept {
-		n, now := len(o.job.batch), time.Now()
-		if l, changed := o.pace.measured(n, now.Sub(o.jobSince), o.policy); changed {
+// worked notes the end of a job: its keys free for later records, its
+// duration for the pace and the limit; and, once every job before it is
+// done too, its records through the worker.
+func (o *owner) worked(r result) {
+	now := time.Now()
+	f := &o.flights[0] // a sendKept job is the only one
+	if r.kind != sendKept {
+		f = &o.flights[r.seq-o.flights[0].seq] // batches are in flight alone, in seq order
+	}
+	f.done = true
+	for _, h := range f.keys {
+		if h == 0 {
+			continue
+		}
+		if o.keys[h]--; o.keys[h] == 0 {
+			delete(o.keys, h)
+		}
+	}
+	if f.kind != sendKept {
+		took := now.Sub(f.since)
+		if l, changed := o.pace.measured(len(f.batch)*o.limit.current(), took, o.policy); changed {
 			o.inbox.setLimit(l)
 		}
+		o.limit.ended(took, r.pushedBack)
+	}
+	if r.err != nil && o.workErr == nil {
+		o.workErr, o.halted = r.err, true
+	}
+	for len(o.flights) > 0 && o.flights[0].done {
+		o.through(o.flights[0], now)
+		o.flights = o.flights[1:]
+	}
+	o.metrics.Flight(len(o.flights), o.limit.current())
+}
+
+// through notes a job done after every job before it: its batch no longer
+// held, and its records' acks sent, with those kept before, unless it
+// keeps them too.
+func (o *owner) through(f flight, now time.Time) {
+	if f.kind != sendKept {
 		o.batch.Done()
 		o.metrics.Held(o.batch.Held())
-		o.kept.add(n, now)
 	}
-	if o.job.kind != keepBatch { // sent, with those kept before
-		o.stopping.worked(o.kept.count)
-		o.kept = keptRecords{}
+	if f.kind == keepBatch {
+		o.kept.add(len(f.batch), now)
+		return
 	}
-	o.job = job{}
-	if err != nil {
-		o.workErr, o.halted = err, true
-	}
+	o.kept = keptRecords{}
+	o.stopping.reached(f.end)
 }
 
 // stopRequested has batches go without waiting from now on, and closes
@@ -258,38 +357,6 @@ func (o *owner) worked(err error) {
 func (o *owner) stopRequested(r stopRequest) {
 	o.draining = true
 	o.stopping.add(r)
-}
-
-// A job is what the owner hands the worker: a batch to handle, or the
-// acks kept to send.
-type job struct {
-	kind  jobKind
-	batch []opencdc.Record // nil for sendKept
-}
-
-type jobKind uint8
-
-const (
-	handleBatch jobKind = iota // handle the batch, sending its acks and any kept
-	keepBatch                  // handle the batch, keeping its acks and any kept (an ackKeeper's)
-	sendKept                   // send the acks kept (an ackKeeper's)
-)
-
-// A worker handles the batches the owner hands out, one at a time, on a
-// goroutine of its own. A source's sends each to Conduit: the transport
-// takes it at once while Conduit keeps up, and makes the worker wait while
-// Conduit does not, so that a busy Conduit gets what was read meanwhile
-// in one message. A destination's writes each and acks its records.
-type worker interface {
-	handle(batch []opencdc.Record) error
-}
-
-// An ackKeeper is a worker that can keep the acks of a batch and send them
-// with the next batch's, in one message (a destination's, see keepAcks).
-type ackKeeper interface {
-	worker
-	handleKeeping(batch []opencdc.Record) error
-	sendKept() error
 }
 
 // keptRecords are the records through the worker whose acks it keeps.
@@ -336,78 +403,6 @@ func (p *pace) measured(n int, took time.Duration, policy batcher.Policy) (limit
 	limit = aheadOf(policy, p.perSecond)
 	changed, p.lead = limit != p.lead, limit
 	return limit, changed
-}
-
-// stopRequest asks the owner loop to hand batches out without waiting and
-// to close done once the record at last has been through the worker
-// (written and acked, or sent): at once if last is empty.
-type stopRequest struct {
-	last opencdc.Position
-	done chan struct{}
-}
-
-// stopList are the Stops waiting for their record to be through the
-// worker, and what the owner took and the worker finished, in records.
-type stopList struct {
-	waiting   []pendingStop
-	taken     int // records taken from the inbox
-	through   int // records through the worker, their acks sent
-	lastTaken opencdc.Position
-}
-
-// pendingStop is a Stop waiting for the record at its position: upTo is
-// how many records were taken from the inbox up to and including it, 0
-// until it is taken.
-type pendingStop struct {
-	stopRequest
-	upTo int
-}
-
-// add takes a Stop in, releasing it at once if its record is through.
-func (l *stopList) add(r stopRequest) {
-	s := pendingStop{stopRequest: r}
-	if len(r.last) > 0 && bytes.Equal(r.last, l.lastTaken) {
-		s.upTo = l.taken
-	}
-	l.waiting = append(l.waiting, s)
-	l.release()
-}
-
-// took notes the records taken from the inbox.
-func (l *stopList) took(recs []opencdc.Record) {
-	for i := range l.waiting {
-		if l.waiting[i].upTo > 0 {
-			continue
-		}
-		for k, r := range recs {
-			if bytes.Equal(r.Position, l.waiting[i].last) {
-				l.waiting[i].upTo = l.taken + k + 1
-			}
-		}
-	}
-	l.taken += len(recs)
-	if len(recs) > 0 {
-		l.lastTaken = recs[len(recs)-1].Position
-	}
-}
-
-// worked notes n more records through the worker, their acks sent.
-func (l *stopList) worked(n int) {
-	l.through += n
-	l.release()
-}
-
-// release closes the Stops whose record is through the worker.
-func (l *stopList) release() {
-	kept := l.waiting[:0]
-	for _, s := range l.waiting {
-		if len(s.last) == 0 || (s.upTo > 0 && l.through >= s.upTo) {
-			close(s.done)
-			continue
-		}
-		kept = append(kept, s)
-	}
-	l.waiting = kept
 }
 
 // arrivals are when the records collected and not yet in a batch came, in

@@ -208,7 +208,7 @@ func TestSourceBatching(t *testing.T) {
 // inbox, and two at most, since the owner takes a whole inbox whenever the
 // bound has room.
 func heldWhileBusy(p batcher.Policy) (least, most int) {
-	bound, inbox := holdFor(p).Count, max(1, aheadOf(p, 0))
+	bound, inbox := holdFor(p, 1).Count, max(1, aheadOf(p, 0))
 	return bound + inbox, bound - 1 + 2*inbox
 }
 
@@ -259,7 +259,7 @@ func TestSlowWriterKeepsReaderClose(t *testing.T) {
 				sent <- struct{}{}
 			}
 		}()
-		most := holdFor(p).Count + aheadOf(p, 100) + 1 // the bound, the inbox and the message in the reader's hands
+		most := holdFor(p, 1).Count + aheadOf(p, 100) + 1 // the bound, the inbox and the message in the reader's hands
 		for range n / 2 {
 			time.Sleep(10 * time.Millisecond) // a write
 			synctest.Wait()

@@ -63,7 +63,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	// out of order.
 	loopCtx, endLoop := context.WithCancelCause(ctx)
 	defer endLoop(nil)
-	o, err := newOwner(loopCtx, src.Batch, src.Metrics.Set, sender{stream}, s.stops, nil)
+	o, err := newOwner(loopCtx, src.Batch, Concurrency{}, src.Metrics.Set, sender{stream}, s.stops, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +102,11 @@ type sender struct {
 	stream pconnector.SourceRunStreamServer
 }
 
-func (s sender) handle(batch []opencdc.Record) error {
-	if err := s.stream.Send(pconnector.SourceRunResponse{Records: batch}); err != nil {
-		return fmt.Errorf("send records to Conduit: %w", err)
+func (s sender) handle(j job) (pushedBack bool, err error) {
+	if err := s.stream.Send(pconnector.SourceRunResponse{Records: j.batch}); err != nil {
+		return false, fmt.Errorf("send records to Conduit: %w", err)
 	}
-	return nil
+	return false, nil
 }
 
 // read hands every record the source reads to deliver, as each Read or
@@ -145,7 +145,7 @@ func readerFor(src *Source) func(context.Context) ([]opencdc.Record, error) {
 		if src.Batch.Count > 0 {
 			limit = src.Batch.Count
 		}
-		budget = holdFor(src.Batch).Bytes / 2
+		budget = holdFor(src.Batch, 1).Bytes / 2
 	}
 	avg := 0 // bytes per record, estimated from the first record of each batch
 	return func(ctx context.Context) (recs []opencdc.Record, err error) {
