@@ -42,8 +42,9 @@ func NewDestination(cfg Config) (*Destination, error) {
 	return &Destination{url: u.String(), target: redact(u), timeout: cfg.Timeout}, nil
 }
 
-// WriteSplit lets any record go in any Write: the server is sent a batch
-// at a time and keeps no order between batches.
+// WriteSplit lets any record go in any Write: each batch is a request of
+// its own, and requests in flight together reach the server in any order,
+// so the destination promises no order between batches.
 func (d *Destination) WriteSplit() sdk.Split { return sdk.SplitFreely }
 
 // Open builds the HTTP client. It does not reach the server, which may

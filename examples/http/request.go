@@ -12,8 +12,9 @@ import (
 	"github.com/connkit/connkit/sdk"
 )
 
-// post sends elems in one request and says what the response means: nil
-// for a 2xx, else an error marked as [response] says.
+// post sends elems in one request and says what came of it: nil for a
+// 2xx; else the error that response makes of the status, or failed of a
+// request that got no response.
 func (d *Destination) post(ctx context.Context, elems [][]byte) error {
 	rctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
