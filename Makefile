@@ -29,7 +29,7 @@ BENCH_RECORDS   ?= 300000
 RACE_RUNS       ?= 20
 PIPELINE_FLAGS  ?=
 BENCH_CONDUITS  ?= $(CONDUIT_BIN)
-PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl ./examples/file/cmd/connkit-file
+PLUGINS         := ./examples/generator/cmd/connkit-generator ./examples/log/cmd/connkit-log ./examples/postgres/cmd/connkit-postgres ./examples/jsonl/cmd/connkit-jsonl ./examples/file/cmd/connkit-file ./examples/http/cmd/connkit-http
 # The packages whose tests launch plugin binaries or Conduit.
 E2E_PKGS        := ./internal/e2e/... ./examples/... ./sdk/sdktest/...
 

@@ -33,7 +33,8 @@ func run(m *testing.M) int {
 			"github.com/connkit/connkit/examples/log/cmd/connkit-log",
 			"github.com/connkit/connkit/examples/postgres/cmd/connkit-postgres",
 			"github.com/connkit/connkit/examples/jsonl/cmd/connkit-jsonl",
-			"github.com/connkit/connkit/examples/file/cmd/connkit-file")
+			"github.com/connkit/connkit/examples/file/cmd/connkit-file",
+			"github.com/connkit/connkit/examples/http/cmd/connkit-http")
 	}
 	testBin, err := os.MkdirTemp("", "connkit-e2e-")
 	if err != nil {

@@ -134,7 +134,7 @@ var updateReadmes = flag.Bool("update-readmes", false, "rewrite the parameter ta
 // README, between the markers, to what its plugin prints with
 // `spec -format markdown`. Run with -update-readmes to rewrite them.
 func TestExampleReadmeParameters(t *testing.T) {
-	for _, name := range []string{"generator", "log", "postgres", "jsonl", "file"} {
+	for _, name := range []string{"generator", "log", "postgres", "jsonl", "file", "http"} {
 		t.Run(name, func(t *testing.T) {
 			table, err := exec.Command(binary("connkit-"+name), "spec", "-format", "markdown").Output()
 			if err != nil {
