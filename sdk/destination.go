@@ -19,8 +19,8 @@ import "context"
 // error) has every record it did not confirm nacked with an error that
 // says how the contract was broken.
 //
-// Write is never called concurrently with itself, and never with an empty
-// slice. How many records one Write gets is the batching policy's (the
+// Write is never called concurrently with itself, unless the destination
+// is a [ConcurrentDestination], and never with an empty slice. How many records one Write gets is the batching policy's (the
 // sdk.batch.* parameters): whatever has arrived, up to its limits, while
 // the previous Write ran.
 type Destination interface {

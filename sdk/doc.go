@@ -66,7 +66,9 @@
 // rate limit, which package middleware's wrappers apply to each batch. A
 // [Connector] changes their defaults by name (SourceDefaults,
 // DestinationDefaults); a pipeline overrides them parameter by parameter.
-// connkit adds sdk.batch.bytes, sdk.retry.* and sdk.metrics.*: with
+// connkit adds sdk.batch.bytes, sdk.retry.*, sdk.write.concurrency (how
+// many Writes of a [ConcurrentDestination] are in flight together, their
+// records acknowledged in order) and sdk.metrics.*: with
 // sdk.metrics.address set, the plugin serves what it measures of the
 // connector (records, batches and why they went, waits, Write and Read
 // times, retries, what it holds) in the Prometheus text format, with the

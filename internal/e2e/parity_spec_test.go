@@ -71,7 +71,7 @@ func TestSpecificationMatchesIncumbent(t *testing.T) {
 	ofSource := func(s pconnector.Specification) config.Parameters { return s.SourceParams }
 	ofDestination := func(s pconnector.Specification) config.Parameters { return s.DestinationParams }
 	onlyConnkitSource := []string{"sdk.batch.bytes", "sdk.metrics.address", "sdk.metrics.logInterval"}
-	onlyConnkitDestination := []string{"sdk.batch.bytes", "sdk.metrics.address", "sdk.metrics.logInterval", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay"}
+	onlyConnkitDestination := []string{"sdk.batch.bytes", "sdk.metrics.address", "sdk.metrics.logInterval", "sdk.retry.attempts", "sdk.retry.delay", "sdk.retry.maxDelay", "sdk.write.concurrency"}
 	for _, tt := range []struct {
 		role               string
 		incumbent, connkit string
