@@ -274,7 +274,7 @@ func checkWrites(t tb, writes *writeLog, total, max int, settings string) {
 	if writes == nil {
 		return
 	}
-	sizes, concurrent := writes.calls()
+	sizes, concurrent, sharedKey := writes.calls()
 	sum := 0
 	for _, n := range sizes {
 		sum += n
@@ -286,8 +286,11 @@ func checkWrites(t tb, writes *writeLog, total, max int, settings string) {
 	if sum != total {
 		t.Errorf("with %s, Write was called with %d records in all (batches %v), %d were sent", settings, sum, sizes, total)
 	}
-	if concurrent {
+	switch {
+	case concurrent && writes.concurrency.Max <= 1:
 		t.Errorf("Write was called concurrently with itself")
+	case sharedKey != "":
+		t.Errorf("two Writes running together had records with the key %q, which the destination asks to keep in one lane (sdk.SplitByKey)", sharedKey)
 	}
 }
 

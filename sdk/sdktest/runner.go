@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
@@ -103,6 +102,9 @@ type observed struct {
 
 func (o observed) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
 	d, err := o.Connector.ConfigureDestination(raw)
+	o.log.mu.Lock()
+	o.log.concurrency = d.Concurrency
+	o.log.mu.Unlock()
 	if o.wrap != nil {
 		d.Write = o.wrap(writer(d.Write)).Write
 	}
@@ -126,32 +128,70 @@ func (w writer) Write(ctx context.Context, records []opencdc.Record) (int, error
 
 // writeLog records how the plugin server called the connector's Write.
 type writeLog struct {
-	mu         sync.Mutex
-	sizes      []int
-	running    atomic.Int32
-	concurrent bool
+	mu          sync.Mutex
+	concurrency plugin.Concurrency // what the destination allows
+	sizes       []int
+	running     int
+	concurrent  bool           // Writes ran together
+	keys        map[string]int // with ByKey, the keys of the Writes running, and how many records have each
+	sharedKey   string         // a key two Writes running together had, with ByKey
 }
 
-func (l *writeLog) calls() (sizes []int, concurrent bool) {
+func (l *writeLog) calls() (sizes []int, concurrent bool, sharedKey string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]int(nil), l.sizes...), l.concurrent
+	return append([]int(nil), l.sizes...), l.concurrent, l.sharedKey
 }
 
 // observe returns write, recording every call.
 func (l *writeLog) observe(write func(context.Context, []opencdc.Record) (int, error)) func(context.Context, []opencdc.Record) (int, error) {
 	return func(ctx context.Context, records []opencdc.Record) (int, error) {
-		if l.running.Add(1) > 1 {
-			l.mu.Lock()
-			l.concurrent = true
-			l.mu.Unlock()
-		}
-		defer l.running.Add(-1)
 		l.mu.Lock()
+		l.running++
+		l.concurrent = l.concurrent || l.running > 1
 		l.sizes = append(l.sizes, len(records))
+		keys := l.lockedTakeKeys(records)
 		l.mu.Unlock()
+		defer func() {
+			l.mu.Lock()
+			l.running--
+			for _, k := range keys {
+				if l.keys[k]--; l.keys[k] == 0 {
+					delete(l.keys, k)
+				}
+			}
+			l.mu.Unlock()
+		}()
 		return write(ctx, records)
 	}
+}
+
+// lockedTakeKeys notes the keys of records as the keys of a Write
+// running, with ByKey, noting one that another Write running has too, and
+// returns them.
+func (l *writeLog) lockedTakeKeys(records []opencdc.Record) []string {
+	if !l.concurrency.ByKey {
+		return nil
+	}
+	if l.keys == nil {
+		l.keys = map[string]int{}
+	}
+	var keys []string
+	for _, r := range records {
+		if r.Key == nil || len(r.Key.Bytes()) == 0 {
+			continue
+		}
+		keys = append(keys, string(r.Key.Bytes()))
+	}
+	for _, k := range keys {
+		if l.keys[k] > 0 {
+			l.sharedKey = k
+		}
+	}
+	for _, k := range keys {
+		l.keys[k]++
+	}
+	return keys
 }
 
 // outOfProcess launches the plugin binary for every instance and drives it
