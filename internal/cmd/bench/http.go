@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -316,6 +317,9 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 	t.WriteString("The pipeline is then stopped gracefully through Conduit's API, and Conduit after it. The server's counts cover the cell's whole run, from Conduit's start to its exit: requests, the share it refused, the most in flight together, and the distinct positions of the records it accepted beside the records Conduit counted through the pipeline from its start to its stop; a duplicate is a position accepted again. ")
 	t.WriteString("Conduit fails a pipeline whose destination acknowledges records out of order, and runs here with --pipelines.error-recovery.max-retries 0, so that a failure is not hidden by a restart: acks in order is yes when the pipeline ran until its graceful stop without degrading, the plugin nacked nothing, and Conduit counted as many records as the server accepted distinct positions. ")
 	t.WriteString("On a busy two-core machine, compare within a run.\n\n")
+	if slices.Contains(engines, "v2") {
+		t.WriteString("The v2 engine (Conduit v0.14.0's, at least) writes a batch of the source's to the destination and waits for all its acks before it reads the next: with no batch settings on the source, as here, each request holds one record, and one is in flight, whatever sdk.write.concurrency says.\n\n")
+	}
 
 	writeTableHead(&t, "| engine | sdk.write.concurrency | rows/s | mean | × 1 | limit (in flight) | requests | refused | max in flight | records: Conduit / server | duplicates | acks in order |")
 	var notes []string
