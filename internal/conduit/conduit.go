@@ -5,6 +5,7 @@
 package conduit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -322,6 +323,44 @@ func (s *Server) WaitAcked(ctx context.Context, pipeline string, n int) error {
 			return fmt.Errorf("conduit: exited (%v) with %v of %d records through pipeline %s", s.err, max(got, 0), n, pipeline)
 		case <-ctx.Done():
 			return fmt.Errorf("conduit: %w with %v of %d records through pipeline %s", context.Cause(ctx), max(got, 0), n, pipeline)
+		case <-tick.C:
+		}
+	}
+}
+
+// StopPipeline stops a pipeline gracefully, as a user does through
+// Conduit's API (POST /v1/pipelines/{id}/stop), and leaves Conduit
+// running: the source stops reading, and the records already read go
+// through to the destination and are acknowledged. It returns once Conduit
+// reports the pipeline stopped, and an error if Conduit refuses, reports
+// it degraded, exits, or does neither within timeout.
+func (s *Server) StopPipeline(id string, timeout time.Duration) error {
+	resp, err := http.Post(s.URL+"/v1/pipelines/"+id+"/stop", "application/json", strings.NewReader(`{"force":false}`))
+	if err != nil {
+		return fmt.Errorf("conduit: stop pipeline %s: %w", id, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("conduit: stop pipeline %s: %s: %s", id, resp.Status, bytes.TrimSpace(body))
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		switch status, errText := s.PipelineState(id); status {
+		case "STATUS_STOPPED":
+			return nil
+		case "STATUS_DEGRADED":
+			return fmt.Errorf("%w while it stopped: %s", ErrDegraded, errText)
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("conduit: exited (%v) while pipeline %s stopped", s.err, id)
+		case <-deadline.C:
+			status, _ := s.PipelineState(id)
+			return fmt.Errorf("conduit: pipeline %s not stopped within %v: %s", id, timeout, status)
 		case <-tick.C:
 		}
 	}

@@ -169,3 +169,45 @@ func TestBenchConduit(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchHTTP runs the bench command's http mode, real Conduit into
+// connkit's http destination against the bench's own server, for a 2 s
+// window per cell, and checks that every cell ran with its acks in order,
+// every record at the server once, auto with more than one Write in
+// flight and the server's limit kept: never how fast.
+func TestBenchHTTP(t *testing.T) {
+	is := is.New(t)
+	conduitPath := conduitBin(t)
+	bench := buildBench(t)
+	dir := t.TempDir()
+	args := []string{"http", "-conduit", conduitPath, "-plugin", binary("connkit-http"), "-out", dir,
+		"-max-concurrent", "3", "-warmup", "1s", "-duration", "2s"}
+	out, err := exec.Command(bench, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench %v: %v\n%s", args, err, out)
+	}
+	report := string(out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(report)
+		}
+	})
+	// setting, rows/s, mean, ratio, limit (in flight), requests, refused,
+	// max in flight, records at Conduit and the server, duplicates.
+	row := func(setting string) []string {
+		m := regexp.MustCompile(`\| default \| ` + setting + ` \| [\d,]+ \| [\d.,]+ ms \| [\d.]+x \| (\d+) \(\d+\) \| [\d,]+ \| [\d.]+% \| (\d+) \| ([\d,]+) / ([\d,]+) \| 0 \| yes \|`).FindStringSubmatch(report)
+		is.True(m != nil)    // a row of the setting, no duplicates, acks in order
+		is.Equal(m[3], m[4]) // as many records at Conduit as at the server
+		return m
+	}
+	auto := row("auto")
+	is.True(auto[1] != "1" && auto[2] != "1") // auto raised its limit, and the server saw it
+	one := row("1")
+	is.Equal(one[1:3], []string{"1", "1"}) // one Write at a time
+	limited := row("auto, server takes 3")
+	n, _ := strconv.Atoi(limited[2])
+	is.True(n <= 3) // the server's limit held
+	md, err := os.ReadFile(filepath.Join(dir, "http.md"))
+	is.NoErr(err)
+	is.True(strings.Contains(report, string(md)))
+}

@@ -243,18 +243,33 @@ func conduitMode(ctx context.Context, args []string) error {
 }
 
 // runIn starts Conduit with the pipeline (its ID measuredPipeline) and
-// plugins alone in its connectors directory, waits for the first record
-// and the warm-up, and measures the window as the difference of two
-// readings of Conduit's histogram, so that start-up and warm-up are left
-// out, and what Conduit, the plugins and the PostgreSQL server pgServer
-// (0: not measured) used between them.
+// plugins alone in its connectors directory, measures a window in it (see
+// windowIn), and stops Conduit gracefully.
 func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, warmup, duration time.Duration, records int64) {
-	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins...)
+	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins)
 	if err != nil {
 		c.err = err
 		return
 	}
 	defer stop()
+	if !c.windowIn(ctx, s, dir, pgServer, warmup, duration, records) {
+		return
+	}
+	// The window is measured; what follows is only reported.
+	if err := s.Stop(15 * time.Second); err != nil {
+		c.note = "stop: " + oneLine(err)
+	}
+}
+
+// windowIn waits in the running Conduit s, started in dir, for the first
+// record and the warm-up, and measures the window as the difference of two
+// readings of Conduit's histogram, so that start-up and warm-up are left
+// out, and what Conduit, the plugins and the PostgreSQL server pgServer
+// (0: not measured) used between them. The window lasts duration, or until
+// records records (0: no limit) have gone through. It returns false, with
+// c.err saying why, if the pipeline degrades, Conduit exits, ctx ends or
+// no record comes; Conduit is left running either way.
+func (c *conduitCell) windowIn(ctx context.Context, s *conduit.Server, dir string, pgServer int, warmup, duration time.Duration, records int64) bool {
 	fail := func(err error) {
 		status, errText := s.PipelineState(measuredPipeline)
 		if errText != "" {
@@ -288,18 +303,18 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins [
 		return true
 	}
 	if !wait("waiting for the first record", time.Minute, func() bool { count, _ := s.Latency(measuredPipeline); return count > 0 }) {
-		return
+		return false
 	}
 	warmEnd := time.Now().Add(warmup)
 	if !wait("during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) }) {
-		return
+		return false
 	}
 	sampling := startSampling(100*time.Millisecond, cellGroups(s, dir, pgServer)...)
 	before, t0, err := readHistogram(s.URL, measuredPipeline)
 	if err != nil {
 		sampling.finish()
 		c.err = err
-		return
+		return false
 	}
 	end := t0.Add(duration)
 	done := func() bool {
@@ -314,20 +329,17 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins [
 	}
 	if !wait("during the measurement", duration+time.Second, done) {
 		sampling.finish()
-		return
+		return false
 	}
 	if err := c.measure(s, measuredPipeline, before, t0, sampling); err != nil {
 		c.err = err
-		return
+		return false
 	}
 	if c.records == 0 {
 		c.err = errors.New("no records in the measurement window")
-		return
+		return false
 	}
-	// The window is measured; what follows is only reported.
-	if err := s.Stop(15 * time.Second); err != nil {
-		c.note = "stop: " + oneLine(err)
-	}
+	return true
 }
 
 // conduitFlags are the flags of the modes that run real Conduit: -conduit,
@@ -358,16 +370,16 @@ func (f *conduitFlags) check() ([]string, error) {
 // startConduit starts Conduit in engine (default or v2) in a directory of
 // its own, with the pipeline and the plugins alone in its connectors
 // directory (a plugin file's name does not matter: Conduit knows a plugin
-// by the name in its specification); dir is that directory. stop kills
-// Conduit and the plugins it started, and removes dir.
-func startConduit(bin, engine, pipeline string, plugins ...string) (s *conduit.Server, dir string, stop func(), err error) {
+// by the name in its specification), and flags, extra flags of `conduit
+// run`; dir is that directory. stop kills Conduit and the plugins it
+// started, and removes dir.
+func startConduit(bin, engine, pipeline string, plugins []string, flags ...string) (s *conduit.Server, dir string, stop func(), err error) {
 	dir, err = os.MkdirTemp("", "connkit-bench-conduit-")
 	if err != nil {
 		return nil, "", nil, err
 	}
-	var flags []string
 	if engine == "v2" {
-		flags = append(flags, "--preview.pipeline-arch-v2")
+		flags = append(slices.Clip(flags), "--preview.pipeline-arch-v2")
 	}
 	s, err = conduit.Start(conduit.Options{Bin: bin, Dir: dir, Pipeline: pipeline, Plugins: plugins, Flags: flags})
 	if err != nil {

@@ -10,6 +10,7 @@
 //	bench replicate   -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //	bench acks        [-source BIN] [-destination BIN] [-rate N] [-store D] [-runs N] [-out DIR]
 //	bench latency     [-conduit BIN,...] [-vs-generator BIN] [-vs-postgres BIN] [-rate N] [-cdc-rate N] [-out DIR]
+//	bench http        [-plugin BIN] [-conduit BIN] [-latency D] [-batch N] [-max-concurrent N] [-rate N] [-out DIR] ...
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -40,7 +41,14 @@
 // sources below their capacity in real Conduit, a generator and Postgres
 // changes into a log destination, connkit's beside the incumbent SDK's, in
 // both engines of each Conduit binary given, and reports the mean latency
-// from Conduit's own metrics.
+// from Conduit's own metrics. http runs Conduit's builtin generator into
+// connkit's http destination, bound by latency, in real Conduit, against
+// a server on loopback that answers each batch after a fixed latency, with
+// sdk.write.concurrency auto and 1 (and auto against a server that refuses
+// with 429 beyond a number of requests in flight), and reports rows/s and
+// mean latency from Conduit's own metrics, the limit auto settled at, the
+// requests the server saw, and whether every record reached it once, the
+// pipeline running with its acks in order.
 package main
 
 import (
@@ -72,6 +80,7 @@ var modes = map[string]func(ctx context.Context, args []string) error{
 	"replicate":   replicateMode,
 	"acks":        acksMode,
 	"latency":     latencyMode,
+	"http":        httpMode,
 }
 
 func main() {
@@ -93,7 +102,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit|replicate|acks|latency [flags]; bench MODE -h lists a mode's flags")
+	fmt.Fprintln(os.Stderr, "usage: bench source|destination|sweep|postgres|pgsource|conduit|replicate|acks|latency|http [flags]; bench MODE -h lists a mode's flags")
 	os.Exit(2)
 }
 

@@ -147,7 +147,7 @@ func replicateMode(ctx context.Context, args []string) error {
 // inserted, txRows per transaction, and the changes are measured from the
 // first insert to the last row through the pipeline.
 func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgServer int, snapshotRows, changes, txRows int64) {
-	s, dir, stop, err := startConduit(bin, c.engine, pipeline, c.plugin.path)
+	s, dir, stop, err := startConduit(bin, c.engine, pipeline, []string{c.plugin.path})
 	if err != nil {
 		c.err = err
 		return

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/connkit/connkit/internal/conduit"
+	"github.com/connkit/connkit/internal/metrics/metricstest"
+)
+
+// httpSetup is what every cell of httpMode shares.
+type httpSetup struct {
+	conduit, plugin  string        // the Conduit binary and the http plugin
+	latency          time.Duration // how long the server takes to answer a request
+	batch            int           // sdk.batch.size
+	rate             float64       // records per second the generator makes; 0: as fast as it can
+	warmup, duration time.Duration
+}
+
+// httpCell is one pipeline of httpMode: the http destination with a
+// sdk.write.concurrency setting, against a server that may take a limited
+// number of requests in flight.
+type httpCell struct {
+	conduitCell
+	concurrency string // sdk.write.concurrency: a number, or auto, for which the parameter is left unset
+	serverLimit int    // the most requests the server takes in flight together; 0: any number
+
+	// What the plugin's own metrics said at the end of the window: its
+	// connkit_write_concurrency_limit and connkit_writes_in_flight
+	// gauges, and connkit_records_nacked_total; -1 if unread.
+	limit, inFlight, nacked float64
+	// counted is how many records Conduit counted through the pipeline,
+	// from its start to its graceful stop; -1 if unread, stopErr saying
+	// why if the pipeline did not stop gracefully.
+	counted float64
+	stopErr error
+	served  sinkStats // what the server counted, from Conduit's start to its exit
+}
+
+func newHTTPCell(engine, concurrency string, serverLimit int, path string) *httpCell {
+	return &httpCell{
+		conduitCell: conduitCell{engine: engine, plugin: plugin{name: "connkit", path: path}},
+		concurrency: concurrency, serverLimit: serverLimit,
+		limit: -1, inFlight: -1, nacked: -1, counted: -1,
+	}
+}
+
+// label is the cell's sdk.write.concurrency, with the server's limit if it
+// has one.
+func (c *httpCell) label() string {
+	if c.serverLimit > 0 {
+		return fmt.Sprintf("%s, server takes %d", c.concurrency, c.serverLimit)
+	}
+	return c.concurrency
+}
+
+// noRecovery makes Conduit fail a pipeline at its first error instead of
+// restarting it (it restarts one without end by default), so that a
+// destination that broke the order of its acks shows as a degraded
+// pipeline, not as a restart whose records come again.
+var noRecovery = []string{"--pipelines.error-recovery.max-retries", "0"}
+
+// httpMode measures connkit's http destination, bound by latency, in real
+// Conduit: Conduit's builtin generator into it as fast as it can, against
+// a server on loopback that answers each batch after a fixed latency, with
+// sdk.write.concurrency auto and 1, and, with -max-concurrent, auto
+// against a server that refuses requests beyond that many in flight with
+// 429. It reports rows per second and mean latency from Conduit's own
+// metrics over a window after a warm-up, the limit auto settled at, and
+// what the server saw: requests, refusals, the most in flight, and whether
+// every record Conduit counted reached it once, its acks in order.
+func httpMode(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("http", flag.ExitOnError)
+	var set httpSetup
+	fs.StringVar(&set.plugin, "plugin", "bin/connkit-http", "the http destination plugin")
+	var cf conduitFlags
+	cf.define(fs, "default")
+	fs.DurationVar(&set.latency, "latency", 20*time.Millisecond, "how long the server takes to answer each request")
+	fs.IntVar(&set.batch, "batch", 10, "sdk.batch.size of the destination: records per request")
+	maxConcurrent := fs.Int("max-concurrent", 4, "in a third cell, auto against a server that refuses with 429 a request that would make more than this many in flight; 0 leaves that cell out")
+	fs.Float64Var(&set.rate, "rate", 0, "records per second the generator makes; 0: as fast as it can")
+	fs.DurationVar(&set.warmup, "warmup", 3*time.Second, "time after the first record that a cell leaves out of its measurement")
+	fs.DurationVar(&set.duration, "duration", 10*time.Second, "measurement window of a cell")
+	out := fs.String("out", "bench/results", "directory for http.md")
+	_ = fs.Parse(args)
+
+	engines, err := cf.check()
+	if err != nil {
+		return err
+	}
+	set.conduit = cf.bin
+	if _, err := os.Stat(set.plugin); err != nil {
+		return fmt.Errorf("-plugin: %w (make build builds it)", err)
+	}
+	switch {
+	case set.latency < 0:
+		return errors.New("-latency: expected a duration of at least 0")
+	case set.batch < 1:
+		return errors.New("-batch: expected at least 1")
+	case *maxConcurrent < 0:
+		return errors.New("-max-concurrent: expected 0 (no such cell) or more")
+	case set.rate < 0:
+		return errors.New("-rate: expected 0 (as fast as it can) or more")
+	}
+
+	// The settings alternate cell by cell, so that whatever the machine
+	// does meanwhile falls on each alike.
+	var cells []*httpCell
+	for _, e := range engines {
+		cells = append(cells, newHTTPCell(e, "auto", 0, set.plugin), newHTTPCell(e, "1", 0, set.plugin))
+		if *maxConcurrent > 0 {
+			cells = append(cells, newHTTPCell(e, "auto", *maxConcurrent, set.plugin))
+		}
+	}
+	start := time.Now()
+	for i, c := range cells {
+		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s engine, sdk.write.concurrency %s ...", i+1, len(cells), time.Since(start).Round(time.Second), c.engine, c.label())
+		c.run(ctx, set)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c.err != nil {
+			fmt.Fprintf(os.Stderr, "\n%s engine, sdk.write.concurrency %s: %v\n", c.engine, c.label(), c.err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
+	table := httpReport(conduitRelease(set.conduit), cells, engines, set)
+	return publish(*out, table, map[string]string{"http.md": table})
+}
+
+// run measures the cell against a server of its own, whose counts then
+// cover the cell alone.
+func (c *httpCell) run(ctx context.Context, set httpSetup) {
+	srv := newSinkServer(set.latency, c.serverLimit)
+	url, closeServer, err := serveLoopback(srv)
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.runPipeline(ctx, set, url)
+	closeServer()
+	c.served = srv.stats()
+}
+
+// runPipeline runs the cell's pipeline in Conduit, into the server at url:
+// it measures a window, reads the plugin's metrics at its end, then stops
+// the pipeline gracefully and counts the records Conduit counted through
+// it, and stops Conduit.
+func (c *httpCell) runPipeline(ctx context.Context, set httpSetup, url string) {
+	pipeline := httpPipeline(url, set.batch, set.rate, c.concurrency)
+	s, dir, stop, err := startConduit(set.conduit, c.engine, pipeline, []string{set.plugin}, noRecovery...)
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer stop()
+	if !c.windowIn(ctx, s, dir, 0, set.warmup, set.duration, 0) {
+		return
+	}
+	// The window is measured; what follows is checked.
+	var notes []string
+	if err := c.readPlugin(s); err != nil {
+		notes = append(notes, "the plugin's metrics: "+oneLine(err))
+	}
+	if c.stopErr = s.StopPipeline(measuredPipeline, 30*time.Second); c.stopErr == nil {
+		c.counted, _ = s.Latency(measuredPipeline)
+	}
+	if err := s.Stop(15 * time.Second); err != nil {
+		notes = append(notes, "stop: "+oneLine(err))
+	}
+	c.note = strings.Join(notes, "; ")
+}
+
+// httpPipeline is a cell's pipeline: Conduit's builtin generator making
+// structured records of three fields (its schema extraction on, as by
+// default) at rate (0: as fast as it can) into the standalone http
+// destination POSTing to url, batch records a request, with
+// sdk.write.concurrency (auto: the parameter left unset), serving its
+// metrics on a loopback port the kernel picks.
+func httpPipeline(url string, batch int, rate float64, concurrency string) string {
+	generator := map[string]string{
+		"format.type":               "structured",
+		"format.options.id":         "int",
+		"format.options.first_name": "string",
+		"format.options.last_name":  "string",
+	}
+	if rate > 0 {
+		generator["rate"] = strconv.FormatFloat(rate, 'g', -1, 64)
+	}
+	destination := map[string]string{
+		"url":                 url,
+		"sdk.batch.size":      strconv.Itoa(batch),
+		"sdk.metrics.address": "127.0.0.1:0",
+	}
+	if concurrency != "auto" {
+		destination["sdk.write.concurrency"] = concurrency
+	}
+	return conduit.Pipeline{
+		ID:          measuredPipeline,
+		Source:      conduit.Component{ID: "generator", Plugin: "builtin:generator", Settings: generator},
+		Destination: conduit.Component{ID: "http", Plugin: "standalone:http", Settings: destination},
+	}.File()
+}
+
+// servingMetrics is the line a connkit plugin logs once it serves its
+// metrics, with the address it serves them at.
+var servingMetrics = regexp.MustCompile(`serving metrics at http://([^/"\s]+)/metrics`)
+
+// readPlugin reads the plugin's metrics where its line in Conduit's log
+// says it serves them.
+func (c *httpCell) readPlugin(s *conduit.Server) error {
+	m := servingMetrics.FindStringSubmatch(s.Log())
+	if m == nil {
+		return errors.New("no line in Conduit's log says where the plugin serves them")
+	}
+	samples, err := metricstest.Scrape(m[1])
+	if err != nil {
+		return err
+	}
+	read := func(name string) float64 {
+		if v, n := samples.Sum(name); n > 0 {
+			return v
+		}
+		return -1
+	}
+	c.limit, c.inFlight = read("connkit_write_concurrency_limit"), read("connkit_writes_in_flight")
+	// A series for each kind of nack, once there is one: none is 0.
+	c.nacked, _ = samples.Sum("connkit_records_nacked_total")
+	return nil
+}
+
+// serveLoopback serves h on a loopback port the kernel picks; url is
+// where. closeServer returns once every request has been answered, or
+// after 10 s, when it closes what is left.
+func serveLoopback(h http.Handler) (url string, closeServer func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ends with Shutdown or Close
+	}()
+	return "http://" + ln.Addr().String() + "/records", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			_ = srv.Close()
+		}
+		<-done
+	}, nil
+}
+
+// inOrder says whether Conduit kept the pipeline running and had every
+// record it counted acknowledged, and if not, why: the cell failed (the
+// pipeline degraded, say), it did not stop gracefully, the plugin nacked
+// records, or Conduit counted other than the distinct positions the
+// server accepted.
+func (c *httpCell) inOrder() (ok bool, why string) {
+	switch {
+	case c.err != nil:
+		return false, oneLine(c.err)
+	case c.stopErr != nil:
+		return false, "graceful stop: " + oneLine(c.stopErr)
+	case c.nacked > 0:
+		return false, fmt.Sprintf("the plugin nacked %s records", thousands(c.nacked))
+	case c.nacked < 0:
+		return false, "the plugin's nacks unread"
+	case c.counted != float64(c.served.distinct):
+		return false, fmt.Sprintf("Conduit counted %s records, the server accepted %s", thousands(c.counted), thousands(float64(c.served.distinct)))
+	}
+	return true, ""
+}
+
+// baseline returns the cell of engine that writes one batch at a time
+// against a server without a limit, the one the others are compared with,
+// or nil.
+func baseline(cells []*httpCell, engine string) *httpCell {
+	for _, c := range cells {
+		if c.engine == engine && c.concurrency == "1" && c.serverLimit == 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+func httpReport(release string, cells []*httpCell, engines []string, set httpSetup) string {
+	var t strings.Builder
+	source := "as fast as it can"
+	if set.rate > 0 {
+		source = fmt.Sprintf("at %g records/s", set.rate)
+	}
+	fmt.Fprintf(&t, "connkit's http destination, bound by latency, in real %s (%s engine): Conduit's builtin generator (structured id, first_name, last_name; %s) → the standalone http destination, sdk.batch.size %d and no delay, POSTing each batch as a JSON array of OpenCDC JSON records to a server on loopback that answers each request with 200 after %v. ",
+		release, strings.Join(engines, " and "), source, set.batch, set.latency)
+	t.WriteString("sdk.write.concurrency is auto (left unset: from one Write in flight, additive increase and multiplicative decrease up to 32) or 1 (one Write at a time)")
+	for _, c := range cells {
+		if c.serverLimit > 0 {
+			fmt.Fprintf(&t, "; \"server takes %d\" is auto against a server that refuses with 429 and Retry-After: 0 a request that would make more than %d in flight", c.serverLimit, c.serverLimit)
+			break
+		}
+	}
+	t.WriteString(".\n\n")
+	fmt.Fprintf(&t, "One Conduit per cell, the settings alternating; a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): rows/s is its count over the window, mean its sum over its count, and × 1 its rows/s over the row with concurrency 1. ", set.duration, set.warmup)
+	t.WriteString("The limit is the plugin's connkit_write_concurrency_limit at the end of the window, its connkit_writes_in_flight then in parentheses. ")
+	t.WriteString("The pipeline is then stopped gracefully through Conduit's API, and Conduit after it. The server's counts cover the cell's whole run, from Conduit's start to its exit: requests, the share it refused, the most in flight together, and the distinct positions of the records it accepted beside the records Conduit counted through the pipeline from its start to its stop; a duplicate is a position accepted again. ")
+	t.WriteString("Conduit fails a pipeline whose destination acknowledges records out of order, and runs here with --pipelines.error-recovery.max-retries 0, so that a failure is not hidden by a restart: acks in order is yes when the pipeline ran until its graceful stop without degrading, the plugin nacked nothing, and Conduit counted as many records as the server accepted distinct positions. ")
+	t.WriteString("On a busy two-core machine, compare within a run.\n\n")
+	if slices.Contains(engines, "v2") {
+		t.WriteString("The v2 engine (Conduit v0.14.0's, at least) writes a batch of the source's to the destination and waits for all its acks before it reads the next: with no batch settings on the source, as here, each request holds one record, and one is in flight, whatever sdk.write.concurrency says.\n\n")
+	}
+
+	writeTableHead(&t, "| engine | sdk.write.concurrency | rows/s | mean | × 1 | limit (in flight) | requests | refused | max in flight | records: Conduit / server | duplicates | acks in order |")
+	var notes []string
+	for _, c := range cells {
+		fmt.Fprintf(&t, "| %s | %s |", c.engine, c.label())
+		if c.err == nil {
+			fmt.Fprintf(&t, " %s | %s |", thousands(c.rate()), millis(c.hist.mean()))
+		} else {
+			t.WriteString(" – | – |")
+		}
+		if b := baseline(cells, c.engine); b != nil && b.err == nil && c.err == nil {
+			fmt.Fprintf(&t, " %.2fx |", c.rate()/b.rate())
+		} else {
+			t.WriteString(" |")
+		}
+		if c.limit >= 0 && c.inFlight >= 0 {
+			fmt.Fprintf(&t, " %g (%g) |", c.limit, c.inFlight)
+		} else {
+			t.WriteString(" – |")
+		}
+		s := c.served
+		fmt.Fprintf(&t, " %s | %.1f%% | %d |", thousands(float64(s.requests)), 100*s.refusedShare(), s.maxInFlight)
+		counted := "–"
+		if c.counted >= 0 {
+			counted = thousands(c.counted)
+		}
+		fmt.Fprintf(&t, " %s / %s | %s |", counted, thousands(float64(s.distinct)), thousands(float64(s.duplicates())))
+		if ok, why := c.inOrder(); ok {
+			t.WriteString(" yes |\n")
+		} else {
+			fmt.Fprintf(&t, " no: %s |\n", why)
+		}
+		if s.malformed > 0 {
+			notes = append(notes, fmt.Sprintf("%s engine, %s: the server could not read %d requests", c.engine, c.label(), s.malformed))
+		}
+		if c.note != "" {
+			notes = append(notes, fmt.Sprintf("%s engine, %s: %s", c.engine, c.label(), c.note))
+		}
+	}
+	if len(notes) > 0 {
+		t.WriteString("\nAfter the window:\n\n")
+		for _, n := range notes {
+			t.WriteString("- " + n + "\n")
+		}
+	}
+	return t.String()
+}

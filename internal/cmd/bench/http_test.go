@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// A row says how fast its cell was beside the cell with concurrency 1,
+// where auto settled, what the server saw, and whether the acks kept their
+// order, with the reason when they did not: a pipeline that degraded,
+// records the plugin nacked, or a count of Conduit's other than the
+// positions the server accepted.
+func TestHTTPReportRows(t *testing.T) {
+	is := is.New(t)
+	cell := func(concurrency string, serverLimit int, rowsPerSecond float64) *httpCell {
+		c := newHTTPCell("default", concurrency, serverLimit, "bin/connkit-http")
+		records := rowsPerSecond * 10
+		c.window = window{records: records, elapsed: 10, hist: histogram{count: records, sum: records * 0.05}}
+		c.limit, c.inFlight, c.nacked, c.counted = 12, 11, 0, 20000
+		c.served = sinkStats{requests: 2000, accepted: 2000, maxInFlight: 12, records: 20000, distinct: 20000}
+		return c
+	}
+	auto, one := cell("auto", 0, 2500), cell("1", 0, 500)
+	one.limit, one.inFlight, one.served.maxInFlight = 1, 1, 1
+	refused := cell("auto", 4, 1500)
+	refused.served.requests, refused.served.refused = 2200, 200
+	lost := cell("auto", 4, 1500)
+	lost.served.records, lost.served.distinct = 19990, 19980 // ten records twice, twenty never
+	nacked := cell("auto", 4, 1500)
+	nacked.nacked = 3
+	degraded := newHTTPCell("default", "auto", 4, "bin/connkit-http")
+	degraded.err = errors.New("pipeline degraded during the measurement: acks\nout of order")
+	degraded.served = sinkStats{requests: 40, accepted: 30, refused: 10, maxInFlight: 4, records: 300, distinct: 300}
+
+	set := httpSetup{latency: 20 * time.Millisecond, batch: 10, warmup: 3 * time.Second, duration: 10 * time.Second}
+	report := httpReport("Conduit v0.14.0", []*httpCell{auto, one, refused, lost, nacked, degraded}, []string{"default"}, set)
+	is.True(strings.Contains(report, "in real Conduit v0.14.0 (default engine): Conduit's builtin generator (structured id, first_name, last_name; as fast as it can)"))
+	is.True(strings.Contains(report, "sdk.batch.size 10 and no delay"))
+	is.True(strings.Contains(report, "answers each request with 200 after 20ms"))
+	is.True(strings.Contains(report, "refuses with 429 and Retry-After: 0 a request that would make more than 4 in flight"))
+	is.True(strings.Contains(report, "a cell measures 10s after 3s of warm-up"))
+	var rows []string
+	for line := range strings.SplitSeq(report, "\n") {
+		if strings.HasPrefix(line, "| default |") {
+			rows = append(rows, line)
+		}
+	}
+	is.Equal(rows, []string{
+		"| default | auto | 2,500 | 50 ms | 5.00x | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 20,000 | 0 | yes |",
+		"| default | 1 | 500 | 50 ms | 1.00x | 1 (1) | 2,000 | 0.0% | 1 | 20,000 / 20,000 | 0 | yes |",
+		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 12 (11) | 2,200 | 9.1% | 12 | 20,000 / 20,000 | 0 | yes |",
+		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 19,980 | 10 | no: Conduit counted 20,000 records, the server accepted 19,980 |",
+		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 20,000 | 0 | no: the plugin nacked 3 records |",
+		"| default | auto, server takes 4 | – | – | | – | 40 | 25.0% | 4 | – / 300 | 0 | no: pipeline degraded during the measurement: acks out of order |",
+	})
+}
+
+// auto is the parameter left unset, as a user who never heard of it has
+// it; a number is set.
+func TestHTTPPipelineConcurrency(t *testing.T) {
+	is := is.New(t)
+	auto := httpPipeline("http://127.0.0.1:1/records", 10, 0, "auto")
+	is.True(!strings.Contains(auto, "sdk.write.concurrency"))
+	is.True(!strings.Contains(auto, "rate")) // as fast as it can
+	is.True(strings.Contains(auto, `sdk.batch.size: "10"`))
+	is.True(strings.Contains(auto, `url: "http://127.0.0.1:1/records"`))
+	one := httpPipeline("http://127.0.0.1:1/records", 10, 500, "1")
+	is.True(strings.Contains(one, `sdk.write.concurrency: "1"`))
+	is.True(strings.Contains(one, `rate: "500"`))
+}
