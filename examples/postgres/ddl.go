@@ -189,7 +189,7 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 		// The source's type for it, as the records said before: a table
 		// made by hand with other types keeps them unless they are too
 		// narrow.
-		if before, seen := d.declared[t.name][col.Name]; !(seen && before == have) && !widens(have, col.Type) {
+		if before, seen := d.declaredType(t, col.Name); !(seen && before == have) && !widens(have, col.Type) {
 			continue
 		}
 		typ, err := d.checkType(ctx, t.name, col)

@@ -85,6 +85,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -120,23 +121,24 @@ type Config struct {
 	} `param:"exactlyOnce"`
 }
 
-// Destination writes records to PostgreSQL.
+// Destination writes records to PostgreSQL. Its Writes may run
+// concurrently (see [Destination.WriteSplit]): what they share is the
+// settings, the pool and the metrics, set in New and Open and read-only
+// after, and the caches and counters below, each safe for concurrent use
+// as its comment says.
 type Destination struct {
-	cfg  Config
-	keys []string // the configured key columns, sorted
-	pool *pgxpool.Pool
-
-	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
+	cfg     Config
+	keys    []string // the configured key columns, sorted
+	pool    *pgxpool.Pool
 	written *written // the positions written, in the exactly-once mode; else nil
-	copyBuf []byte   // rows in COPY's text format, reused by each COPY
 	metrics destinationMetrics
 
-	mu     sync.Mutex
-	tables map[string]*table // by name as configured or given in metadata
+	batches     atomic.Uint64                  // counts the batches planned, so that a table is read again at most once per batch
+	lastColumns atomic.Pointer[decodedColumns] // the postgres.columns last decoded
 
-	declared    map[string]map[string]string // by table name, each column's type as the records last gave it
-	lastMeta    string                       // the postgres.columns last decoded
-	lastColumns []column
+	mu       sync.Mutex
+	tables   map[string]*table            // by name as configured or given in metadata; guarded by mu
+	declared map[string]map[string]string // by table name, each column's type as the records last gave it; guarded by mu
 }
 
 // New returns a destination; it connects in Open.
