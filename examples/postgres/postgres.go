@@ -149,10 +149,31 @@ func New(cfg Config) (*Destination, error) {
 	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}}, nil
 }
 
+// poolSize is how many connections the destination opens at most unless
+// its URL sets pool_max_conns: one for each Write the SDK keeps in flight
+// with sdk.write.concurrency auto, whose ceiling is 32, so that the Writes
+// it starts run rather than queue for a connection. pgxpool's default,
+// max(4, NumCPU), counts the client's cores, which say nothing of what the
+// server takes. Connections are opened only as Writes need them (and
+// closed after pgxpool's pool_max_conn_idle_time, 30 minutes idle). A
+// server that takes fewer refuses the rest (too many connections, SQLSTATE
+// 53300), which is retryable, and a Write that waits for a connection takes
+// longer: the SDK's adaptive concurrency backs off from both. A parameter
+// of the connector's own would do nothing that pool_max_conns in the URL
+// does not.
+const poolSize = 32
+
 // Open connects to the database.
 func (d *Destination) Open(ctx context.Context) error {
 	d.metrics = newDestinationMetrics(ctx)
-	pool, err := pgxpool.New(ctx, d.cfg.URL)
+	pcfg, err := pgxpool.ParseConfig(d.cfg.URL)
+	if err != nil {
+		return fmt.Errorf(`parameter "url": %s`, redact(err, d.cfg.URL))
+	}
+	if !strings.Contains(d.cfg.URL, "pool_max_conns") {
+		pcfg.MaxConns = poolSize
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))
 	}
