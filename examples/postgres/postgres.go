@@ -133,6 +133,16 @@ type Destination struct {
 	written *written // the positions written, in the exactly-once mode; else nil
 	metrics destinationMetrics
 
+	// schema orders the changes the destination makes to tables
+	// (auto.create, auto.evolve) against the Writes that plan records with
+	// the tables' descriptions and write them: a Write holds it for
+	// reading from planning records to writing them (other Writes go on
+	// meanwhile), a change holds it for writing, so no statement is sent
+	// with a description that a change has made stale, and changes are
+	// made one at a time. changes counts the changes made, under it.
+	schema  sync.RWMutex
+	changes uint64
+
 	batches     atomic.Uint64                  // counts the batches planned, so that a table is read again at most once per batch
 	lastColumns atomic.Pointer[decodedColumns] // the postgres.columns last decoded
 
@@ -218,16 +228,13 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 
 // write writes records, as Write describes, changing a table first where
 // a record needs it (auto.create, auto.evolve): the records before that
-// one are written with the table as it was.
+// one are written with the table as it was. If another Write changed a
+// table in the meantime, the record is planned again, which finds
+// whether the change is still to make.
 func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
 	done, changedAt := 0, -1
 	for {
-		runs, n, change, err := d.plan(ctx, records[done:])
-		for _, r := range runs {
-			if werr := d.writeRun(ctx, r); werr != nil {
-				return done + r.start + werr.index, werr.err
-			}
-		}
+		n, change, err := d.writePlanned(ctx, records[done:])
 		done += n
 		if change == nil {
 			return done, err
@@ -236,11 +243,34 @@ func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, err
 		if changedAt == done {
 			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, strings.Join(change.stmts, "; "))
 		}
-		if err := d.apply(ctx, change); err != nil {
+		made, err := d.apply(ctx, change)
+		if err != nil {
 			return done, markLike(err, fmt.Errorf("record at position %q: %w", at, err))
 		}
-		changedAt = done
+		if made {
+			changedAt = done
+		}
 	}
+}
+
+// writePlanned plans records with the tables as they are and writes the
+// runs planned, holding d.schema for reading throughout, so that no
+// change of a table comes between the two. It returns how many records it
+// wrote and, if the next needs a change of its table first, the change;
+// else the error that stopped it, if any.
+func (d *Destination) writePlanned(ctx context.Context, records []sdk.Record) (int, *schemaChange, error) {
+	d.schema.RLock()
+	defer d.schema.RUnlock()
+	runs, n, change, err := d.plan(ctx, records)
+	for _, r := range runs {
+		if werr := d.writeRun(ctx, r); werr != nil {
+			return r.start + werr.index, nil, werr.err
+		}
+	}
+	if change != nil {
+		change.after = d.changes
+	}
+	return n, change, err
 }
 
 // redact removes the password of url from err's message.
