@@ -314,3 +314,35 @@ func TestConcurrentEvolve(t *testing.T) {
 		"5|a5|1099511627776|1.50|<nil>", "6|<nil>|<nil>|<nil>|e6",
 	})
 }
+
+// TestOlderRecordsKeepChanges: a record older than a change of its table
+// (its postgres.columns describes the table as it was), written after the
+// change, as a Write of another lane may write it, neither undoes the
+// change nor adds a renamed column again: its values go to the columns
+// as they are now. Changing a type back would cut the newer, longer
+// values to fit.
+func TestOlderRecordsKeepChanges(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, ``, nil)
+	ctx, lines := logLines(t)
+	id := `{"name":"id","type":"integer","notNull":true,"key":1}`
+	v1 := `[` + id + `,{"name":"a","type":"character varying(20)"},{"name":"n","type":"integer"},{"name":"w","type":"character varying(10)"}]`
+	v2 := `[` + id + `,{"name":"a2","type":"character varying(20)","was":"a"},{"name":"n","type":"text"},{"name":"w","type":"character varying(100)"}]`
+	long := strings.Repeat("x", 50)
+	for _, r := range []sdk.Record{
+		described("1", sdk.OperationCreate, v1, sdk.StructuredData{"id": 1}, sdk.StructuredData{"id": 1, "a": "one", "n": 1, "w": "w1"}),
+		described("3", sdk.OperationCreate, v2, sdk.StructuredData{"id": 3}, sdk.StructuredData{"id": 3, "a2": "three", "n": "three", "w": long}),
+		described("2", sdk.OperationCreate, v1, sdk.StructuredData{"id": 2}, sdk.StructuredData{"id": 2, "a": "two", "n": 2, "w": "w2"}), // older than 3
+		described("4", sdk.OperationCreate, v2, sdk.StructuredData{"id": 4}, sdk.StructuredData{"id": 4, "a2": "four", "n": "four", "w": "w4"}),
+	} {
+		n, err := d.Write(ctx, []sdk.Record{r})
+		is.NoErr(err)
+		is.Equal(n, 1)
+	}
+	is.Equal(columnTypes(t, conn, "t"), []string{"id integer not null", "a2 character varying(20)", "n text", "w character varying(100)"})
+	is.Equal(rows(t, conn, `SELECT id, a2, n, w FROM t ORDER BY id`), []string{"1|one|1|w1", "2|two|2|w2", "3|three|three|" + long, "4|four|four|w4"})
+	logs := lines()
+	is.Equal(len(logs), 4) // the table made, then changed once
+	is.True(strings.Contains(logs[0], "CREATE TABLE"))
+	is.True(strings.Contains(logs[1], `RENAME COLUMN \"a\" TO \"a2\"`))
+}

@@ -24,6 +24,9 @@ type schemaChange struct {
 	after uint64 // the changes the destination had made when this one was planned
 	stmts []string
 	kinds []string // each statement's kind, for the metrics: create, add_column, rename_column, alter_type
+	// columns are the renames and changes of type, which the destination
+	// remembers (see [columnHistory]).
+	columns []columnChange
 }
 
 func (c *schemaChange) add(kind, stmt string) {
@@ -166,6 +169,7 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 		if ok && col.Was != "" {
 			if _, has := t.types[col.Was]; has {
 				c.add("rename_column", "ALTER TABLE "+t.ident+" RENAME COLUMN "+quote(col.Was)+" TO "+quote(name))
+				c.columns = append(c.columns, columnChange{column: name, was: col.Was})
 				continue
 			}
 		}
@@ -184,8 +188,8 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 	}
 	for _, col := range cols {
 		have, ok := t.types[col.Name]
-		if !ok || have == col.Type {
-			continue
+		if !ok || have == col.Type || d.changedFrom(t, col.Name, col.Type) {
+			continue // the last: the record is older than the change this destination made
 		}
 		// The source's type for it, as the records said before: a table
 		// made by hand with other types keeps them unless they are too
@@ -198,6 +202,7 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 			return nil, err
 		}
 		c.add("alter_type", "ALTER TABLE "+t.ident+" ALTER COLUMN "+quote(col.Name)+" TYPE "+typ+" USING "+quote(col.Name)+"::"+typ)
+		c.columns = append(c.columns, columnChange{column: col.Name, wasType: have})
 	}
 	if len(c.stmts) == 0 {
 		return nil, nil
@@ -286,6 +291,7 @@ func (d *Destination) apply(ctx context.Context, c *schemaChange) (made bool, er
 		sdk.Logger(ctx).Info("postgres: " + stmt)
 		d.metrics.schemaChanges.Add(1, c.kinds[i])
 	}
+	d.remember(c.table, c.columns)
 	return true, nil
 }
 

@@ -149,6 +149,7 @@ type Destination struct {
 	mu       sync.Mutex
 	tables   map[string]*table            // by name as configured or given in metadata; guarded by mu
 	declared map[string]map[string]string // by table name, each column's type as the records last gave it; guarded by mu
+	history  map[string]*columnHistory    // by table name; guarded by mu
 }
 
 // New returns a destination; it connects in Open.
@@ -156,7 +157,7 @@ func New(cfg Config) (*Destination, error) {
 	if _, err := pgxpool.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
-	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}}, nil
+	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}, history: map[string]*columnHistory{}}, nil
 }
 
 // poolSize is how many connections the destination opens at most unless

@@ -152,6 +152,9 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 		}
 		return row{}, nil, err
 	}
+	if described != nil {
+		key, values = d.renamed(t, described, key, values)
+	}
 	keys := d.keys
 	if len(keys) == 0 {
 		keys = sortedKeys(key, nil, last.keys)
@@ -236,7 +239,9 @@ func (d *Destination) declare(t *table, cols []column) {
 		d.declared[t.name] = map[string]string{}
 	}
 	for _, c := range cols {
-		d.declared[t.name][c.Name] = c.Type
+		if !d.lockedChangedFrom(t, c.Name, c.Type) { // a record older than the change
+			d.declared[t.name][c.Name] = c.Type
+		}
 	}
 }
 
