@@ -346,3 +346,14 @@ func TestOlderRecordsKeepChanges(t *testing.T) {
 	is.True(strings.Contains(logs[0], "CREATE TABLE"))
 	is.True(strings.Contains(logs[1], `RENAME COLUMN \"a\" TO \"a2\"`))
 }
+
+// The destination the connector builds tells the SDK it takes concurrent
+// Writes, in lanes by key.
+func TestWriteSplit(t *testing.T) {
+	is := is.New(t)
+	d, err := Connector.Destination.New(map[string]string{"url": "postgres://localhost/db"})
+	is.NoErr(err)
+	c, ok := d.(sdk.ConcurrentDestination)
+	is.True(ok)
+	is.Equal(c.WriteSplit(), sdk.SplitByKey)
+}

@@ -18,6 +18,17 @@
 // source adds is added, one it renames renamed, one whose type it widens
 // or changes retyped; one it drops is left in place.
 //
+// # Concurrent Writes
+//
+// The destination is an [sdk.ConcurrentDestination]: the SDK may keep
+// several Writes in flight, with records in lanes by key. The changes of
+// tables are made one at a time, while no Write is between planning its
+// records with a table's description and writing them; a Write whose
+// records need a change another Write made goes on without making it
+// (history.go keeps an older record of another lane from undoing it). In
+// the exactly-once mode each Write's rows still commit with their
+// positions (written.go).
+//
 // # Exactly once
 //
 // By default a record may be written twice after a crash (at least once).
@@ -220,6 +231,9 @@ func (d *Destination) Teardown(context.Context) error {
 // failure of the system (the connection, a shutdown, a deadlock) is
 // [sdk.Retryable] from the first record not written. In the exactly-once
 // mode, records already written are counted without being written again.
+//
+// Write is safe to call while other Writes run, on other records (see
+// [Destination.WriteSplit]).
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
 	if d.written != nil {
 		return d.writeOnce(ctx, records)
@@ -273,6 +287,22 @@ func (d *Destination) writePlanned(ctx context.Context, records []sdk.Record) (i
 	}
 	return n, change, err
 }
+
+// WriteSplit says that the SDK may keep several Writes in flight, each on
+// a connection of its own, and hand them records in lanes by key
+// ([sdk.SplitByKey]): a record goes to a Write only once every earlier
+// record with its key is settled. The upserts and deletes of one key must
+// commit in their order, or a row ends as an older record left it (an
+// update overwritten by the one before it, a row deleted before its
+// create); records of different keys touch different rows, and may commit
+// in any order. Keyless records (plain inserts) may too.
+//
+// The lanes follow the records' keys. With the key parameter naming
+// columns the records' keys do not hold, two records of one row may reach
+// Writes in flight together: set sdk.write.concurrency to 1 then.
+func (d *Destination) WriteSplit() sdk.Split { return sdk.SplitByKey }
+
+var _ sdk.ConcurrentDestination = (*Destination)(nil)
 
 // redact removes the password of url from err's message.
 func redact(err error, url string) string { return redactText(err.Error(), url) }
