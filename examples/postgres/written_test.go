@@ -411,10 +411,12 @@ func TestExactlyOnceRetryWhileLostCommitRuns(t *testing.T) {
 		for waiting := false; !waiting; {
 			select {
 			case r := <-done:
-				t.Fatalf("the Write ended (%d, %v) before a %s lock was waited for", r.n, r.err, kind)
+				t.Fatalf("the Write ended (%d, %v) before a %s lock was waited for; sessions: %q", r.n, r.err, kind,
+					rows(t, conn, `SELECT pid, state, wait_event_type, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()`))
 			default:
 			}
-			is.NoErr(conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = $1 AND NOT granted)`, kind).Scan(&waiting))
+			is.NoErr(conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = $1 AND NOT granted
+				AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`, kind).Scan(&waiting))
 		}
 	}
 	lost := write()
@@ -430,7 +432,8 @@ func TestExactlyOnceRetryWhileLostCommitRuns(t *testing.T) {
 	is.NoErr(r.err)
 	is.Equal(r.n, 5)
 	for ended := false; !ended; {
-		is.NoErr(conn.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory')`).Scan(&ended))
+		is.NoErr(conn.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory'
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&ended))
 	}
 	is.Equal(rows(t, conn, `SELECT n FROM items ORDER BY n`), []string{"1", "2", "3", "4", "5"})
 	n, err := reopen(t, d).Write(ctx, inserts(1, 6))
