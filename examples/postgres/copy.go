@@ -5,6 +5,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // copyMin is the fewest rows a statement writes through COPY. Fewer go as
@@ -34,9 +35,11 @@ func (d *Destination) copyRows(ctx context.Context, r *run, c class, cols textCo
 	// After a commit it does nothing; after a failure, the failure is
 	// what Write reports.
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	d.copyBuf = cols.appendCopy(d.copyBuf[:0], keep, lo, hi)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	*buf = cols.appendCopy((*buf)[:0], keep, lo, hi)
 	copyIn := func(sql string) error {
-		_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(d.copyBuf), sql)
+		_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(*buf), sql)
 		return err
 	}
 	if c == insert && r.table.copyIn {
@@ -57,6 +60,11 @@ func (d *Destination) copyRows(ctx context.Context, r *run, c class, cols textCo
 	}
 	return tx.Commit(ctx)
 }
+
+// copyBuffers hold rows in COPY's text format: each COPY takes one and
+// gives it back when it is done, so that the Writes in flight each have
+// their own and a buffer grown once serves later COPYs.
+var copyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // stagingTable is the name of the session's staging table of n text
 // columns, v1 to vn.

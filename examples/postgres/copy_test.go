@@ -225,7 +225,7 @@ func TestCopyOnlyWhereItInserts(t *testing.T) {
 	n, err = guarded.Write(ctx, records(sdk.OperationCreate, false, "x"))
 	is.NoErr(err)
 	is.Equal(n, copyRun)
-	is.True(guarded.tables["guarded"].noCopy)
+	is.True(guarded.tables["guarded"].hints.noCopy.Load())
 	is.Equal(rows(t, conn, `SELECT count(*) FROM guarded`), []string{count})
 	keyed := open(userURL, "keyed")
 	for _, s := range []string{"new", "upserted"} { // the plain insert tried first, then the upsert
@@ -233,7 +233,7 @@ func TestCopyOnlyWhereItInserts(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(n, copyRun)
 	}
-	is.True(keyed.tables["keyed"].noCopy) // the upsert's staging table
+	is.True(keyed.tables["keyed"].hints.noCopy.Load()) // the upsert's staging table
 	is.Equal(rows(t, conn, `SELECT count(*), min(s), max(s) FROM keyed`), []string{count + "|upserted|upserted"})
 }
 

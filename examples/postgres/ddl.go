@@ -21,8 +21,12 @@ import (
 // it: statements run in one transaction, in order.
 type schemaChange struct {
 	table string // as the records name it
+	after uint64 // the changes the destination had made when this one was planned
 	stmts []string
 	kinds []string // each statement's kind, for the metrics: create, add_column, rename_column, alter_type
+	// columns are the renames and changes of type, which the destination
+	// remembers (see [columnHistory]).
+	columns []columnChange
 }
 
 func (c *schemaChange) add(kind, stmt string) {
@@ -165,6 +169,7 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 		if ok && col.Was != "" {
 			if _, has := t.types[col.Was]; has {
 				c.add("rename_column", "ALTER TABLE "+t.ident+" RENAME COLUMN "+quote(col.Was)+" TO "+quote(name))
+				c.columns = append(c.columns, columnChange{column: name, was: col.Was})
 				continue
 			}
 		}
@@ -183,13 +188,13 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 	}
 	for _, col := range cols {
 		have, ok := t.types[col.Name]
-		if !ok || have == col.Type {
-			continue
+		if !ok || have == col.Type || d.changedFrom(t, col.Name, col.Type) {
+			continue // the last: the record is older than the change this destination made
 		}
 		// The source's type for it, as the records said before: a table
 		// made by hand with other types keeps them unless they are too
 		// narrow.
-		if before, seen := d.declared[t.name][col.Name]; !(seen && before == have) && !widens(have, col.Type) {
+		if before, seen := d.declaredType(t, col.Name); !(seen && before == have) && !widens(have, col.Type) {
 			continue
 		}
 		typ, err := d.checkType(ctx, t.name, col)
@@ -197,6 +202,7 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []column, missi
 			return nil, err
 		}
 		c.add("alter_type", "ALTER TABLE "+t.ident+" ALTER COLUMN "+quote(col.Name)+" TYPE "+typ+" USING "+quote(col.Name)+"::"+typ)
+		c.columns = append(c.columns, columnChange{column: col.Name, wasType: have})
 	}
 	if len(c.stmts) == 0 {
 		return nil, nil
@@ -248,29 +254,45 @@ func widens(from, to string) bool {
 }
 
 // apply makes the change, in one transaction, logging each statement, and
-// forgets what it knew of the table, which is read again.
-func (d *Destination) apply(ctx context.Context, c *schemaChange) error {
+// forgets what it knew of the table, which is read again; made reports
+// whether it did. Changes are made one at a time, once no Write is
+// between planning records and writing them (see [Destination.schema]).
+// If another change was made since c was planned, c is not made: it was
+// planned with descriptions that change may have made stale, and it may
+// be the very change c is (two Writes whose records need the same column
+// plan the same change), so the records are to be planned again.
+func (d *Destination) apply(ctx context.Context, c *schemaChange) (made bool, err error) {
+	d.schema.Lock()
+	defer d.schema.Unlock()
+	if d.changes != c.after {
+		return false, nil
+	}
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
-		return d.ddlError(c.table, "", err)
+		return false, d.ddlError(c.table, "", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	for _, stmt := range c.stmts {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return d.ddlError(c.table, stmt, err)
+			return false, d.ddlError(c.table, stmt, err)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return d.ddlError(c.table, "", err)
+	err = tx.Commit(ctx)
+	// Even a commit that failed may have happened (the connection broke
+	// after it was sent): the table's description is read again.
+	d.changes++
+	d.mu.Lock()
+	delete(d.tables, c.table)
+	d.mu.Unlock()
+	if err != nil {
+		return false, d.ddlError(c.table, "", err)
 	}
 	for i, stmt := range c.stmts {
 		sdk.Logger(ctx).Info("postgres: " + stmt)
 		d.metrics.schemaChanges.Add(1, c.kinds[i])
 	}
-	d.mu.Lock()
-	delete(d.tables, c.table)
-	d.mu.Unlock()
-	return nil
+	d.remember(c.table, c.columns)
+	return true, nil
 }
 
 // ddlError is err, from changing table as stmt does: what privilege a

@@ -18,6 +18,17 @@
 // source adds is added, one it renames renamed, one whose type it widens
 // or changes retyped; one it drops is left in place.
 //
+// # Concurrent Writes
+//
+// The destination is an [sdk.ConcurrentDestination]: the SDK may keep
+// several Writes in flight, with records in lanes by key. The changes of
+// tables are made one at a time, while no Write is between planning its
+// records with a table's description and writing them; a Write whose
+// records need a change another Write made goes on without making it
+// (history.go keeps an older record of another lane from undoing it). In
+// the exactly-once mode each Write's rows still commit with their
+// positions (written.go).
+//
 // # Exactly once
 //
 // By default a record may be written twice after a crash (at least once).
@@ -85,6 +96,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -120,23 +132,35 @@ type Config struct {
 	} `param:"exactlyOnce"`
 }
 
-// Destination writes records to PostgreSQL.
+// Destination writes records to PostgreSQL. Its Writes may run
+// concurrently (see [Destination.WriteSplit]): what they share is the
+// settings, the pool and the metrics, set in New and Open and read-only
+// after, and the caches and counters below, each safe for concurrent use
+// as its comment says.
 type Destination struct {
-	cfg  Config
-	keys []string // the configured key columns, sorted
-	pool *pgxpool.Pool
-
-	batch   uint64   // counts the batches planned, so that a table is read again at most once per batch
+	cfg     Config
+	keys    []string // the configured key columns, sorted
+	pool    *pgxpool.Pool
 	written *written // the positions written, in the exactly-once mode; else nil
-	copyBuf []byte   // rows in COPY's text format, reused by each COPY
 	metrics destinationMetrics
 
-	mu     sync.Mutex
-	tables map[string]*table // by name as configured or given in metadata
+	// schema orders the changes the destination makes to tables
+	// (auto.create, auto.evolve) against the Writes that plan records with
+	// the tables' descriptions and write them: a Write holds it for
+	// reading from planning records to writing them (other Writes go on
+	// meanwhile), a change holds it for writing, so no statement is sent
+	// with a description that a change has made stale, and changes are
+	// made one at a time. changes counts the changes made, under it.
+	schema  sync.RWMutex
+	changes uint64
 
-	declared    map[string]map[string]string // by table name, each column's type as the records last gave it
-	lastMeta    string                       // the postgres.columns last decoded
-	lastColumns []column
+	batches     atomic.Uint64                  // counts the batches planned, so that a table is read again at most once per batch
+	lastColumns atomic.Pointer[decodedColumns] // the postgres.columns last decoded
+
+	mu       sync.Mutex
+	tables   map[string]*table            // by name as configured or given in metadata; guarded by mu
+	declared map[string]map[string]string // by table name, each column's type as the records last gave it; guarded by mu
+	history  map[string]*columnHistory    // by table name; guarded by mu
 }
 
 // New returns a destination; it connects in Open.
@@ -144,13 +168,34 @@ func New(cfg Config) (*Destination, error) {
 	if _, err := pgxpool.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, redact(err, cfg.URL))
 	}
-	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}}, nil
+	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}, history: map[string]*columnHistory{}}, nil
 }
+
+// poolSize is how many connections the destination opens at most unless
+// its URL sets pool_max_conns: one for each Write the SDK keeps in flight
+// with sdk.write.concurrency auto, whose ceiling is 32, so that the Writes
+// it starts run rather than queue for a connection. pgxpool's default,
+// max(4, NumCPU), counts the client's cores, which say nothing of what the
+// server takes. Connections are opened only as Writes need them (and
+// closed after pgxpool's pool_max_conn_idle_time, 30 minutes idle). A
+// server that takes fewer refuses the rest (too many connections, SQLSTATE
+// 53300), which is retryable, and a Write that waits for a connection takes
+// longer: the SDK's adaptive concurrency backs off from both. A parameter
+// of the connector's own would do nothing that pool_max_conns in the URL
+// does not.
+const poolSize = 32
 
 // Open connects to the database.
 func (d *Destination) Open(ctx context.Context) error {
 	d.metrics = newDestinationMetrics(ctx)
-	pool, err := pgxpool.New(ctx, d.cfg.URL)
+	pcfg, err := pgxpool.ParseConfig(d.cfg.URL)
+	if err != nil {
+		return fmt.Errorf(`parameter "url": %s`, redact(err, d.cfg.URL))
+	}
+	if !strings.Contains(d.cfg.URL, "pool_max_conns") {
+		pcfg.MaxConns = poolSize
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %s", reason(err, d.cfg.URL))
 	}
@@ -186,6 +231,9 @@ func (d *Destination) Teardown(context.Context) error {
 // failure of the system (the connection, a shutdown, a deadlock) is
 // [sdk.Retryable] from the first record not written. In the exactly-once
 // mode, records already written are counted without being written again.
+//
+// Write is safe to call while other Writes run, on other records (see
+// [Destination.WriteSplit]).
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
 	if d.written != nil {
 		return d.writeOnce(ctx, records)
@@ -195,16 +243,13 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 
 // write writes records, as Write describes, changing a table first where
 // a record needs it (auto.create, auto.evolve): the records before that
-// one are written with the table as it was.
+// one are written with the table as it was. If another Write changed a
+// table in the meantime, the record is planned again, which finds
+// whether the change is still to make.
 func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
 	done, changedAt := 0, -1
 	for {
-		runs, n, change, err := d.plan(ctx, records[done:])
-		for _, r := range runs {
-			if werr := d.writeRun(ctx, r); werr != nil {
-				return done + r.start + werr.index, werr.err
-			}
-		}
+		n, change, err := d.writePlanned(ctx, records[done:])
 		done += n
 		if change == nil {
 			return done, err
@@ -213,12 +258,51 @@ func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, err
 		if changedAt == done {
 			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, strings.Join(change.stmts, "; "))
 		}
-		if err := d.apply(ctx, change); err != nil {
+		made, err := d.apply(ctx, change)
+		if err != nil {
 			return done, markLike(err, fmt.Errorf("record at position %q: %w", at, err))
 		}
-		changedAt = done
+		if made {
+			changedAt = done
+		}
 	}
 }
+
+// writePlanned plans records with the tables as they are and writes the
+// runs planned, holding d.schema for reading throughout, so that no
+// change of a table comes between the two. It returns how many records it
+// wrote and, if the next needs a change of its table first, the change;
+// else the error that stopped it, if any.
+func (d *Destination) writePlanned(ctx context.Context, records []sdk.Record) (int, *schemaChange, error) {
+	d.schema.RLock()
+	defer d.schema.RUnlock()
+	runs, n, change, err := d.plan(ctx, records)
+	for _, r := range runs {
+		if werr := d.writeRun(ctx, r); werr != nil {
+			return r.start + werr.index, nil, werr.err
+		}
+	}
+	if change != nil {
+		change.after = d.changes
+	}
+	return n, change, err
+}
+
+// WriteSplit says that the SDK may keep several Writes in flight, each on
+// a connection of its own, and hand them records in lanes by key
+// ([sdk.SplitByKey]): a record goes to a Write only once every earlier
+// record with its key is settled. The upserts and deletes of one key must
+// commit in their order, or a row ends as an older record left it (an
+// update overwritten by the one before it, a row deleted before its
+// create); records of different keys touch different rows, and may commit
+// in any order. Keyless records (plain inserts) may too.
+//
+// The lanes follow the records' keys. With the key parameter naming
+// columns the records' keys do not hold, two records of one row may reach
+// Writes in flight together: set sdk.write.concurrency to 1 then.
+func (d *Destination) WriteSplit() sdk.Split { return sdk.SplitByKey }
+
+var _ sdk.ConcurrentDestination = (*Destination)(nil)
 
 // redact removes the password of url from err's message.
 func redact(err error, url string) string { return redactText(err.Error(), url) }

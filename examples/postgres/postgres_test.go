@@ -441,3 +441,23 @@ func TestConnectionErrorLeadsWithReason(t *testing.T) {
 		t.Fatalf("source: got %v, want one line starting %q", err, want)
 	}
 }
+
+// The pool has a connection for each Write the SDK may keep in flight,
+// unless the URL says otherwise.
+func TestPoolSize(t *testing.T) {
+	is := is.New(t)
+	url, _ := server.Database(t, "")
+	for _, c := range []struct {
+		url  string
+		want int32
+	}{
+		{url, poolSize},
+		{url + "&pool_max_conns=3", 3},
+	} {
+		d, err := New(Config{URL: c.url})
+		is.NoErr(err)
+		is.NoErr(d.Open(t.Context()))
+		is.Equal(d.pool.Config().MaxConns, c.want)
+		is.NoErr(d.Teardown(t.Context()))
+	}
+}

@@ -5,29 +5,79 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
 )
 
-// table is what the destination knows of a table: read from the catalog
-// once, then cached, and read again when a record names a column it does
-// not know (see [Destination.checkColumns]).
+// table is what the destination knows of a table: a description read
+// from the catalog, cached, and replaced by a fresh one when a record
+// names a column it does not know (see [Destination.missingColumns]) or
+// when the destination changes the table. A description is never changed
+// once read, so the Writes in flight share it without a lock; what they
+// learn of the table by writing to it is in hints.
 type table struct {
-	name    string            // as configured, for messages
-	ident   string            // quoted, possibly schema-qualified
-	types   map[string]string // column name → type, as format_type spells it
-	bases   map[string]string // column name → its type without a modifier (character varying for varchar(10), bpchar for char(3)), which statements cast to so that assigning to the column checks the modifier
-	unique  [][]string        // the columns of each primary key or unique constraint, sorted
-	readIn  uint64            // the batch in which the catalog was last read
-	newRows insertFirst       // only Write touches it, and Write is never concurrent
+	name   string            // as configured, for messages
+	ident  string            // quoted, possibly schema-qualified
+	types  map[string]string // column name → type, as format_type spells it
+	bases  map[string]string // column name → its type without a modifier (character varying for varchar(10), bpchar for char(3)), which statements cast to so that assigning to the column checks the modifier
+	unique [][]string        // the columns of each primary key or unique constraint, sorted
+	readIn uint64            // the batch in which the catalog was read
 	// copyIn is set when COPY into the table does what INSERT does: a plain
 	// or partitioned table without rules (which COPY does not apply), row
 	// security (which COPY does not take) or columns GENERATED ALWAYS AS
 	// IDENTITY (which COPY overrides where INSERT refuses a value).
 	copyIn bool
-	noCopy bool   // COPY failed for neither the data nor the system: statements only
-	meta   string // the last postgres.columns found to need no change of it
+	hints  *tableHints
+}
+
+// tableHints is what Writes learn of a table by writing to it, shared by
+// every description of it read again while the table stays as it is, and
+// safe to use from concurrent Writes. A change the destination makes to
+// the table starts afresh.
+type tableHints struct {
+	noCopy atomic.Bool // COPY failed for neither the data nor the system: statements only
+
+	mu      sync.Mutex
+	newRows insertFirst
+	meta    string // the last postgres.columns found to need no change of the table
+}
+
+// tryInsert reports whether a run of creates is worth trying as a plain
+// INSERT first (see [insertFirst]).
+func (h *tableHints) tryInsert() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.newRows.try()
+}
+
+// inserted notes how a plain INSERT tried first went: without a conflict
+// when ok.
+func (h *tableHints) inserted(ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ok {
+		h.newRows.succeeded()
+	} else {
+		h.newRows.failed()
+	}
+}
+
+// fits reports whether the table was found to need no change for meta, a
+// record's postgres.columns.
+func (h *tableHints) fits(meta string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.meta == meta
+}
+
+// fit notes that the table needs no change for meta.
+func (h *tableHints) fit(meta string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.meta = meta
 }
 
 // upsertable reports whether an upsert on keys (sorted) has a constraint
@@ -69,30 +119,38 @@ func (f *insertFirst) failed() {
 
 // table returns the table called name: "table" or "schema.table", each
 // part used as written (a part may be double-quoted to contain a dot).
-// It is read from the catalog the first time, then cached.
-func (d *Destination) table(ctx context.Context, name string) (*table, error) {
+// It is read from the catalog the first time, in batch, then cached.
+func (d *Destination) table(ctx context.Context, name string, batch uint64) (*table, error) {
 	d.mu.Lock()
 	t, ok := d.tables[name]
 	d.mu.Unlock()
 	if ok {
 		return t, nil
 	}
+	// Read without the lock, which other Writes need meanwhile; two Writes
+	// that miss the same table both read it, and either reading serves.
 	t, err := d.readTable(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	t.readIn = d.batch
+	t.readIn, t.hints = batch, &tableHints{}
 	d.mu.Lock()
-	d.tables[name] = t
+	if cached, ok := d.tables[name]; ok {
+		t = cached
+	} else {
+		d.tables[name] = t
+	}
 	d.mu.Unlock()
 	return t, nil
 }
 
-// missingColumns returns the columns of columns that table t lacks. A
-// column it does not know of may have been added since t was read: t is
-// then read again, at most once per batch.
-func (d *Destination) missingColumns(ctx context.Context, t *table, columns []string) ([]string, error) {
-	unknown := func() []string {
+// missingColumns returns the columns of columns that table t lacks, and
+// the description of t to plan with. A column it does not know of may
+// have been added since t was read: t is then read again, at most once per
+// batch, and the fresh description, which replaces t in the cache, is
+// returned; else t.
+func (d *Destination) missingColumns(ctx context.Context, t *table, columns []string, batch uint64) (*table, []string, error) {
+	unknown := func(t *table) []string {
 		var out []string
 		for _, c := range columns {
 			if _, ok := t.types[c]; !ok {
@@ -101,19 +159,24 @@ func (d *Destination) missingColumns(ctx context.Context, t *table, columns []st
 		}
 		return out
 	}
-	missing := unknown()
-	if len(missing) == 0 || t.readIn == d.batch {
-		return missing, nil
+	missing := unknown(t)
+	if len(missing) == 0 || t.readIn == batch {
+		return t, missing, nil
 	}
 	fresh, err := d.readTable(ctx, t.name)
 	if err != nil {
 		if !sdk.IsRetryable(err) {
 			err = sdk.RecordFault(err) // the table is gone: so is the column
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	t.types, t.bases, t.unique, t.copyIn, t.readIn = fresh.types, fresh.bases, fresh.unique, fresh.copyIn, d.batch
-	return unknown(), nil
+	fresh.readIn, fresh.hints = batch, t.hints
+	d.mu.Lock()
+	if d.tables[t.name] == t {
+		d.tables[t.name] = fresh
+	}
+	d.mu.Unlock()
+	return fresh, unknown(fresh), nil
 }
 
 // readTable reads what the catalog says of the table called name.

@@ -43,33 +43,35 @@ func TestColumnsReadAgainOncePerBatch(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
 	conn, d := setup(t, `CREATE TABLE t (id int PRIMARY KEY)`, nil)
-	d.batch++
-	tbl, err := d.table(ctx, "t")
+	tbl, err := d.table(ctx, "t", 1)
 	is.NoErr(err)
-	missing, err := d.missingColumns(ctx, tbl, []string{"id"})
+	tbl, missing, err := d.missingColumns(ctx, tbl, []string{"id"}, 1)
 	is.NoErr(err)
 	is.Equal(len(missing), 0)
 
 	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN a int`)
 	is.NoErr(err)
-	missing, err = d.missingColumns(ctx, tbl, []string{"a", "id"}) // read in this batch already
+	tbl, missing, err = d.missingColumns(ctx, tbl, []string{"a", "id"}, 1) // read in this batch already
 	is.NoErr(err)
 	is.Equal(missing, []string{"a"})
 
-	d.batch++
-	missing, err = d.missingColumns(ctx, tbl, []string{"a", "id"}) // read again
+	read := tbl
+	tbl, missing, err = d.missingColumns(ctx, tbl, []string{"a", "id"}, 2) // read again
 	is.NoErr(err)
 	is.Equal(len(missing), 0)
+	is.True(tbl != read)             // a fresh description: the one read before is never changed
+	is.Equal(len(read.types), 1)     // so a Write planning with it meanwhile sees it whole
+	is.True(d.tables["t"] == tbl)    // the fresh one is cached
+	is.True(tbl.hints == read.hints) // and keeps what Writes learnt of the table
 	_, err = conn.Exec(ctx, `ALTER TABLE t ADD COLUMN b int`)
 	is.NoErr(err)
-	missing, err = d.missingColumns(ctx, tbl, []string{"b"}) // not twice
+	tbl, missing, err = d.missingColumns(ctx, tbl, []string{"b"}, 2) // not twice
 	is.NoErr(err)
 	is.Equal(missing, []string{"b"})
 
 	_, err = conn.Exec(ctx, `DROP TABLE t`)
 	is.NoErr(err)
-	d.batch++
-	_, err = d.missingColumns(ctx, tbl, []string{"c"})
+	_, _, err = d.missingColumns(ctx, tbl, []string{"c"}, 3)
 	is.True(sdk.IsRecordFault(err))
 	is.Equal(err.Error(), "table t does not exist (or has no columns)")
 }

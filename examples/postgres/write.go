@@ -63,7 +63,7 @@ func (r *run) same(o *run) bool {
 // a change first, they cover the records before it and the change is
 // returned.
 func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, int, *schemaChange, error) {
-	d.batch++
+	batch := d.batches.Add(1)
 	var runs []*run
 	var next run // the record being planned, reused while it joins the last run
 	for i, rec := range records {
@@ -71,7 +71,7 @@ func (d *Destination) plan(ctx context.Context, records []sdk.Record) ([]*run, i
 		if len(runs) > 0 {
 			last = runs[len(runs)-1]
 		}
-		rw, change, err := d.planRecord(ctx, rec, last, &next)
+		rw, change, err := d.planRecord(ctx, rec, batch, last, &next)
 		if err != nil {
 			return runs, i, nil, markLike(err, fmt.Errorf("record at position %q: %w", rec.Position, err))
 		}
@@ -106,12 +106,12 @@ func markLike(mark, err error) error {
 	return err
 }
 
-// planRecord fills in r's table, class, keys and columns for rec and
-// returns its row, or the change its table needs first (auto.create,
-// auto.evolve). last is the run before it, whose key and column lists it
-// shares when it can. What is wrong with the record itself (its data, its
-// table when its metadata names it) is its fault.
-func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *run) (row, *schemaChange, error) {
+// planRecord fills in r's table, class, keys and columns for rec, planned
+// in batch, and returns its row, or the change its table needs first
+// (auto.create, auto.evolve). last is the run before it, whose key and
+// column lists it shares when it can. What is wrong with the record itself
+// (its data, its table when its metadata names it) is its fault.
+func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint64, last, r *run) (row, *schemaChange, error) {
 	name := d.cfg.Table
 	if name == "" {
 		c, err := rec.Metadata.GetCollection()
@@ -140,7 +140,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 			return row{}, nil, sdk.RecordFault(err)
 		}
 	}
-	t, err := d.table(ctx, name)
+	t, err := d.table(ctx, name, batch)
 	var noTable errNoTable
 	if errors.As(err, &noTable) && d.cfg.Auto.Create {
 		change, err := d.createFor(ctx, name, described, key, values)
@@ -151,6 +151,9 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 			err = sdk.RecordFault(err) // the table its metadata names
 		}
 		return row{}, nil, err
+	}
+	if described != nil {
+		key, values = d.renamed(t, described, key, values)
 	}
 	keys := d.keys
 	if len(keys) == 0 {
@@ -183,17 +186,18 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	} else {
 		r.columns = sortedKeys(values, keys, last.columns)
 	}
-	missing, err := d.missingColumns(ctx, t, r.columns)
+	t, missing, err := d.missingColumns(ctx, t, r.columns, batch)
 	if err != nil {
 		return row{}, nil, err
 	}
-	if d.cfg.Auto.Evolve && (len(missing) > 0 || (hasMeta && meta != t.meta)) {
+	r.table = t
+	if d.cfg.Auto.Evolve && (len(missing) > 0 || (hasMeta && !t.hints.fits(meta))) {
 		change, err := d.evolve(ctx, t, described, missing, key, values)
 		if change != nil || err != nil {
 			return row{}, change, err
 		}
 		d.declare(t, described)
-		t.meta = meta
+		t.hints.fit(meta)
 	}
 	if len(missing) > 0 {
 		return row{}, nil, sdk.RecordFault(fmt.Errorf("column %q does not exist in table %s (as the catalog says in this batch)", missing[0], t.name))
@@ -201,17 +205,25 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, last, r *r
 	return row{position: rec.Position, key: key, values: values}, nil, nil
 }
 
+// decodedColumns is a postgres.columns and the columns it decodes to,
+// which are never changed once decoded.
+type decodedColumns struct {
+	meta    string
+	columns []column
+}
+
 // columnsOf decodes a record's postgres.columns, the last one decoded
-// again without decoding it: consecutive records of a table share it.
+// again without decoding it: consecutive records of a table share it, and
+// so do the Writes in flight, which may each replace it.
 func (d *Destination) columnsOf(meta string) ([]column, error) {
-	if meta == d.lastMeta && d.lastColumns != nil {
-		return d.lastColumns, nil
+	if last := d.lastColumns.Load(); last != nil && last.meta == meta {
+		return last.columns, nil
 	}
 	cols, err := decodeColumns(meta)
 	if err != nil {
 		return nil, err
 	}
-	d.lastMeta, d.lastColumns = meta, cols
+	d.lastColumns.Store(&decodedColumns{meta, cols})
 	return cols, nil
 }
 
@@ -221,12 +233,24 @@ func (d *Destination) declare(t *table, cols []column) {
 	if len(cols) == 0 {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.declared[t.name] == nil {
 		d.declared[t.name] = map[string]string{}
 	}
 	for _, c := range cols {
-		d.declared[t.name][c.Name] = c.Type
+		if !d.lockedChangedFrom(t, c.Name, c.Type) { // a record older than the change
+			d.declared[t.name][c.Name] = c.Type
+		}
 	}
+}
+
+// declaredType returns the type the records last gave column col of t.
+func (d *Destination) declaredType(t *table, col string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	typ, ok := d.declared[t.name][col]
+	return typ, ok
 }
 
 // sortedKeys returns the union of m's keys and extra, sorted: like when
@@ -298,16 +322,16 @@ func (d *Destination) writeRun(ctx context.Context, r *run) *runError {
 // that fails, as much of the run as it can before the failure.
 func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *runError {
 	all := len(r.rows)
-	if r.class == create && r.table.newRows.try() {
+	if r.class == create && r.table.hints.tryInsert() {
 		err := d.exec(ctx, r, insert, cols, 0, all)
 		if err == nil {
-			r.table.newRows.succeeded()
+			r.table.hints.inserted(true)
 			return nil
 		}
 		if !isUniqueViolation(err) {
 			return d.runFailed(ctx, r, cols, 0, all, err)
 		}
-		r.table.newRows.failed()
+		r.table.hints.inserted(false)
 	}
 	if err := d.exec(ctx, r, r.class, cols, 0, all); err != nil {
 		return d.runFailed(ctx, r, cols, 0, all, err)
@@ -325,7 +349,7 @@ func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumn
 	if keep != nil {
 		n = len(keep)
 	}
-	if n >= copyMin && !r.table.noCopy {
+	if n >= copyMin && !r.table.hints.noCopy.Load() {
 		err := d.copyRows(ctx, r, c, cols, keep, lo, hi)
 		if err == nil {
 			d.metrics.written(c, "copy", hi-lo)
@@ -336,7 +360,7 @@ func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumn
 		// Not a failure the statements would have: COPY or the staging
 		// table may be what the table or the user does not allow (a
 		// privilege on temporary tables, say). The statements decide.
-		r.table.noCopy = true
+		r.table.hints.noCopy.Store(true)
 	}
 	var args []any
 	from := arrays
