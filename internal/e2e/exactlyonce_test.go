@@ -33,9 +33,13 @@ var crashEngines = []struct {
 	name     string
 	flags    []string
 	recovers bool
+	// batchWise: the engine sends the destination one batch of the
+	// source's at a time and waits for its acks before the next, so that
+	// Writes run together only within a batch.
+	batchWise bool
 }{
-	{"default engine", []string{"--pipelines.error-recovery.min-delay=100ms", "--pipelines.error-recovery.max-retries=20"}, true},
-	{"v2 engine", []string{"--pipelines.error-recovery.min-delay=100ms", "--pipelines.error-recovery.max-retries=20", "--preview.pipeline-arch-v2"}, false},
+	{"default engine", []string{"--pipelines.error-recovery.min-delay=100ms", "--pipelines.error-recovery.max-retries=20"}, true, false},
+	{"v2 engine", []string{"--pipelines.error-recovery.min-delay=100ms", "--pipelines.error-recovery.max-retries=20", "--preview.pipeline-arch-v2"}, false, true},
 }
 
 var deliveryModes = []struct {
@@ -179,27 +183,56 @@ func (cr *crash) check(table, id string, want int64, exactlyOnce bool) {
 	}
 }
 
+// slowWrites makes each statement that inserts into table (an INSERT, a
+// COPY) sleep for 50 ms before it runs, so that the destination keeps
+// several Writes in flight, which the crash tests wait for before they
+// kill.
+func slowWrites(table string) string {
+	return `; CREATE FUNCTION slow_writes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END $$;
+		CREATE TRIGGER slow_writes BEFORE INSERT ON ` + table + ` FOR EACH STATEMENT EXECUTE FUNCTION slow_writes()`
+}
+
+// waitForWrites waits until at least n statements of the destination are
+// sleeping in slowWrites' trigger at once, that is n Writes in flight
+// together, failing if that does not happen within a minute.
+func (cr *crash) waitForWrites(n int64) {
+	cr.t.Helper()
+	const sleeping = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`
+	deadline := time.Now().Add(time.Minute)
+	for count(cr.t, cr.url, sleeping) < n {
+		if time.Now().After(deadline) {
+			cr.t.Fatalf("never %d Writes in flight together in a minute", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestExactlyOnceGenerator runs standalone:generator into a keyless table
-// (the key dropped, the position kept in a column), kills Conduit at a
-// fifth of the records, then the destination plugin at two fifths and
-// three fifths.
+// (the key dropped, the position kept in a column) whose inserts are slow,
+// kills Conduit at a fifth of the records, then the destination plugin at
+// two fifths and three fifths, each time while two Writes or more are in
+// flight.
 func TestExactlyOnceGenerator(t *testing.T) {
 	const records = 20000
 	for _, engine := range crashEngines {
 		for _, mode := range deliveryModes {
 			t.Run(engine.name+"/"+mode.name, func(t *testing.T) {
-				url, _ := pg.Database(t, `CREATE TABLE generated (pos bigint, name text, n bigint, at timestamptz)`)
+				url, _ := pg.Database(t, `CREATE TABLE generated (pos bigint, name text, n bigint, at timestamptz)`+slowWrites("generated"))
+				destination := map[string]string{"url": url, "table": "generated", "exactlyOnce.enabled": fmt.Sprint(mode.exactlyOnce)}
+				if engine.batchWise { // the source's batches of about 40 records in several Writes
+					destination["sdk.batch.size"] = "10"
+				}
 				pipeline := pipelineYAML("standalone:generator", merge(generatorSettings(records), map[string]string{
 					"rate": "4000", "sdk.batch.size": "500", "sdk.batch.delay": "10ms",
-				}), "standalone:postgres", map[string]string{
-					"url": url, "table": "generated", "exactlyOnce.enabled": fmt.Sprint(mode.exactlyOnce),
-				}) + "    processors:\n" + keepPosition + dropKey
+				}), "standalone:postgres", destination) + "    processors:\n" + keepPosition + dropKey
 				cr := startCrash(t, pipeline, url, engine.flags)
 				const rows = `SELECT count(*) FROM generated`
 				cr.waitFor(rows, records/5)
+				cr.waitForWrites(2)
 				cr.killConduit()
 				for _, at := range []int64{2 * records / 5, 3 * records / 5} {
 					cr.waitFor(rows, at)
+					cr.waitForWrites(2)
 					cr.killDestination(engine.recovers)
 				}
 				cr.check("generated", "pos", records, mode.exactlyOnce)
