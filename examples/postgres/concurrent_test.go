@@ -90,6 +90,54 @@ func (g *gate) open(t *testing.T) {
 	}
 }
 
+// openAtGate opens a destination with auto.create and auto.evolve on
+// into a database of its own with table gate, and returns the database's
+// URL and a connection to it too.
+func openAtGate(t *testing.T) (string, *pgx.Conn, *Destination) {
+	t.Helper()
+	url, conn := server.Database(t, gateTable)
+	d, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cfg.Auto.Create, d.cfg.Auto.Evolve = true, true
+	if err := d.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Teardown(context.Background()) })
+	return url, conn, d
+}
+
+// writeAtGate has writers Writes of d run at once, the i-th writing a
+// record of table gate and then record(i), all held at the gate between
+// planning their records and writing them until every one waits there. It
+// returns once all have returned, failing the test if one failed or wrote
+// fewer than its two records.
+func writeAtGate(t *testing.T, ctx context.Context, d *Destination, url string, conn *pgx.Conn, writers int, record func(i int) sdk.Record) {
+	t.Helper()
+	g := closeGate(t, url, conn)
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		errs = concurrently(writers, func(i int) error {
+			n, err := d.Write(ctx, []sdk.Record{gateRecord("g"+fmt.Sprint(i), i), record(i)})
+			if err == nil && n != 2 {
+				err = fmt.Errorf("wrote %d of 2", n)
+			}
+			return err
+		})
+	}()
+	g.waitFor(t, writers)
+	g.open(t)
+	<-done
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Write %d: %v", i, err)
+		}
+	}
+}
+
 // sameRows fails the test unless got and want hold the same rows, in any
 // order, and names the rows that differ.
 func sameRows(t *testing.T, got, want []string) {
@@ -219,35 +267,14 @@ func TestConcurrentWrites(t *testing.T) {
 func TestConcurrentCreate(t *testing.T) {
 	is := is.New(t)
 	const writers = 6
-	url, conn := server.Database(t, gateTable)
-	d, err := New(Config{URL: url})
-	is.NoErr(err)
-	d.cfg.Auto.Create, d.cfg.Auto.Evolve = true, true
-	is.NoErr(d.Open(t.Context()))
-	t.Cleanup(func() { d.Teardown(context.Background()) })
+	url, conn, d := openAtGate(t)
 	ctx, lines := logLines(t)
 	cols := `[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"name","type":"character varying(20)"}]`
-	g := closeGate(t, url, conn)
-	var errs []error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		errs = concurrently(writers, func(i int) error {
-			fresh := described(fmt.Sprint(i), sdk.OperationSnapshot, cols, sdk.StructuredData{"id": i}, sdk.StructuredData{"id": i, "name": fmt.Sprintf("n%d", i)})
-			fresh.Metadata.SetCollection("fresh")
-			n, err := d.Write(ctx, []sdk.Record{gateRecord("g"+fmt.Sprint(i), i), fresh})
-			if err == nil && n != 2 {
-				err = fmt.Errorf("wrote %d of 2", n)
-			}
-			return err
-		})
-	}()
-	g.waitFor(t, writers)
-	g.open(t)
-	<-done
-	for _, err := range errs {
-		is.NoErr(err)
-	}
+	writeAtGate(t, ctx, d, url, conn, writers, func(i int) sdk.Record {
+		fresh := described(fmt.Sprint(i), sdk.OperationSnapshot, cols, sdk.StructuredData{"id": i}, sdk.StructuredData{"id": i, "name": fmt.Sprintf("n%d", i)})
+		fresh.Metadata.SetCollection("fresh")
+		return fresh
+	})
 	is.Equal(count(lines(), "CREATE TABLE"), 1)
 	is.Equal(rows(t, conn, `SELECT count(*), count(DISTINCT id) FROM fresh`), []string{fmt.Sprintf("%d|%d", writers, writers)})
 	is.Equal(columnTypes(t, conn, "fresh"), []string{"id integer not null", "name character varying(20)"})
@@ -261,44 +288,23 @@ func TestConcurrentCreate(t *testing.T) {
 func TestConcurrentEvolve(t *testing.T) {
 	is := is.New(t)
 	const writers = 6
-	url, conn := server.Database(t, gateTable)
-	d, err := New(Config{URL: url})
-	is.NoErr(err)
-	d.cfg.Auto.Create, d.cfg.Auto.Evolve = true, true
-	is.NoErr(d.Open(t.Context()))
-	t.Cleanup(func() { d.Teardown(context.Background()) })
+	url, conn, d := openAtGate(t)
 	ctx, lines := logLines(t)
 	id := `{"name":"id","type":"integer","notNull":true,"key":1}`
 	v1 := `[` + id + `,{"name":"a","type":"character varying(20)"},{"name":"n","type":"integer"}]`
 	v2 := `[` + id + `,{"name":"a2","type":"character varying(20)","was":"a"},{"name":"n","type":"bigint"},{"name":"c","type":"numeric(10,2)"}]`
-	_, err = d.Write(ctx, []sdk.Record{described("0", sdk.OperationCreate, v1, sdk.StructuredData{"id": 0}, sdk.StructuredData{"id": 0, "a": "zero", "n": 0})})
+	_, err := d.Write(ctx, []sdk.Record{described("0", sdk.OperationCreate, v1, sdk.StructuredData{"id": 0}, sdk.StructuredData{"id": 0, "a": "zero", "n": 0})})
 	is.NoErr(err)
 
-	g := closeGate(t, url, conn)
-	var errs []error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		errs = concurrently(writers, func(i int) error {
-			k := i + 1
-			r := described(fmt.Sprint(k), sdk.OperationCreate, v2, sdk.StructuredData{"id": k}, sdk.StructuredData{"id": k, "a2": fmt.Sprint("a", k), "n": int64(1) << 40, "c": "1.50"})
-			if i%2 == 1 { // from another source: no postgres.columns, a column of its own
-				r = rec(fmt.Sprint(k), sdk.OperationCreate, sdk.StructuredData{"id": k}, sdk.StructuredData{"extra": fmt.Sprint("e", k)})
-				r.Metadata.SetCollection("t")
-			}
-			n, err := d.Write(ctx, []sdk.Record{gateRecord("g"+fmt.Sprint(k), k), r})
-			if err == nil && n != 2 {
-				err = fmt.Errorf("wrote %d of 2", n)
-			}
-			return err
-		})
-	}()
-	g.waitFor(t, writers)
-	g.open(t)
-	<-done
-	for _, err := range errs {
-		is.NoErr(err)
-	}
+	writeAtGate(t, ctx, d, url, conn, writers, func(i int) sdk.Record {
+		k := i + 1
+		if i%2 == 1 { // from another source: no postgres.columns, a column of its own
+			r := rec(fmt.Sprint(k), sdk.OperationCreate, sdk.StructuredData{"id": k}, sdk.StructuredData{"extra": fmt.Sprint("e", k)})
+			r.Metadata.SetCollection("t")
+			return r
+		}
+		return described(fmt.Sprint(k), sdk.OperationCreate, v2, sdk.StructuredData{"id": k}, sdk.StructuredData{"id": k, "a2": fmt.Sprint("a", k), "n": int64(1) << 40, "c": "1.50"})
+	})
 	logs := lines()
 	is.Equal(count(logs, "CREATE TABLE"), 1) // by the first, sequential Write
 	is.Equal(count(logs, `RENAME COLUMN \"a\" TO \"a2\"`), 1)
