@@ -105,16 +105,7 @@ func TestBenchConduit(t *testing.T) {
 	args := []string{"conduit", "-conduit", conduitPath, "-url", url, "-out", dir,
 		"-plugin", binary("connkit-postgres"), "-vs-plugin", filepath.Join(incumbent, "postgres"),
 		"-batch-sizes", "100", "-engines", "default,v2", "-idle-rate", "0", "-warmup", "0s", "-duration", "3s"}
-	out, err := exec.Command(bench, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("bench %v: %v\n%s", args, err, out)
-	}
-	report := string(out)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(report)
-		}
-	})
+	report := runBench(t, bench, args...)
 	positive := func(s string) bool {
 		v, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
 		return err == nil && v > 0
@@ -182,16 +173,7 @@ func TestBenchHTTP(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"http", "-conduit", conduitPath, "-plugin", binary("connkit-http"), "-out", dir,
 		"-max-concurrent", "3", "-warmup", "1s", "-duration", "2s"}
-	out, err := exec.Command(bench, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("bench %v: %v\n%s", args, err, out)
-	}
-	report := string(out)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(report)
-		}
-	})
+	report := runBench(t, bench, args...)
 	// setting, rows/s, mean, ratio, limit (in flight), requests, refused,
 	// max in flight, records at Conduit and the server, duplicates.
 	row := func(setting string) []string {
@@ -210,4 +192,20 @@ func TestBenchHTTP(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "http.md"))
 	is.NoErr(err)
 	is.True(strings.Contains(report, string(md)))
+}
+
+// runBench runs the bench command with args and returns its report, which
+// the test logs if it fails.
+func runBench(t *testing.T, bench string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bench, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench %v: %v\n%s", args, err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(string(out))
+		}
+	})
+	return string(out)
 }
