@@ -11,7 +11,8 @@
 #                   destination (schemas off and on) and source runs, connkit's
 #                   plugins side by side with the incumbent's, and the batching
 #                   experiment in real Conduit with its ceiling (about 30 minutes
-#                   of it), Postgres → Postgres in real Conduit, and a source's
+#                   of it), the http destination against a loopback server
+#                   answering in 20 ms, Postgres → Postgres in real Conduit, and a source's
 #                   latency below capacity in each Conduit of BENCH_CONDUITS,
 #                   into bench/results/
 #
@@ -103,6 +104,7 @@ bench: build conduit incumbent
 		-vs-plugin $(INCUMBENT_BIN)/postgres
 	$(GO) run ./internal/cmd/bench conduit -out bench/results/rate500 -conduit $(CONDUIT_BIN) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres -engines default -batch-sizes 1,10,100,1000,0 -rate 500 -ceiling=false -idle-rate 0
+	$(GO) run ./internal/cmd/bench http -out bench/results -conduit $(CONDUIT_BIN)
 	$(GO) run ./internal/cmd/bench acks -out bench/results
 	$(GO) run ./internal/cmd/bench replicate -out bench/results -conduit $(CONDUIT_BIN) \
 		-vs-plugin $(INCUMBENT_BIN)/postgres
