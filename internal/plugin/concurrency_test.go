@@ -282,6 +282,35 @@ func TestAdaptiveConcurrencyClimbs(t *testing.T) {
 	})
 }
 
+// TestAdaptiveConcurrencyStaysBelowCapacity: records that come one at a
+// time, each after the last one's Write ended, never wait for the limit,
+// so auto keeps one Write in flight rather than climbing; the records
+// that come while a Write runs go in the next one.
+func TestAdaptiveConcurrencyStaysBelowCapacity(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		l := &lanes{delay: func([]opencdc.Record) time.Duration { return time.Millisecond }}
+		r := runLanes(t, l, batcher.Policy{}, Concurrency{Max: 16, Adaptive: true})
+		go func() {
+			for i := 1; i <= 1000; i++ {
+				if i > 1 {
+					time.Sleep(2 * time.Millisecond)
+				}
+				r.send(i, i)
+			}
+		}()
+		var acks []string
+		for len(acks) < 1000 {
+			acks = append(acks, ackTexts(<-r.st.out)...)
+		}
+		is.Equal(acks, upTo(1000))
+		is.Equal(r.finish("1000"), []string(nil))
+		most, _, _ := l.stats()
+		is.Equal(most, 1)
+	})
+}
+
 // TestAdaptiveConcurrencySettlesUnderPushBack: a destination that refuses
 // a fifth Write at once with a retryable error, as a server answering 429
 // does: auto settles at about four Writes, and fewer than one Write in 20
@@ -354,7 +383,8 @@ func TestAckOrderSendsInJobOrder(t *testing.T) {
 }
 
 // TestLimiterAddsOneAWindowAndTakesATenthOff: an adaptive limit adds one
-// after a window of Writes that held their pace and reached it, takes a
+// after a window of Writes that held their pace while batches waited for
+// it, takes a
 // tenth off (at least one) once a window when pushed back or when the
 // Writes slow down, and stays within 1 and Max; a fixed one never moves.
 func TestLimiterAddsOneAWindowAndTakesATenthOff(t *testing.T) {
@@ -362,7 +392,7 @@ func TestLimiterAddsOneAWindowAndTakesATenthOff(t *testing.T) {
 	l := newLimiter(Concurrency{Max: 3, Adaptive: true})
 	window := func(took time.Duration) {
 		for range windowWrites * l.current() {
-			l.started(l.current())
+			l.waited()
 			l.ended(took, false)
 		}
 	}
@@ -381,6 +411,12 @@ func TestLimiterAddsOneAWindowAndTakesATenthOff(t *testing.T) {
 	is.Equal(l.current(), 1)
 	l.pushed()
 	is.Equal(l.current(), 1) // at least one
+
+	quiet := newLimiter(Concurrency{Max: 3, Adaptive: true})
+	for range windowWrites {
+		quiet.ended(time.Millisecond, false) // no batch waited
+	}
+	is.Equal(quiet.current(), 1)
 
 	fixed := newLimiter(Concurrency{Max: 4})
 	fixed.pushed()

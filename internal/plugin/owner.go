@@ -142,8 +142,14 @@ func (o *owner) run() error {
 // any: the acks it kept, before anything waits or the loop ends, whatever
 // ended it (the stream may still carry them); or due batches.
 func (o *owner) handOut() {
-	for len(o.flights) < o.limit.current() {
+	for {
 		reason, due := o.due()
+		if len(o.flights) >= o.limit.current() {
+			if due && !o.halted {
+				o.limit.waited()
+			}
+			return
+		}
 		switch {
 		case o.kept.count > 0 && (o.halted || !due): // acks are kept one job at a time
 			o.give(job{kind: sendKept}, nil)
@@ -228,7 +234,6 @@ func (o *owner) give(j job, keys []uint64) {
 			o.keys[h]++
 		}
 	}
-	o.limit.started(len(o.flights))
 	o.metrics.Flight(len(o.flights), o.limit.current())
 	if o.limit.adaptive {
 		j.pushedBack = func() { notify(o.pushes) }
