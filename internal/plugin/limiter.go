@@ -7,7 +7,7 @@ import "time"
 // way Vector's adaptive request concurrency does, additive increase and
 // multiplicative decrease on what the Writes show: it starts at one Write
 // and, window by window, adds one while their mean duration holds and a
-// batch waited for the limit, and takes a tenth off (at least one) when it rises or
+// full batch waited for the limit, and takes a tenth off (at least one) when it rises or
 // the destination pushes back with a retryable error. A window is
 // windowWrites Writes for each one of the limit, so that a limit one too
 // high is tried once in that many Writes. It is a pure policy: the owner
@@ -21,7 +21,7 @@ type limiter struct {
 
 	writes     int           // in the window
 	took       time.Duration // their durations, summed
-	full       bool          // a due batch waited for the limit in the window
+	full       bool          // a full batch waited for the limit in the window
 	pushedBack bool          // a Write met a retryable error in the window, and the limit came down
 }
 
@@ -41,8 +41,8 @@ func newLimiter(c Concurrency) *limiter {
 // current returns how many Writes may be in flight together now.
 func (l *limiter) current() int { return l.limit }
 
-// waited notes a batch that was due while the limit's Writes were in
-// flight: one more would have started it.
+// waited notes a full batch that was due while the limit's Writes were
+// in flight: one more would have started it.
 func (l *limiter) waited() { l.full = true }
 
 // pushed notes a Write's retryable error, at once: a Write that is

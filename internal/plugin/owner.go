@@ -145,7 +145,7 @@ func (o *owner) handOut() {
 	for {
 		reason, due := o.due()
 		if len(o.flights) >= o.limit.current() {
-			if due && !o.halted {
+			if due && !o.halted && o.batchFull() {
 				o.limit.waited()
 			}
 			return
@@ -169,6 +169,16 @@ func (o *owner) due() (reason string, due bool) {
 		return metrics.FlushStop, true
 	}
 	return flushReasons[why], due
+}
+
+// batchFull reports whether the batch collected can take no more records:
+// it has sdk.batch.size records or sdk.batch.bytes bytes, or the hold
+// bound is reached. Batches grow before Writes multiply: a batch that is
+// not full when the Writes in flight end goes with what came meanwhile
+// (group commit), and only a full one that waits asks for another Write.
+func (o *owner) batchFull() bool {
+	why, _ := o.batch.Due(o.now)
+	return why == batcher.Size || why == batcher.Bytes || why == batcher.Full
 }
 
 // flushReasons are the metrics' flush reasons by the batcher's.
