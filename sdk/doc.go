@@ -8,26 +8,18 @@
 //
 // # Contracts
 //
-// [Source], [Destination] and their optional interfaces are declared here,
-// each with its contract. [Destination.Write] follows io.Writer: it
-// returns how many leading records were durably written, and an error
-// whenever that is fewer than all. The SDK acknowledges those records to
-// Conduit and negatively acknowledges the rest: records[n] with the error,
-// each later one with an error that says it was not attempted because
-// records[n] failed. [Source.Read] returns records with unique, non-empty
-// positions; Conduit hands the last acknowledged position back to
-// [Source.Open] after a restart.
+// What a connector implements ([Source], [Destination], their optional
+// interfaces, [Record], [Fields], the outcomes [RecordFault] and
+// [Retryable]) is declared, with its contract, in package sdk/connector,
+// which imports none of the plugin machinery; package sdk declares the
+// same names, so that a connector's main package needs this one import. A
+// library that only implements a Destination imports sdk/connector.
+// [Destination.Write] follows io.Writer: it returns how many leading
+// records were durably written, and an error whenever that is fewer than
+// all; [RecordFault] marks records[n] as the one at fault, [Retryable]
+// the system. Go doc of [connector.Record] shows a record's fields.
 //
-// # Outcomes and retries
-//
-// A Write can say whose failure its error is. [RecordFault] means
-// records[n] itself cannot be written (bad data, a constraint): only it is
-// nacked, with the error and its position, and records[n+1:] go to a
-// following Write. [Retryable] means the system failed (a dropped
-// connection, a timeout, a deadlock): records[n:] are written again and
-// nacked, with an error that says retries ran out, only if they never go
-// through. This matters with a dead-letter queue, where every nacked
-// record lands with its nack's error.
+// # Retries
 //
 // Retries follow the sdk.retry.* parameters: up to sdk.retry.attempts
 // times, after a wait that starts at sdk.retry.delay and doubles up to
@@ -77,12 +69,8 @@
 //
 // # Optional behaviour
 //
-// A source that needs acknowledgements implements [Acker]; one that can read
-// many records at once implements [BatchReader]. Connectors that
-// react to being created, updated or deleted implement [CreatedHook],
-// [UpdatedHook] or [DeletedHook]. A connector that wraps another (a fault
-// injector, say) returns it from an Unwrap method, as a Source or a
-// Destination, and the SDK finds the optional interfaces through it.
-// Connector code logs through [Logger] and learns the largest record Conduit
-// takes from [MaxRecordSize].
+// The optional interfaces ([Acker], [BatchReader], [ConcurrentDestination],
+// the lifecycle hooks) are described in package sdk/connector. Connector
+// code logs through [Logger] and learns the largest record Conduit takes
+// from [MaxRecordSize].
 package sdk

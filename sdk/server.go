@@ -11,10 +11,15 @@ import (
 	"github.com/connkit/connkit/sdk/config"
 )
 
-// Plugin returns what a plugin process serves for c, or why c is not
+func init() {
+	plugin.ConnectorOf = func(c any) (plugin.Connector, error) { return c.(Connector).plugin() }
+}
+
+// plugin returns what a plugin process serves for c, or why c is not
 // valid: [Serve] serves it to Conduit; package sdktest serves it inside a
-// test's own process, as httptest serves an http.Handler.
-func (c Connector) Plugin() (plugin.Connector, error) {
+// test's own process (through plugin.ConnectorOf), as httptest serves an
+// http.Handler.
+func (c Connector) plugin() (plugin.Connector, error) {
 	spec, err := c.Specification()
 	if err != nil {
 		return nil, err
@@ -146,4 +151,15 @@ func find[T any](c any) (T, bool) {
 	}
 	var zero T
 	return zero, false
+}
+
+// classify says whose failure a Write error is, for the plugin server.
+func classify(err error) plugin.Fault {
+	switch {
+	case IsRecordFault(err):
+		return plugin.RecordFault
+	case IsRetryable(err):
+		return plugin.Retryable
+	}
+	return plugin.Unclassified
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/connkit/connkit/internal/logging"
 	"github.com/connkit/connkit/internal/schema"
 	"github.com/connkit/connkit/internal/wire"
+	"github.com/connkit/connkit/sdk/connector"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
@@ -210,7 +211,7 @@ func serverOptions(s Settings, log *slog.Logger, window int32) []grpc.ServerOpti
 func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
 	ctx = logging.NewContext(ctx, log)
 	if s.MaxReceiveSize > 0 {
-		ctx = newMaxRecordSizeContext(ctx, s.MaxReceiveSize)
+		ctx = connector.ContextWithMaxRecordSize(ctx, s.MaxReceiveSize)
 	}
 	if s.Schemas != nil {
 		ctx = schema.NewContext(ctx, s.Schemas)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/connkit/connkit/sdk/connector"
 	"github.com/matryer/is"
 )
 
@@ -40,7 +41,8 @@ func TestSettingsFromEnv(t *testing.T) {
 // every call, and Conduit's default outside one.
 func TestMaxRecordSizeInContext(t *testing.T) {
 	is := is.New(t)
-	is.Equal(MaxRecordSize(context.Background()), 4<<20)
+	is.Equal(connector.MaxRecordSize(context.Background()), 4<<20)
+	is.Equal(DefaultMaxReceiveSize, connector.DefaultMaxRecordSize) // what Conduit sends by default
 	ctx := Settings{MaxReceiveSize: 1234}.context(context.Background(), discard)
-	is.Equal(MaxRecordSize(ctx), 1234)
+	is.Equal(connector.MaxRecordSize(ctx), 1234)
 }

@@ -73,7 +73,7 @@ func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
 // built from c does.
 func server(t tb, c sdk.Connector) plugin.Connector {
 	t.Helper()
-	pc, err := c.Plugin()
+	pc, err := plugin.ConnectorOf(c)
 	if err != nil {
 		t.Fatalf("the Connector is not valid: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/config"
 )
@@ -40,7 +41,7 @@ func (r role) params(spec config.Specification) []config.Parameter {
 
 // configure configures the role from raw as the plugin server does.
 func (r role) configure(raw map[string]string) error {
-	pc, err := r.c.Plugin()
+	pc, err := plugin.ConnectorOf(r.c)
 	if err != nil {
 		return err
 	}

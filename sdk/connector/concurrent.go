@@ -1,4 +1,4 @@
-package sdk
+package connector
 
 // ConcurrentDestination is a [Destination] whose Write is safe to call
 // while other Writes of it run, on other records. The SDK then keeps

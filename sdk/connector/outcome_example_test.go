@@ -1,11 +1,11 @@
-package sdk_test
+package connector_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/connector"
 )
 
 // errConnLost stands for what a driver returns when the connection drops.
@@ -17,17 +17,17 @@ type Table struct{ dropped bool }
 
 func (t *Table) Open(context.Context) error     { return nil }
 func (t *Table) Teardown(context.Context) error { return nil }
-func (t *Table) Write(_ context.Context, records []sdk.Record) (int, error) {
+func (t *Table) Write(_ context.Context, records []connector.Record) (int, error) {
 	for i, r := range records {
 		if r.Payload.After == nil {
 			// Only this record is nacked; the records after it go to the
 			// next Write.
-			return i, sdk.RecordFault(fmt.Errorf("insert: null value in column %q violates not-null constraint", "payload"))
+			return i, connector.RecordFault(fmt.Errorf("insert: null value in column %q violates not-null constraint", "payload"))
 		}
 		if i == 2 && !t.dropped {
 			t.dropped = true
 			// Not the record's fault: records[i:] are written again later.
-			return i, sdk.Retryable(fmt.Errorf("insert: %w", errConnLost))
+			return i, connector.Retryable(fmt.Errorf("insert: %w", errConnLost))
 		}
 	}
 	return len(records), nil
@@ -35,13 +35,13 @@ func (t *Table) Write(_ context.Context, records []sdk.Record) (int, error) {
 
 func ExampleRecordFault() {
 	t := &Table{}
-	records := []sdk.Record{
-		{Payload: sdk.Change{After: sdk.RawData("a")}},
+	records := []connector.Record{
+		{Payload: connector.Change{After: connector.RawData("a")}},
 		{}, // no payload
-		{Payload: sdk.Change{After: sdk.RawData("c")}},
+		{Payload: connector.Change{After: connector.RawData("c")}},
 	}
 	n, err := t.Write(context.Background(), records)
-	fmt.Println(n, err, sdk.IsRecordFault(err), sdk.IsRetryable(err))
+	fmt.Println(n, err, connector.IsRecordFault(err), connector.IsRetryable(err))
 
 	n, err = t.Write(context.Background(), records[n+1:])
 	fmt.Println(n, err)
@@ -52,16 +52,16 @@ func ExampleRecordFault() {
 
 func ExampleRetryable() {
 	t := &Table{}
-	records := make([]sdk.Record, 4)
+	records := make([]connector.Record, 4)
 	for i := range records {
-		records[i].Payload.After = sdk.RawData(fmt.Sprint(i))
+		records[i].Payload.After = connector.RawData(fmt.Sprint(i))
 	}
 	n, err := t.Write(context.Background(), records)
-	fmt.Println(n, err, sdk.IsRetryable(err), errors.Is(err, errConnLost))
+	fmt.Println(n, err, connector.IsRetryable(err), errors.Is(err, errConnLost))
 
 	n, err = t.Write(context.Background(), records[n:]) // the SDK retries after a backoff
 	fmt.Println(n, err)
-	fmt.Println(sdk.Retryable(nil), sdk.RecordFault(nil))
+	fmt.Println(connector.Retryable(nil), connector.RecordFault(nil))
 	// Output:
 	// 2 insert: connection reset by peer true true
 	// 2 <nil>

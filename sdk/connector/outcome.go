@@ -1,10 +1,8 @@
-package sdk
+package connector
 
 import (
 	"errors"
 	"time"
-
-	"github.com/connkit/connkit/internal/plugin"
 )
 
 // RecordFault marks err, returned by Write with n, as the fault of
@@ -80,14 +78,3 @@ func (e *retryable) Unwrap() error { return e.err }
 // RetryAfter is the least wait before the next attempt, which the plugin
 // server asks of a retryable error.
 func (e *retryable) RetryAfter() time.Duration { return e.after }
-
-// classify says whose failure a Write error is, for the plugin server.
-func classify(err error) plugin.Fault {
-	switch {
-	case IsRecordFault(err):
-		return plugin.RecordFault
-	case IsRetryable(err):
-		return plugin.Retryable
-	}
-	return plugin.Unclassified
-}

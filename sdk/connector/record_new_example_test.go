@@ -1,15 +1,15 @@
-package sdk_test
+package connector_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/connector"
 )
 
 func ExampleCreate() {
-	r := sdk.Create(sdk.Position("7"), sdk.Metadata{"opencdc.collection": "users"},
-		sdk.StructuredData{"id": 7}, sdk.StructuredData{"id": 7, "name": "Ada"})
+	r := connector.Create(connector.Position("7"), connector.Metadata{"opencdc.collection": "users"},
+		connector.StructuredData{"id": 7}, connector.StructuredData{"id": 7, "name": "Ada"})
 	readAt, err := r.Metadata.GetReadAt()
 	fmt.Println(r.Operation, r.Metadata["opencdc.collection"], r.Payload.After)
 	fmt.Println("read just now:", err == nil && time.Since(readAt) < time.Minute)
@@ -19,7 +19,7 @@ func ExampleCreate() {
 }
 
 func ExampleUpdate() {
-	r := sdk.Update(sdk.Position("8"), nil, sdk.RawData("7"), sdk.RawData(`{"n":1}`), sdk.RawData(`{"n":2}`))
+	r := connector.Update(connector.Position("8"), nil, connector.RawData("7"), connector.RawData(`{"n":1}`), connector.RawData(`{"n":2}`))
 	fmt.Println(r.Operation, string(r.Payload.Before.Bytes()), string(r.Payload.After.Bytes()))
 	_, err := r.Metadata.GetReadAt()
 	fmt.Println("readAt set:", err == nil)
@@ -29,7 +29,7 @@ func ExampleUpdate() {
 }
 
 func ExampleDelete() {
-	r := sdk.Delete(sdk.Position("9"), nil, sdk.RawData("7"), nil)
+	r := connector.Delete(connector.Position("9"), nil, connector.RawData("7"), nil)
 	fmt.Println(r.Operation, string(r.Key.Bytes()), r.Payload.After == nil)
 	// Output: delete 7 true
 }
@@ -38,16 +38,16 @@ func ExampleDelete() {
 // transaction's time: a readAt already in the metadata is kept.
 func ExampleSnapshot() {
 	txTime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	md := sdk.Metadata{}
+	md := connector.Metadata{}
 	md.SetReadAt(txTime)
-	r := sdk.Snapshot(sdk.Position("t1/7"), md, sdk.RawData("7"), sdk.RawData(`{"id":7}`))
+	r := connector.Snapshot(connector.Position("t1/7"), md, connector.RawData("7"), connector.RawData(`{"id":7}`))
 	fmt.Println(r.Operation, r.Metadata["opencdc.readAt"])
 	// Output: snapshot 1767323045000000000
 }
 
 // Stamp sets opencdc.readAt on metadata a source makes itself.
 func ExampleStamp() {
-	md := sdk.Stamp(sdk.Metadata{"opencdc.collection": "users"})
+	md := connector.Stamp(connector.Metadata{"opencdc.collection": "users"})
 	_, err := md.GetReadAt()
 	fmt.Println(md["opencdc.collection"], err == nil)
 	// Output: users true

@@ -1,20 +1,20 @@
-package sdk_test
+package connector_test
 
 import (
 	"fmt"
 
-	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/connector"
 )
 
 // A destination reads a record's fields the same way whether the payload
 // is structured data or raw JSON.
 func ExampleFieldsOf() {
-	for _, payload := range []sdk.Data{
-		sdk.StructuredData{"id": 7, "name": "Ada", "active": true},
-		sdk.RawData(`{"id": 8, "name": "Grace", "active": "yes"}`),
-		sdk.RawData(`id=9`),
+	for _, payload := range []connector.Data{
+		connector.StructuredData{"id": 7, "name": "Ada", "active": true},
+		connector.RawData(`{"id": 8, "name": "Grace", "active": "yes"}`),
+		connector.RawData(`id=9`),
 	} {
-		f, err := sdk.FieldsOf(payload)
+		f, err := connector.FieldsOf(payload)
 		if err != nil {
 			fmt.Println(err)
 			continue
