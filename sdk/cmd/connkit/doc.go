@@ -15,7 +15,7 @@
 //
 //	-module PATH   the module path; default NAME
 //	-dir DIR       where to write it, a missing or empty directory; default ./NAME,
-//	               or NAME beside the checkout when run inside a connkit checkout
+//	               in the current directory
 //	-source        only a source
 //	-destination   only a destination
 //	-connkit DIR   require connkit from a local checkout (a replace directive);
