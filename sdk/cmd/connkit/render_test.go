@@ -11,7 +11,7 @@ import (
 // Each role gets its files, the Go files formatted; the others are the
 // same for every role.
 func TestRender(t *testing.T) {
-	common := []string{".ci/run", "Makefile", "README.md", "cmd/lines/main.go", "connector.go", "go.mod", "lines_test.go", "pipelines/lines.yaml"}
+	common := []string{".ci/run", ".gitignore", "Makefile", "README.md", "cmd/lines/main.go", "connector.go", "go.mod", "lines_test.go", "pipelines/lines.yaml"}
 	for _, tt := range []struct {
 		name                string
 		source, destination bool
