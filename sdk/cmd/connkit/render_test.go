@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"go/format"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/connkit/connkit/sdk"
+	"github.com/connkit/connkit/sdk/config"
 )
 
 // Each role gets its files, the Go files formatted; the others are the
@@ -79,3 +84,97 @@ func TestRenderReleased(t *testing.T) {
 		t.Fatalf("go.mod:\n%s", gomod)
 	}
 }
+
+// TestReadmeNamesEverySDKGroup holds a new module's README to the sdk.*
+// parameters the SDK adds to each role: under each role the module plays,
+// it names every group of them (sdk.batch, sdk.metrics, …), and each name
+// it gives is a parameter, or with .* the prefix of some. A group the SDK
+// gains fails here until the template names it.
+func TestReadmeNamesEverySDKGroup(t *testing.T) {
+	spec, err := sdk.Connector{Name: "lines", Version: "v0.1.0", Source: sdk.NewSource(newNopSource), Destination: sdk.NewDestination(newNopDestination)}.Specification()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := []struct {
+		name   string
+		params []config.Parameter
+	}{{"source", spec.SourceParameters}, {"destination", spec.DestinationParameters}}
+	for _, plays := range []struct{ source, destination bool }{{true, true}, {true, false}, {false, true}} {
+		files, err := render(options{Name: "lines", Module: "lines", Source: plays.source, Destination: plays.destination, GoVersion: goVersion, ConnkitVersion: "v0.3.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme := string(files["README.md"])
+		for _, role := range roles {
+			item, found := listItem(readme, "- its "+role.name+":")
+			if want := role.name == "source" && plays.source || role.name == "destination" && plays.destination; found != want {
+				t.Errorf("source %v, destination %v: the README lists sdk.* parameters of a %s: %v, want %v", plays.source, plays.destination, role.name, found, want)
+			}
+			if !found {
+				continue
+			}
+			for _, g := range sdkGroups(role.params) {
+				if !strings.Contains(item, "`"+g+".") {
+					t.Errorf("the README's sdk.* parameters of a %s leave out %s.*:\n%s", role.name, g, item)
+				}
+			}
+			for _, m := range sdkName.FindAllStringSubmatch(item, -1) {
+				if !slices.ContainsFunc(role.params, func(p config.Parameter) bool {
+					return p.Name == m[1] || m[2] != "" && strings.HasPrefix(p.Name, m[1]+".")
+				}) {
+					t.Errorf("the README names %s among a %s's parameters; it has none such", m[0], role.name)
+				}
+			}
+		}
+	}
+}
+
+// sdkName matches an sdk.* parameter's name, or with .* a group's, in
+// backquotes.
+var sdkName = regexp.MustCompile("`(sdk(?:\\.[A-Za-z]+)+)(\\.\\*)?`")
+
+// sdkGroups returns the groups of the sdk.* parameters among params: the
+// first two elements of their names, such as sdk.batch.
+func sdkGroups(params []config.Parameter) []string {
+	var groups []string
+	for _, p := range params {
+		if parts := strings.SplitN(p.Name, ".", 3); len(parts) == 3 && parts[0] == "sdk" {
+			groups = append(groups, parts[0]+"."+parts[1])
+		}
+	}
+	slices.Sort(groups)
+	return slices.Compact(groups)
+}
+
+// listItem returns the item of a Markdown list in text that starts with
+// prefix, up to the next item or blank line.
+func listItem(text, prefix string) (string, bool) {
+	_, rest, ok := strings.Cut(text, "\n"+prefix)
+	if !ok {
+		return "", false
+	}
+	item := prefix
+	for line := range strings.Lines(rest) {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "- ") {
+			break
+		}
+		item += " " + strings.TrimSpace(line)
+	}
+	return item, true
+}
+
+type nopConfig struct{}
+
+type nopSource struct{}
+
+func newNopSource(nopConfig) (nopSource, error)            { return nopSource{}, nil }
+func (nopSource) Open(context.Context, sdk.Position) error { return nil }
+func (nopSource) Read(context.Context) (sdk.Record, error) { return sdk.Record{}, nil }
+func (nopSource) Teardown(context.Context) error           { return nil }
+
+type nopDestination struct{}
+
+func newNopDestination(nopConfig) (nopDestination, error)               { return nopDestination{}, nil }
+func (nopDestination) Open(context.Context) error                       { return nil }
+func (nopDestination) Write(context.Context, []sdk.Record) (int, error) { return 0, nil }
+func (nopDestination) Teardown(context.Context) error                   { return nil }
