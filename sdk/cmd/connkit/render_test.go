@@ -22,10 +22,11 @@ func TestRender(t *testing.T) {
 		source, destination bool
 		files               []string
 		plugins             []string // in the pipeline
+		metrics             []string // the pipeline's commented sdk.metrics.address values, one a connector of the module
 	}{
-		{"both", true, true, []string{"destination.go", "source.go"}, []string{"standalone:lines@v0.1.0", "standalone:lines@v0.1.0"}},
-		{"source", true, false, []string{"source.go"}, []string{"standalone:lines@v0.1.0", "builtin:log"}},
-		{"destination", false, true, []string{"destination.go"}, []string{"builtin:generator", "standalone:lines@v0.1.0"}},
+		{"both", true, true, []string{"destination.go", "source.go"}, []string{"standalone:lines@v0.1.0", "standalone:lines@v0.1.0"}, []string{"127.0.0.1:9464", "127.0.0.1:9465"}},
+		{"source", true, false, []string{"source.go"}, []string{"standalone:lines@v0.1.0", "builtin:log"}, []string{"127.0.0.1:9464"}},
+		{"destination", false, true, []string{"destination.go"}, []string{"builtin:generator", "standalone:lines@v0.1.0"}, []string{"127.0.0.1:9465"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := options{Name: "lines", Module: "example.com/you/conduit-connector-lines", Source: tt.source, Destination: tt.destination,
@@ -58,14 +59,25 @@ func TestRender(t *testing.T) {
 				t.Errorf("cmd/lines/main.go does not import the connector package:\n%s", main)
 			}
 			pipeline := string(files["pipelines/lines.yaml"])
-			var plugins []string
+			var plugins, metrics []string
 			for line := range strings.Lines(pipeline) {
 				if p, ok := strings.CutPrefix(strings.TrimSpace(line), "plugin: "); ok {
 					plugins = append(plugins, p)
 				}
+				if a, ok := strings.CutPrefix(strings.TrimSpace(line), "# sdk.metrics.address: "); ok {
+					metrics = append(metrics, a)
+				}
 			}
 			if !slices.Equal(plugins, tt.plugins) {
 				t.Errorf("the pipeline's plugins are %q, want %q", plugins, tt.plugins)
+			}
+			if !slices.Equal(metrics, tt.metrics) {
+				t.Errorf("the pipeline's commented metrics addresses are %q, want %q", metrics, tt.metrics)
+			}
+			for _, a := range metrics {
+				if !strings.Contains(string(files["README.md"]), "http://"+a+"/metrics") {
+					t.Errorf("the README does not say where %s serves metrics", a)
+				}
 			}
 			if !strings.Contains(string(files["README.md"]), "```yaml\n"+pipeline+"```") {
 				t.Errorf("the README does not show the pipeline file")
