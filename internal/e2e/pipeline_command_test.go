@@ -130,3 +130,25 @@ func processesNaming(path string) []string {
 	}
 	return out
 }
+
+// TestDevpipelineRecords runs the command behind make devpipeline with a
+// generator that makes records without end, and -records 3: three records
+// are read, logged by the log destination and acked, however many the
+// generator sent ahead.
+func TestDevpipelineRecords(t *testing.T) {
+	is := is.New(t)
+	bin := filepath.Join(t.TempDir(), "devpipeline")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/connkit/connkit/internal/cmd/devpipeline").CombinedOutput(); err != nil {
+		t.Fatalf("build devpipeline: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "-source", binary("connkit-generator"), "-source-config", "format.type=structured",
+		"-source-config", "format.options.id=int", "-destination", binary("connkit-log"), "-records", "3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("devpipeline: %v\n%s", err, out)
+	}
+	t.Logf("output:\n%s", out)
+	is.True(regexp.MustCompile(`(?m)^3 records read in \d+ source messages, 3 acked in `).Match(out))
+	is.Equal(len(regexp.MustCompile(`(?m)\brecord: record=`).FindAll(out, -1)), 3) // the log destination's, a line a record
+}
