@@ -17,8 +17,9 @@ import (
 )
 
 // TestPipelineCommand runs the command behind `make pipeline` end to end
-// in real Conduit, once to the end and once interrupted as by a Ctrl-C,
-// and checks what it reports and that it leaves nothing behind.
+// in real Conduit, once to the end, with the destination's metrics served,
+// and once interrupted as by a Ctrl-C, and checks what it reports and that
+// it leaves nothing behind.
 func TestPipelineCommand(t *testing.T) {
 	conduitBin := conduitBin(t)
 	bin := filepath.Join(t.TempDir(), "pipeline")
@@ -79,7 +80,8 @@ func TestPipelineCommand(t *testing.T) {
 
 	t.Run("to the end", func(t *testing.T) {
 		is := is.New(t)
-		cmd, lines, leftovers := start(t, "-records", "500", "-show", "3")
+		address := freeAddress(t)
+		cmd, lines, leftovers := start(t, "-records", "500", "-show", "3", "-metrics", address)
 		var out []string
 		for l := range lines {
 			out = append(out, l)
@@ -94,6 +96,9 @@ func TestPipelineCommand(t *testing.T) {
 		is.True(regexp.MustCompile(`(?m)^rows/s: +\d+ \(500 rows in [\d.]+m?s, `).MatchString(text))
 		is.True(regexp.MustCompile(`(?m)^mean latency: [\d.]+ ms \(Conduit's conduit_pipeline_execution_duration_seconds: sum [\d.]+s / count 500\)`).MatchString(text))
 		is.Equal(len(regexp.MustCompile(`(?m)^\d+  +\S+  +\d{4}-\d\d-\d\dT`).FindAllString(text, -1)), 3) // the rows shown
+		// where to scrape the destination's metrics, and what they said
+		is.True(strings.Contains(text, "curl -s http://"+address+"/metrics"))
+		is.True(regexp.MustCompile(`(?m)^the destination's metrics at http://` + regexp.QuoteMeta(address) + `/metrics: 500 records in, 500 acked, in \d+ batches`).MatchString(text))
 		is.True(strings.HasSuffix(text, "Conduit and PostgreSQL stopped, temporary files removed."))
 		is.Equal(leftovers(), []string(nil))
 	})
