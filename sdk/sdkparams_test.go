@@ -3,8 +3,10 @@ package sdk
 import (
 	"context"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/connkit/connkit/sdk/config"
@@ -133,4 +135,63 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadmeNamesEverySDKParameter holds the table of connkit's README
+// that lists the parameters every connector gets to the SDK's: every sdk.*
+// parameter of either role is named in its first column, in full or as a
+// suffix of the full name before it (`.delay` after `sdk.batch.size`), and
+// every name there is a parameter.
+func TestReadmeNamesEverySDKParameter(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?s)\n## Parameters every connector gets\n(.*?)\n## `).FindSubmatch(readme)
+	if section == nil {
+		t.Fatal("README has no section Parameters every connector gets")
+	}
+	params := slices.Compact(slices.Sorted(slices.Values(append(sdkParameterNames(sourceSettings{}), sdkParameterNames(destinationSettings{})...))))
+	named := map[string]bool{}
+	for line := range strings.Lines(string(section[1])) {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.Contains(cells[1], "`sdk.") {
+			continue // not a row of parameters
+		}
+		full := ""
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cells[1], -1) {
+			name := m[1]
+			if strings.HasPrefix(name, ".") {
+				name = completeName(full, name, params)
+			} else {
+				full = name
+			}
+			if !slices.Contains(params, name) {
+				t.Errorf("README's parameters every connector gets name %s, which is no sdk.* parameter (%s)", m[1], name)
+			}
+			named[name] = true
+		}
+	}
+	for _, p := range params {
+		if !named[p] {
+			t.Errorf("README's parameters every connector gets leave out %s", p)
+		}
+	}
+}
+
+// completeName returns the parameter among params that suffix, such as
+// .delay, names after the full name full: full, or the longest of its
+// prefixes, followed by suffix. Without one, it returns suffix.
+func completeName(full, suffix string, params []string) string {
+	for prefix := full; prefix != ""; {
+		if slices.Contains(params, prefix+suffix) {
+			return prefix + suffix
+		}
+		i := strings.LastIndexByte(prefix, '.')
+		if i < 0 {
+			break
+		}
+		prefix = prefix[:i]
+	}
+	return suffix
 }

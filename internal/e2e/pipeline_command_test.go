@@ -17,8 +17,9 @@ import (
 )
 
 // TestPipelineCommand runs the command behind `make pipeline` end to end
-// in real Conduit, once to the end and once interrupted as by a Ctrl-C,
-// and checks what it reports and that it leaves nothing behind.
+// in real Conduit, once to the end, with the destination's metrics served,
+// and once interrupted as by a Ctrl-C, and checks what it reports and that
+// it leaves nothing behind.
 func TestPipelineCommand(t *testing.T) {
 	conduitBin := conduitBin(t)
 	bin := filepath.Join(t.TempDir(), "pipeline")
@@ -79,7 +80,8 @@ func TestPipelineCommand(t *testing.T) {
 
 	t.Run("to the end", func(t *testing.T) {
 		is := is.New(t)
-		cmd, lines, leftovers := start(t, "-records", "500", "-show", "3")
+		address := freeAddress(t)
+		cmd, lines, leftovers := start(t, "-records", "500", "-show", "3", "-metrics", address)
 		var out []string
 		for l := range lines {
 			out = append(out, l)
@@ -94,6 +96,9 @@ func TestPipelineCommand(t *testing.T) {
 		is.True(regexp.MustCompile(`(?m)^rows/s: +\d+ \(500 rows in [\d.]+m?s, `).MatchString(text))
 		is.True(regexp.MustCompile(`(?m)^mean latency: [\d.]+ ms \(Conduit's conduit_pipeline_execution_duration_seconds: sum [\d.]+s / count 500\)`).MatchString(text))
 		is.Equal(len(regexp.MustCompile(`(?m)^\d+  +\S+  +\d{4}-\d\d-\d\dT`).FindAllString(text, -1)), 3) // the rows shown
+		// where to scrape the destination's metrics, and what they said
+		is.True(strings.Contains(text, "curl -s http://"+address+"/metrics"))
+		is.True(regexp.MustCompile(`(?m)^the destination's metrics at http://` + regexp.QuoteMeta(address) + `/metrics: 500 records in, 500 acked, in \d+ batches`).MatchString(text))
 		is.True(strings.HasSuffix(text, "Conduit and PostgreSQL stopped, temporary files removed."))
 		is.Equal(leftovers(), []string(nil))
 	})
@@ -129,4 +134,26 @@ func processesNaming(path string) []string {
 		}
 	}
 	return out
+}
+
+// TestDevpipelineRecords runs the command behind make devpipeline with a
+// generator that makes records without end, and -records 3: three records
+// are read, logged by the log destination and acked, however many the
+// generator sent ahead.
+func TestDevpipelineRecords(t *testing.T) {
+	is := is.New(t)
+	bin := filepath.Join(t.TempDir(), "devpipeline")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/connkit/connkit/internal/cmd/devpipeline").CombinedOutput(); err != nil {
+		t.Fatalf("build devpipeline: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "-source", binary("connkit-generator"), "-source-config", "format.type=structured",
+		"-source-config", "format.options.id=int", "-destination", binary("connkit-log"), "-records", "3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("devpipeline: %v\n%s", err, out)
+	}
+	t.Logf("output:\n%s", out)
+	is.True(regexp.MustCompile(`(?m)^3 records read in \d+ source messages, 3 acked in `).Match(out))
+	is.Equal(len(regexp.MustCompile(`(?m)\brecord: record=`).FindAll(out, -1)), 3) // the log destination's, a line a record
 }

@@ -29,6 +29,11 @@ type Pipeline struct {
 	// end; records the source sends while stopping are still delivered.
 	// Zero runs until ctx is done.
 	Records int64
+	// Exact makes Records a bound on what is forwarded too: the records
+	// the source sends after the first Records (it reads ahead) are
+	// received and dropped, never acked, as a pipeline stopped at the
+	// last record forwarded leaves them to be read again.
+	Exact bool
 	// PerMessage forwards each source record in a message of its own, as
 	// Conduit's default engine does. Otherwise each source message travels
 	// to the destination whole, as with --preview.pipeline-arch-v2.
@@ -52,7 +57,8 @@ const storeAcks = 10000
 
 // Result is what a pipeline run did.
 type Result struct {
-	Read, Acked   int64
+	Read, Acked   int64         // records forwarded to the destination; acked
+	Dropped       int64         // records received beyond Records, with Exact
 	SourceBatches int64         // messages the source sent
 	AckBatches    int64         // messages of acks the destination sent
 	LastPosition  []byte        // what the source's Stop returned
@@ -145,7 +151,7 @@ const teardownTimeout = 30 * time.Second
 type run struct {
 	Pipeline
 	enough    chan struct{} // closed when Records records are acked
-	lastSent  chan struct{} // closed when the stop position is sent to the destination
+	lastSent  chan struct{} // closed when the stop position came from the source: forwarded, or dropped (Exact)
 	lastAcked chan struct{} // closed when the stop position is acked
 	// done receives the error a loop ended with; each loop sends once at
 	// most, and room for all means none blocks once Run stops listening.
@@ -165,6 +171,7 @@ type run struct {
 	stopAt        []byte
 	stopped       bool
 	lastForwarded []byte
+	lastReceived  []byte // from the source, forwarded or dropped
 	lastAckedPos  []byte
 	firstRead     time.Time
 	lastAck       time.Time
@@ -173,7 +180,8 @@ type run struct {
 // stop does what Conduit does to stop a pipeline: stop the source, forward
 // the records it still sends up to the position Stop returned, stop the
 // destination at that position (without waiting for acks), and then wait
-// until every record is acked.
+// until every record is acked. With Exact, the records forwarded are all
+// acked already, and the destination stops at the last of them.
 func (r *run) stop(ctx context.Context) error {
 	resp, err := r.Source.Stop(ctx, pconnector.SourceStopRequest{})
 	if err != nil {
@@ -183,13 +191,18 @@ func (r *run) stop(ctx context.Context) error {
 	r.mu.Lock()
 	r.res.LastPosition = last
 	r.stopAt, r.stopped = last, true
-	forwarded := len(last) == 0 || bytes.Equal(r.lastForwarded, last)
-	acked := len(last) == 0 || bytes.Equal(r.lastAckedPos, last)
+	received := len(last) == 0 || bytes.Equal(r.lastReceived, last)
+	acked := len(last) == 0 || bytes.Equal(r.lastAckedPos, last) || r.Exact
 	r.mu.Unlock()
-	if !forwarded {
+	if !received {
 		if err := r.wait(ctx, r.lastSent, "forward the source's last position %q", last); err != nil {
 			return err
 		}
+	}
+	if r.Exact {
+		r.mu.Lock()
+		last = r.lastForwarded
+		r.mu.Unlock()
 	}
 	if _, err := r.Destination.Stop(ctx, pconnector.DestinationStopRequest{LastPosition: last}); err != nil {
 		return fmt.Errorf("destination Stop: %w", err)
@@ -225,7 +238,7 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 			r.done <- fmt.Errorf("receive from source: %w", err)
 			return
 		}
-		records := msg.records
+		records, positions := msg.records, msg.positions
 		if len(records) == 0 {
 			continue
 		}
@@ -233,36 +246,52 @@ func (r *run) forward(src connectorv2.SourcePlugin_RunClient, dst connectorv2.De
 		if r.firstRead.IsZero() {
 			r.firstRead = time.Now()
 		}
-		r.res.Read += int64(len(records))
 		r.res.SourceBatches++
+		received := positions[len(positions)-1]
+		if r.Exact && r.Records > 0 {
+			keep := min(int64(len(records)), max(r.Records-r.res.Read, 0))
+			r.res.Dropped += int64(len(records)) - keep
+			records, positions = records[:keep], positions[:keep]
+		}
+		r.res.Read += int64(len(records))
 		now := time.Now()
-		for _, pos := range msg.positions {
+		for _, pos := range positions {
 			r.inflight = append(r.inflight, pos)
 			r.forwardedAt = append(r.forwardedAt, now)
 		}
-		r.readAt = append(r.readAt, msg.readAt...)
-		if r.StoreEvery > 0 {
+		r.readAt = append(r.readAt, msg.readAt[:len(records)]...)
+		if r.StoreEvery > 0 && len(records) > 0 {
 			r.messages = append(r.messages, len(records))
 		}
 		r.mu.Unlock()
-		if r.PerMessage {
-			for _, rec := range records {
-				if err := dst.SendMsg(wire.Encoded(rec)); err != nil {
-					r.done <- fmt.Errorf("send to destination: %w", err)
-					return
-				}
-			}
-		} else if err := dst.SendMsg(wire.Encoded(slices.Concat(records...))); err != nil {
+		if err := r.send(dst, records); err != nil {
 			r.done <- fmt.Errorf("send to destination: %w", err)
 			return
 		}
 		r.mu.Lock()
-		r.lastForwarded = msg.positions[len(msg.positions)-1]
-		if r.stopped && bytes.Equal(r.lastForwarded, r.stopAt) {
+		if len(positions) > 0 {
+			r.lastForwarded = positions[len(positions)-1]
+		}
+		r.lastReceived = received
+		if r.stopped && bytes.Equal(r.lastReceived, r.stopAt) {
 			close(r.lastSent)
 		}
 		r.mu.Unlock()
 	}
+}
+
+// send sends records to the destination: each in a message of its own
+// with PerMessage, else all in one; nothing if there are none.
+func (r *run) send(dst connectorv2.DestinationPlugin_RunClient, records [][]byte) error {
+	if !r.PerMessage && len(records) > 0 {
+		return dst.SendMsg(wire.Encoded(slices.Concat(records...)))
+	}
+	for _, rec := range records {
+		if err := dst.SendMsg(wire.Encoded(rec)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ack checks the destination's acks and passes them to the source.

@@ -88,6 +88,25 @@ func TestPipelineStoreEveryHoldsAcks(t *testing.T) {
 	}
 }
 
+// TestPipelineExactForwardsOnlyRecords: with Exact, of the ten records the
+// source sends in one message, ahead of what was asked, the first three
+// are forwarded and acked, the others dropped, never acked; the
+// destination stops at the third.
+func TestPipelineExactForwardsOnlyRecords(t *testing.T) {
+	for _, perMessage := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			is := is.New(t)
+			src, dst := newFakeSource(10), newFakeDestination(10)
+			res, err := Pipeline{Source: src, Destination: dst, Records: 3, Exact: true, PerMessage: perMessage}.Run(t.Context())
+			is.NoErr(err)
+			is.Equal([]int64{res.Read, res.Acked, res.Dropped}, []int64{3, 3, 7})
+			is.Equal(src.acked(), [][]string{{"1"}, {"2"}, {"3"}}) // the destination acks a record a message
+			is.Equal(string(res.LastPosition), "10")               // where the source stopped
+			is.Equal(string(dst.stoppedAt), "3")                   // the last record forwarded
+		})
+	}
+}
+
 // TestStoreSendsEveryCallAfterTheInterval: the Ack calls held go to the
 // source, each in a request of its own, StoreEvery after the first of them
 // was held, or at once when storeAcks of them wait.
@@ -220,10 +239,11 @@ func (s *fakeSourceStream) Send(req *connectorv2.Source_Run_Request) error {
 }
 
 // fakeDestination acks every record it receives, each in a message of its
-// own.
+// own, and keeps the position Stop gets.
 type fakeDestination struct {
 	pconnector.DestinationPlugin // nil: calling anything else panics
 	n                            int
+	stoppedAt                    opencdc.Position
 }
 
 func newFakeDestination(n int) *fakeDestination { return &fakeDestination{n: n} }
@@ -232,7 +252,8 @@ func (d *fakeDestination) NewStream() pconnector.DestinationRunStream {
 	panic("not used by Pipeline")
 }
 
-func (d *fakeDestination) Stop(context.Context, pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
+func (d *fakeDestination) Stop(_ context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
+	d.stoppedAt = req.LastPosition
 	return pconnector.DestinationStopResponse{}, nil
 }
 

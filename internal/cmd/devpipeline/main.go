@@ -26,7 +26,7 @@ func main() {
 	dstPath := flag.String("destination", "bin/connkit-log", "destination plugin binary")
 	flag.Var(srcConfig, "source-config", "source parameter as key=value (repeatable)")
 	flag.Var(dstConfig, "destination-config", "destination parameter as key=value (repeatable)")
-	records := flag.Int64("records", 10, "stop after this many records are acked (0: until interrupted)")
+	records := flag.Int64("records", 10, "stop after this many records are read and acked; what the source reads ahead of them is dropped, not acked (0: until interrupted)")
 	perMessage := flag.Bool("per-message", true, "one record per destination message, as Conduit's default engine; false forwards source batches whole, as its v2 engine")
 	logLevel := flag.String("log-level", "info", "log level of both plugins")
 	flag.Parse()
@@ -78,8 +78,11 @@ func run(ctx context.Context, srcPath string, srcConfig host.Settings, dstPath s
 		return fmt.Errorf("destination Open: %w", err)
 	}
 
-	res, err := host.Pipeline{Source: src, Destination: dst, Records: records, PerMessage: perMessage}.Run(ctx)
+	res, err := host.Pipeline{Source: src, Destination: dst, Records: records, Exact: true, PerMessage: perMessage}.Run(ctx)
 	fmt.Printf("%d records read in %d source messages, %d acked in %v (%.0f records/s); source stopped at position %q\n",
 		res.Read, res.SourceBatches, res.Acked, res.Elapsed.Round(time.Microsecond), float64(res.Acked)/res.Elapsed.Seconds(), res.LastPosition)
+	if res.Dropped > 0 {
+		fmt.Printf("%d more records the source sent ahead were dropped, not acked\n", res.Dropped)
+	}
 	return err
 }

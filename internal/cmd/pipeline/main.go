@@ -9,6 +9,9 @@
 //	pipeline -records 5000 -conduit ~/.cache/connkit/conduit-v0.14.0 -plugin bin/connkit-postgres
 //
 // The pipeline file is pipeline.yaml next to this file; -print prints it.
+// With -metrics ADDRESS the destination serves its metrics there
+// (sdk.metrics.address), and the command says where and what they said
+// once every record arrived.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,6 +32,8 @@ import (
 	"time"
 
 	"github.com/connkit/connkit/internal/conduit"
+	"github.com/connkit/connkit/internal/metrics"
+	"github.com/connkit/connkit/internal/metrics/metricstest"
 	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
@@ -49,27 +55,51 @@ type config struct {
 	records         int
 	batchSize       int
 	batchDelay      time.Duration
+	metrics         string // the destination's sdk.metrics.address; empty: none
 	show            int
 	timeout         time.Duration
+	print           bool
+}
+
+// flags defines the command's flags on fs, which fill cfg.
+func flags(fs *flag.FlagSet, cfg *config) {
+	fs.StringVar(&cfg.conduit, "conduit", defaultConduit(), "Conduit binary (`make conduit` builds it)")
+	fs.StringVar(&cfg.plugin, "plugin", "bin/connkit-postgres", "connkit's Postgres plugin binary (`make build` builds it)")
+	fs.IntVar(&cfg.records, "records", 5000, "records the generator makes")
+	fs.IntVar(&cfg.batchSize, "batch-size", 0, "the destination's sdk.batch.size (0, the default: batches size themselves)")
+	fs.DurationVar(&cfg.batchDelay, "batch-delay", 0, "the destination's sdk.batch.delay (0, the default: a batch never waits)")
+	fs.StringVar(&cfg.metrics, "metrics", "", "serve the destination's metrics at `host:port`, such as 127.0.0.1:9464 (its sdk.metrics.address); empty: not served")
+	fs.IntVar(&cfg.show, "show", 5, "rows of the table to print")
+	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up if the records have not all arrived by then")
+	fs.BoolVar(&cfg.print, "print", false, "print the pipeline file and exit")
+}
+
+// check reports a flag whose value the command cannot run with.
+func (cfg config) check() error {
+	if cfg.records < 1 {
+		return errors.New("-records must be at least 1")
+	}
+	if cfg.metrics != "" {
+		if err := metrics.CheckAddress(cfg.metrics); err != nil {
+			return fmt.Errorf("-metrics %q: expected %v", cfg.metrics, err)
+		}
+		if _, port, _ := net.SplitHostPort(cfg.metrics); port == "0" {
+			return fmt.Errorf("-metrics %q: expected a port other than 0, so that the command can say where to scrape", cfg.metrics)
+		}
+	}
+	return nil
 }
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.conduit, "conduit", defaultConduit(), "Conduit binary (`make conduit` builds it)")
-	flag.StringVar(&cfg.plugin, "plugin", "bin/connkit-postgres", "connkit's Postgres plugin binary (`make build` builds it)")
-	flag.IntVar(&cfg.records, "records", 5000, "records the generator makes")
-	flag.IntVar(&cfg.batchSize, "batch-size", 0, "the destination's sdk.batch.size (0, the default: batches size themselves)")
-	flag.DurationVar(&cfg.batchDelay, "batch-delay", 0, "the destination's sdk.batch.delay (0, the default: a batch never waits)")
-	flag.IntVar(&cfg.show, "show", 5, "rows of the table to print")
-	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up if the records have not all arrived by then")
-	printFile := flag.Bool("print", false, "print the pipeline file and exit")
+	flags(flag.CommandLine, &cfg)
 	flag.Parse()
-	if *printFile {
+	if cfg.print {
 		fmt.Print(pipelineFile)
 		return
 	}
-	if cfg.records < 1 {
-		fmt.Fprintln(os.Stderr, "pipeline: -records must be at least 1")
+	if err := cfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "pipeline:", err)
 		os.Exit(2)
 	}
 
@@ -161,6 +191,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 			"POSTGRES_URL=" + url,
 			"BATCH_SIZE=" + strconv.Itoa(cfg.batchSize),
 			"BATCH_DELAY=" + cfg.batchDelay.String(),
+			"METRICS_ADDRESS=" + cfg.metrics,
 		},
 	})
 	if err != nil {
@@ -184,10 +215,18 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "pipeline %s running; waiting for %d records…\n", pipelineID, cfg.records)
+	if cfg.metrics != "" {
+		fmt.Fprintf(out, "the destination serves its metrics while Conduit runs: curl -s http://%s/metrics\n", cfg.metrics)
+	}
 	if err := c.WaitAcked(waitCtx, pipelineID, cfg.records); err != nil {
 		return err
 	}
 	count, sum := c.Latency(pipelineID)
+	if cfg.metrics != "" {
+		if err := reportMetrics(out, cfg.metrics); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(out, "stopping Conduit…")
 	stopped = true
 	if err := c.Stop(20 * time.Second); err != nil {
@@ -216,6 +255,20 @@ func waitRunning(ctx context.Context, c *conduit.Server) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// reportMetrics prints what the destination's metrics, served at
+// address, say of the run.
+func reportMetrics(out io.Writer, address string) error {
+	samples, err := metricstest.Scrape(address)
+	if err != nil {
+		return fmt.Errorf("scrape the destination's metrics: %w", err)
+	}
+	sum := func(name string) float64 { v, _ := samples.Sum(name); return v }
+	fmt.Fprintf(out, "the destination's metrics at http://%s/metrics: %.0f records in, %.0f acked, in %.0f batches (%.1f records each), a Write taking %.1f ms\n",
+		address, sum("connkit_records_in_total"), sum("connkit_records_acked_total"), sum("connkit_batch_records_count"),
+		sum("connkit_batch_records_sum")/sum("connkit_batch_records_count"), sum("connkit_write_seconds_sum")/sum("connkit_write_seconds_count")*1000)
+	return nil
 }
 
 // report prints what arrived in the table, and the latency Conduit

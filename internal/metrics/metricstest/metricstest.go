@@ -1,6 +1,6 @@
 // Package metricstest reads what a connector serves at /metrics, for
-// tests: each sample by its name and labels, whatever order the labels
-// were served in.
+// tests and the pipeline command: each sample by its name and labels,
+// whatever order the labels were served in.
 package metricstest
 
 import (

@@ -6,16 +6,16 @@
 // writes a Go module with a working connector: a source that reads lines
 // from a file and a destination that appends records to a file as JSON
 // lines, a config struct for each, cmd/NAME serving them as a plugin,
-// connkit's conformance test on both, a Makefile (build, test, spec), a
-// README with the parameters and a pipeline for Conduit, and .ci/run. It
-// then runs go mod tidy there. make test passes as generated; the
+// connkit's conformance test on both, a Makefile (build, test, spec,
+// readme, run, clean), a README with the parameters and a pipeline for
+// Conduit, a .gitignore, and .ci/run. It then runs go mod tidy there. make test passes as generated; the
 // connector is the place to start replacing the file with a system.
 //
 // # Flags
 //
 //	-module PATH   the module path; default NAME
 //	-dir DIR       where to write it, a missing or empty directory; default ./NAME,
-//	               or NAME beside the checkout when run inside a connkit checkout
+//	               in the current directory
 //	-source        only a source
 //	-destination   only a destination
 //	-connkit DIR   require connkit from a local checkout (a replace directive);

@@ -94,7 +94,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, err
 	}
 	// The checkout the command runs in, if any: a build from it requires
-	// it, and the new module is not written inside it.
+	// it.
 	here := findCheckout(wd)
 	bi, _ := debug.ReadBuildInfo()
 	switch opts.ConnkitVersion = builtVersion(bi); {
@@ -110,10 +110,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, errors.New("this connkit command was not built from a released connkit (but from a checkout, or a replaced requirement), so it does not know which version to require: run it inside a connkit checkout, or pass -connkit with the directory of one")
 	}
 	if opts.Dir == "" {
-		opts.Dir = opts.Name
-		if here != "" {
-			opts.Dir = filepath.Join(filepath.Dir(here), opts.Name) // beside the checkout
-		}
+		opts.Dir = opts.Name // ./NAME, wherever the command runs
 	}
 	if err := checkEmpty(opts.Dir); err != nil {
 		return options{}, err

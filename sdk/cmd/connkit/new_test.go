@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -78,8 +80,8 @@ func TestOneNameFlagsBeforeOrAfterIt(t *testing.T) {
 }
 
 // A test binary is a development build of connkit, run inside the
-// checkout: the new module requires that checkout, and is written beside
-// it rather than inside it.
+// checkout: the new module requires that checkout, and is written into
+// ./NAME, as -h says, there as anywhere else.
 func TestDefaults(t *testing.T) {
 	is := is.New(t)
 	root, err := filepath.Abs("../../..")
@@ -87,9 +89,13 @@ func TestDefaults(t *testing.T) {
 	opts, err := parseOptions([]string{"lines"}, io.Discard)
 	is.NoErr(err)
 	is.Equal(opts.Module, "lines")
-	is.Equal(opts.Dir, filepath.Join(filepath.Dir(root), "lines"))
+	is.Equal(opts.Dir, "lines")
 	is.True(opts.Source && opts.Destination) // both roles
 	is.Equal(opts.ConnkitDir, root)
+	var help strings.Builder
+	_, err = parseOptions([]string{"-h"}, &help)
+	is.True(errors.Is(err, flag.ErrHelp))
+	is.True(strings.Contains(help.String(), "default ./NAME")) // -h says what it does
 
 	t.Chdir(t.TempDir()) // outside a checkout, -connkit names one
 	opts, err = parseOptions([]string{"lines", "-connkit", root}, io.Discard)
