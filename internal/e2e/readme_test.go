@@ -3,10 +3,13 @@ package e2e
 import (
 	"context"
 	"flag"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +52,18 @@ func testdataPackage(t *testing.T, prefix, name string, code []byte) string {
 }
 
 // TestReadmeConnector builds the connector README shows and runs it over the
-// protocol, so the README cannot drift from the API.
+// protocol, so the README cannot drift from the API; and it counts its
+// lines as README does.
 func TestReadmeConnector(t *testing.T) {
 	is := is.New(t)
-	block := goBlock.FindSubmatch(readDoc(t, "README.md"))
+	readme := readDoc(t, "README.md")
+	block := goBlock.FindSubmatch(readme)
 	is.True(block != nil)
+	said := regexp.MustCompile(`(\d+) lines\s+besides the imports`).FindSubmatch(readme)
+	is.True(said != nil)
+	if got := linesBesidesImports(t, block[1]); string(said[1]) != strconv.Itoa(got) {
+		t.Errorf("README says its connector is %s lines besides the imports; it is %d", said[1], got)
+	}
 	bin := filepath.Join(t.TempDir(), "printer")
 	out, err := exec.Command("go", "build", "-o", bin, testdataPackage(t, "readme-", "main.go", block[1])).CombinedOutput()
 	if err != nil {
@@ -76,6 +86,24 @@ func TestReadmeConnector(t *testing.T) {
 	is.Equal(len(acks), 1)
 	is.Equal(string(acks[0].Position), "42")
 	is.Equal(acks[0].Error, "")
+}
+
+// linesBesidesImports returns how many lines of the Go file src hold code
+// (see codeLines), those of its imports left out.
+func linesBesidesImports(t *testing.T, src []byte) int {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := codeLinesOf(src)
+	for _, d := range f.Decls {
+		for l := fset.Position(d.Pos()).Line; l <= fset.Position(d.End()).Line; l++ {
+			delete(lines, l)
+		}
+	}
+	return len(lines)
 }
 
 // TestReadmeCommands checks that the commands README opens with are make

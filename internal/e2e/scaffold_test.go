@@ -2,12 +2,19 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +32,9 @@ import (
 // make conduit builds it, and real Conduit runs the module's own pipeline
 // file with it: the new source reads input.txt, the new destination
 // appends every line, in order, to output.jsonl as an OpenCDC JSON record.
-// It logs how long each step took. The checkout is only read.
+// Then make run, twice, as the module's README has it, and git add -A,
+// which takes only the files connkit new wrote. It logs how long each step
+// took. The checkout is only read.
 func TestScaffold(t *testing.T) {
 	conduitPath := conduitBin(t)
 	is := is.New(t)
@@ -46,45 +55,215 @@ func TestScaffold(t *testing.T) {
 		return time.Since(start)
 	}
 	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir)
+	written := filesIn(t, dir)
 	testTime := step("the generated CI script", dir, "./.ci/run")
 	buildTime := step("make build", dir, "make", "build")
 
 	checkParametersTable(t, dir, filepath.Join(dir, "bin", "lines"), env)
 	checkRunUsesConduitFromMakeConduit(t, dir, env)
 
+	// Conduit runs the module's pipeline file in a directory of its own,
+	// which the harness lays out, so that the module's holds only what
+	// make leaves.
+	run := filepath.Join(t.TempDir(), "conduit")
+	pipeline, err := os.ReadFile(filepath.Join(dir, "pipelines", "lines.yaml"))
+	is.NoErr(err)
+	is.NoErr(os.MkdirAll(run, 0o755))
 	const lines = 1000
 	var input strings.Builder
 	for i := range lines {
 		fmt.Fprintf(&input, "line %d\n", i+1)
 	}
-	is.NoErr(os.WriteFile(filepath.Join(dir, "input.txt"), []byte(input.String()), 0o644))
+	is.NoErr(os.WriteFile(filepath.Join(run, "input.txt"), []byte(input.String()), 0o644))
 	start := time.Now()
-	c := startServer(t, conduitpkg.Options{Bin: conduitPath, Dir: dir, Plugins: []string{filepath.Join(dir, "bin", "lines")}})
+	c := startServer(t, conduitpkg.Options{Bin: conduitPath, Dir: run, Pipeline: string(pipeline), Plugins: []string{filepath.Join(dir, "bin", "lines")}})
 	c.waitForPipelineAcked("lines", lines)
 	pipelineTime := time.Since(start)
 	t.Logf("connkit new %v, CI script (make test) %v, make build %v, Conduit start to %d records acknowledged %v: %v in all",
 		newTime.Round(time.Millisecond), testTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), lines,
 		pipelineTime.Round(time.Millisecond), (newTime + testTime + buildTime + pipelineTime).Round(time.Millisecond))
-
-	f, err := os.Open(filepath.Join(dir, "output.jsonl"))
-	is.NoErr(err)
-	defer f.Close()
-	got := bufio.NewScanner(f)
-	n := 0
-	for ; got.Scan(); n++ {
-		var r sdk.Record
-		if err := json.Unmarshal(got.Bytes(), &r); err != nil {
-			t.Fatalf("line %d of output.jsonl is not an OpenCDC record: %v\n%s", n+1, err, got.Bytes())
-		}
-		if want := fmt.Sprintf("line %d", n+1); r.Payload.After == nil || string(r.Payload.After.Bytes()) != want || r.Operation != sdk.OperationCreate {
-			t.Fatalf("line %d of output.jsonl is %s, want a create of %q", n+1, got.Bytes(), want)
-		}
+	want := make([]string, lines)
+	for i := range want {
+		want[i] = fmt.Sprintf("line %d", i+1)
 	}
-	is.NoErr(got.Err())
-	is.Equal(n, lines) // every line once, no more
+	is.Equal(outputLines(t, filepath.Join(run, "output.jsonl")), want) // every line once, in order, no more
 	c.checkRunning("lines")
 	c.stop()
 	c.checkProblems()
+
+	checkMakeRunTwice(t, dir, env)
+	// make connector.yaml wrote connector.yaml, for tools that read it
+	// from the repository.
+	checkGitAddsOnly(t, dir, append(written, "connector.yaml"))
+	step("make clean", dir, "make", "clean")
+	for _, name := range []string{"bin", "conduit.db", "output.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("make clean left %s: %v", name, err)
+		}
+	}
+}
+
+// outputLines returns the lines the destination wrote into the file at
+// path, each an OpenCDC record of a created line, or fails the test.
+func outputLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r sdk.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %d of %s is not an OpenCDC record: %v\n%s", len(lines)+1, path, err, sc.Bytes())
+		}
+		if r.Payload.After == nil || r.Operation != sdk.OperationCreate {
+			t.Fatalf("line %d of %s is %s, want a create", len(lines)+1, path, sc.Bytes())
+		}
+		lines = append(lines, string(r.Payload.After.Bytes()))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// checkMakeRunTwice runs the module's make run as its README says, twice:
+// the first copies input.txt; the second, with a line added, only that
+// line, since Conduit kept the position in conduit.db. Neither logs a
+// plugin Conduit could not load: make leaves nothing else in bin/, the
+// connectors directory.
+func checkMakeRunTwice(t *testing.T, dir string, env []string) {
+	t.Helper()
+	input := filepath.Join(dir, "input.txt")
+	if err := os.WriteFile(input, []byte("hello\nworld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := []string{makeRun(t, dir, env, 2)}
+	f, err := os.OpenFile(input, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("again\n")
+	if err := errors.Join(err, f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	logs = append(logs, makeRun(t, dir, env, 3))
+	if got, want := outputLines(t, filepath.Join(dir, "output.jsonl")), []string{"hello", "world", "again"}; !slices.Equal(got, want) {
+		t.Errorf("after two make runs output.jsonl holds %q, want %q", got, want)
+	}
+	for i, log := range logs {
+		if strings.Contains(log, "could not load") {
+			t.Errorf("make run %d logged a plugin Conduit could not load:\n%s", i+1, log)
+		}
+		// Conduit's own log of a Ctrl-C has errors; what comes before
+		// must have no warning.
+		running, _, _ := strings.Cut(log, "gracefully stopping")
+		if regexp.MustCompile(`\b(WRN|ERR)\b`).MatchString(running) {
+			t.Errorf("make run %d logged warnings or errors:\n%s", i+1, log)
+		}
+	}
+}
+
+// makeRun runs make run in dir, on free ports, until output.jsonl has n
+// lines, interrupts it as Ctrl-C in a terminal does, and returns what it
+// printed.
+func makeRun(t *testing.T, dir string, env []string, n int) string {
+	t.Helper()
+	var out logBuffer
+	cmd := exec.Command("make", "run", "HTTP_ADDRESS="+freeAddress(t), "GRPC_ADDRESS="+freeAddress(t))
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // make and Conduit, as a terminal's foreground job
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	group := -cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		default: // the test failed: leave nothing running
+			_ = syscall.Kill(group, syscall.SIGKILL)
+			<-done
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for lineCount(filepath.Join(dir, "output.jsonl")) < n {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("make run exited (%v) before output.jsonl had %d lines:\n%s", err, n, out.String())
+		case <-ctx.Done():
+			t.Fatalf("output.jsonl did not get %d lines: %v\n%s", n, ctx.Err(), out.String())
+		case <-tick.C:
+		}
+	}
+	if err := syscall.Kill(group, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		done <- err
+	case <-ctx.Done():
+		t.Fatalf("make run did not stop when interrupted: %v\n%s", ctx.Err(), out.String())
+	}
+	return out.String()
+}
+
+// lineCount returns how many lines the file at path has; none if it is
+// missing.
+func lineCount(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// filesIn returns the files below dir, by their slash-separated paths
+// from it, sorted.
+func filesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		files = append(files, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// checkGitAddsOnly checks that git add -A in dir, a new repository, adds
+// the files want and no others: the module's .gitignore leaves out what
+// make and Conduit leave there.
+func checkGitAddsOnly(t *testing.T, dir string, want []string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	out, err := exec.Command("git", "-C", dir, "status", "--porcelain").Output()
+	if err != nil {
+		t.Fatalf("git status: %v", err)
+	}
+	var added []string
+	for line := range strings.Lines(string(out)) {
+		added = append(added, strings.TrimSpace(line[2:]))
+	}
+	slices.Sort(added)
+	if want = slices.Sorted(slices.Values(want)); !slices.Equal(added, want) {
+		t.Errorf("git add -A after make build, test, readme and run adds\n%q\nwant the module's own files\n%q", added, want)
+	}
 }
 
 // checkParametersTable checks that the README in dir has, between its
