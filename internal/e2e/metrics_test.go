@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,16 +114,52 @@ func await(t *testing.T, address, what string, f func(float64) bool, name string
 	}
 }
 
-// freeAddress returns a loopback address no one listens on, for now.
+// freeAddress returns a loopback address no one listens on, for now, on a
+// port below the kernel's ephemeral range where it can tell (Linux): a
+// port the kernel picks for a listener on port 0 (Conduit's APIs, a
+// plugin's) or a connection cannot take it before it is used. No two
+// calls in a test process return the same port.
 func freeAddress(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addressesMu.Lock()
+	defer addressesMu.Unlock()
+	low := 0 // the bottom of the ephemeral range; 0: unknown
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			low, _ = strconv.Atoi(f[0])
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	if low <= 20000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	for range 100 {
+		port := 20000 + rand.IntN(low-20000)
+		address := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if handedOut[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", address)
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		handedOut[port] = true
+		return address
+	}
+	t.Fatalf("no free port between 20000 and %d", low)
+	return ""
 }
+
+// The ports freeAddress returned.
+var (
+	addressesMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
 
 // withPassword returns url, a database conn is connected to, as a role
 // of its own with password, a superuser, dropped when the test ends.
