@@ -145,7 +145,7 @@ func (o *owner) handOut() {
 	for {
 		reason, due := o.due()
 		if len(o.flights) >= o.limit.current() {
-			if due && !o.halted && o.batchFull() {
+			if due && !o.halted && fullBatch(reason) {
 				o.limit.waited()
 			}
 			return
@@ -171,14 +171,13 @@ func (o *owner) due() (reason string, due bool) {
 	return flushReasons[why], due
 }
 
-// batchFull reports whether the batch collected can take no more records:
-// it has sdk.batch.size records or sdk.batch.bytes bytes, or the hold
-// bound is reached. Batches grow before Writes multiply: a batch that is
-// not full when the Writes in flight end goes with what came meanwhile
+// fullBatch reports whether a batch due for reason can take no more
+// records: it has sdk.batch.size records or sdk.batch.bytes bytes, or the
+// hold bound is reached. Batches grow before Writes multiply: a batch that
+// is not full when the Writes in flight end goes with what came meanwhile
 // (group commit), and only a full one that waits asks for another Write.
-func (o *owner) batchFull() bool {
-	why, _ := o.batch.Due(o.now)
-	return why == batcher.Size || why == batcher.Bytes || why == batcher.Full
+func fullBatch(reason string) bool {
+	return reason == metrics.FlushSize || reason == metrics.FlushBytes || reason == metrics.FlushHold
 }
 
 // flushReasons are the metrics' flush reasons by the batcher's.
