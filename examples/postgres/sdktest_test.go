@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/sdktest"
 	"github.com/jackc/pgx/v5"
-	"github.com/matryer/is"
 )
 
 // database starts a PostgreSQL server of this file's own, creates a
@@ -103,41 +101,4 @@ func TestSourceConformance(t *testing.T) {
 		Config:    map[string]string{"url": dbURL, "tables": "sdktest", "snapshot.fetchSize": "25"},
 		Plugin:    sdktest.Plugin("connkit-postgres", "./cmd/connkit-postgres"),
 	})
-}
-
-// A connection that breaks between two writes costs nothing: the
-// destination reports the statement retryable, and the SDK's retry goes
-// through on a fresh connection.
-func TestWriteSurvivesADroppedConnection(t *testing.T) {
-	is := is.New(t)
-	ctx := t.Context()
-	dbURL, conn := database(t)
-	u, err := url.Parse(dbURL)
-	is.NoErr(err)
-	proxy, err := sdktest.NewProxy(u.Host)
-	is.NoErr(err)
-	defer proxy.Close()
-	u.Host = proxy.Addr()
-
-	dst, err := postgres.Connector.Destination.New(map[string]string{"url": u.String(), "table": "sdktest"})
-	is.NoErr(err)
-	d := sdktest.DropAt(dst, 5, proxy.Drop)
-	is.NoErr(d.Open(ctx))
-	defer d.Teardown(context.Background())
-
-	var recs []sdk.Record
-	for i := range 10 {
-		recs = append(recs, sdktest.TestRecord(i, sdk.OperationCreate, i%2 == 0))
-	}
-	n, err := d.Write(ctx, recs[:5])
-	is.NoErr(err)
-	is.Equal(n, 5)
-	out, err := postgres.DriveWrite(ctx, d, recs[5:], 5) // the connection breaks before this one
-	is.NoErr(err)
-	is.Equal(len(out.Faults), 0)
-	is.True(out.Retries <= 1) // none if the pool noticed the broken connection first
-
-	got, err := readBack(conn)(ctx)
-	is.NoErr(err)
-	is.Equal(len(got), 10)
 }

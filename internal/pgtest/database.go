@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 type TB interface {
 	Helper()
 	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 	Cleanup(func())
 	Context() context.Context
 }
@@ -55,4 +57,39 @@ func DropSlots(ctx context.Context, conn *pgx.Conn, wait time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Exec runs sql on conn, failing the test if it fails.
+func Exec(t TB, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(t.Context(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// Rows returns a query's rows, each rendered as its columns' values
+// (fmt.Sprint of what pgx scans) joined by "|".
+func Rows(t TB, conn *pgx.Conn, query string) []string {
+	t.Helper()
+	rs, err := conn.Query(t.Context(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		vals, err := rs.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -182,4 +183,19 @@ func (s *Server) WaitReady(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Main is a test package's TestMain: it starts a server into *s for the
+// package's tests, runs them, stops the server and exits with their
+// status.
+func Main(m *testing.M, s **Server) {
+	os.Exit(func() int {
+		var err error
+		if *s, err = Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer (*s).Stop()
+		return m.Run()
+	}())
 }

@@ -1,0 +1,57 @@
+// Package pg holds what the postgres connector's source and destination
+// share: the postgres.columns metadata in which the source describes a
+// record's table, and the handling of connection URLs and errors.
+package pg
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ColumnsKey is the metadata in which the source describes, in every
+// record, the columns of the row's table as they were when the row was
+// read or changed: what a destination needs to create the table, and to
+// follow it as it changes, with the same types. Its value is a JSON array
+// of [Column]s in the table's order, e.g.
+//
+//	[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"price","type":"numeric(40,10)"}]
+const ColumnsKey = "postgres.columns"
+
+// Column is one column of a record's table.
+type Column struct {
+	Name string `json:"name"`
+	// Type is the column's type as PostgreSQL's format_type spells it:
+	// integer, character varying(20), numeric(40,10), text[], a schema-
+	// qualified name for a type outside the search path.
+	Type    string `json:"type"`
+	NotNull bool   `json:"notNull,omitempty"`
+	Key     int    `json:"key,omitempty"` // its place in the primary key, from 1; 0: not in it
+	// Was is the column's name before a rename seen while the source
+	// streamed changes, so that a destination renames its column rather
+	// than adding another.
+	Was string `json:"was,omitempty"`
+}
+
+// EncodeColumns is the metadata value describing cols.
+func EncodeColumns(cols []Column) string {
+	b, err := json.Marshal(cols)
+	if err != nil { // strings and numbers only
+		panic(err)
+	}
+	return string(b)
+}
+
+// DecodeColumns reads a metadata value EncodeColumns made, checking
+// that every column has a name and a type.
+func DecodeColumns(s string) ([]Column, error) {
+	var cols []Column
+	if err := json.Unmarshal([]byte(s), &cols); err != nil {
+		return nil, fmt.Errorf("metadata %s: %w", ColumnsKey, err)
+	}
+	for i, c := range cols {
+		if c.Name == "" || c.Type == "" {
+			return nil, fmt.Errorf("metadata %s: column %d has no name or no type", ColumnsKey, i+1)
+		}
+	}
+	return cols, nil
+}

@@ -1,0 +1,143 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/connkit/connkit/examples/postgres/internal/pg"
+	"github.com/jackc/pgx/v5"
+)
+
+// sourceTable is a table the source reads, as the catalog describes it.
+type sourceTable struct {
+	oid        uint32
+	schema     string
+	name       string
+	ident      string   // quoted and schema-qualified, for SQL and positions
+	collection string   // its records' opencdc.collection
+	columns    []string // stored columns, in attribute order (generated columns are not replicated)
+	types      []string // each column's type, as format_type spells it
+	notNull    []bool   // each column's NOT NULL
+	keys       []int    // the primary key's columns, as indexes into columns, in key order
+	meta       string   // the columns as the snapshot's records describe them (columns.go)
+}
+
+// keyNames returns the primary key's column names, in key order.
+func (t *sourceTable) keyNames() []string {
+	names := make([]string, len(t.keys))
+	for i, k := range t.keys {
+		names[i] = t.columns[k]
+	}
+	return names
+}
+
+// collectionName is a table's opencdc.collection: its name for a table in
+// public, schema.name otherwise, with a part double-quoted when it contains
+// a dot or a quote, the way the postgres destination reads table names.
+func collectionName(schema, name string) string {
+	q := func(s string) string {
+		if strings.ContainsAny(s, `."`) {
+			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		}
+		return s
+	}
+	if schema == "public" {
+		return q(name)
+	}
+	return q(schema) + "." + q(name)
+}
+
+// resolveTables finds the tables the patterns name (table, schema.table,
+// * for every table in public, schema.* for every table in schema) and
+// describes them, sorted by their quoted names. Every table must exist, be
+// readable and have a primary key. A wildcard leaves out the table named
+// by state (the source's own, see snapstate.go).
+func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state string) ([]*sourceTable, error) {
+	var oids []uint32
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		parts, err := pg.SplitName(p)
+		if err != nil {
+			return nil, fmt.Errorf(`parameter "tables": %w`, err)
+		}
+		if parts[len(parts)-1] == "*" {
+			schema := "public"
+			if len(parts) == 2 {
+				schema = parts[0]
+			}
+			rows, _ := conn.Query(ctx, `
+				SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+				WHERE n.nspname = $1 AND c.relkind = 'r' AND c.oid IS DISTINCT FROM to_regclass($2)`, schema, state)
+			found, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
+			if err != nil {
+				return nil, fmt.Errorf("list the tables of schema %s: %w", schema, err)
+			}
+			if len(found) == 0 {
+				return nil, fmt.Errorf(`parameter "tables": %q matches no table: schema %s has none`, p, schema)
+			}
+			oids = append(oids, found...)
+			continue
+		}
+		var oid *uint32
+		if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, pgx.Identifier(parts).Sanitize()).Scan(&oid); err != nil {
+			return nil, fmt.Errorf("look up table %s: %w", p, err)
+		}
+		if oid == nil {
+			return nil, fmt.Errorf(`parameter "tables": table %s does not exist`, p)
+		}
+		oids = append(oids, *oid)
+	}
+	slices.Sort(oids)
+	oids = slices.Compact(oids)
+
+	tables := make([]*sourceTable, 0, len(oids))
+	for _, oid := range oids {
+		t := &sourceTable{oid: oid}
+		var keys []string
+		var readable bool
+		var kind string
+		err := conn.QueryRow(ctx, `
+			SELECT n.nspname, c.relname, c.relkind::text, has_table_privilege(c.oid, 'SELECT'),
+				array(SELECT a.attname::text FROM pg_attribute a
+					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+					ORDER BY a.attnum),
+				array(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+					ORDER BY a.attnum),
+				array(SELECT a.attnotnull FROM pg_attribute a
+					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+					ORDER BY a.attnum),
+				array(SELECT a.attname::text FROM pg_index i
+					CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+					JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+					WHERE i.indrelid = c.oid AND i.indisprimary
+					ORDER BY k.ord)
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &t.columns, &t.types, &t.notNull, &keys)
+		if err != nil {
+			return nil, fmt.Errorf("describe table %d: %w", oid, err)
+		}
+		t.ident = pgx.Identifier{t.schema, t.name}.Sanitize()
+		t.collection = collectionName(t.schema, t.name)
+		name := pg.SQLName(t.schema, t.name)
+		switch {
+		case kind != "r":
+			return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary tables can be read)`, name)
+		case !readable:
+			return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
+		case len(keys) == 0:
+			return nil, fmt.Errorf("table %s has no primary key: the source reads tables in key order and keys every record by it; add one (ALTER TABLE %s ADD PRIMARY KEY (...))", name, name)
+		}
+		for _, k := range keys {
+			t.keys = append(t.keys, slices.Index(t.columns, k))
+		}
+		t.meta = t.snapshotColumns()
+		tables = append(tables, t)
+	}
+	// Sorted as positions name them, so that a position whose table is no
+	// longer read still finds its place among those that are.
+	slices.SortFunc(tables, func(a, b *sourceTable) int { return strings.Compare(a.ident, b.ident) })
+	return tables, nil
+}

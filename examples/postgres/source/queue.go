@@ -1,0 +1,100 @@
+package source
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/connkit/connkit/sdk"
+)
+
+// queue hands records from the source's reader goroutine to ReadBatch. It
+// holds about limit records: put waits while it is full, so a consumer that
+// stalls stalls the reader too (and PostgreSQL keeps the changes in its WAL
+// for the replication slot) instead of growing memory.
+type queue struct {
+	limit int
+	ready chan struct{} // signalled when records or an error arrive
+	space chan struct{} // signalled when records are taken
+
+	mu   sync.Mutex
+	recs []sdk.Record
+	err  error // why the reader ended; returned once the records before it are taken
+}
+
+func newQueue(limit int) *queue {
+	return &queue{limit: limit, ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// put appends recs once the queue has room, calling idle every interval
+// while it waits (the reader keeps its replication connection alive there).
+func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Duration, idle func() error) error {
+	var tick <-chan time.Time
+	if idle != nil {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		q.mu.Lock()
+		if len(q.recs) < q.limit {
+			q.recs = append(q.recs, recs...)
+			q.mu.Unlock()
+			signal(q.ready)
+			return nil
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.space:
+		case <-tick:
+			if err := idle(); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fail records why the reader ended.
+func (q *queue) fail(err error) {
+	q.mu.Lock()
+	q.err = err
+	q.mu.Unlock()
+	signal(q.ready)
+}
+
+// take returns between 1 and max records, waiting for the first, or the
+// reader's error once every record is taken.
+func (q *queue) take(ctx context.Context, max int) ([]sdk.Record, error) {
+	for {
+		q.mu.Lock()
+		if n := min(max, len(q.recs)); n > 0 {
+			out := q.recs[:n:n]
+			q.recs = q.recs[n:]
+			if len(q.recs) == 0 {
+				q.recs = nil // let the backing array go with the records taken
+			}
+			q.mu.Unlock()
+			signal(q.space)
+			return out, nil
+		}
+		err := q.err
+		q.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,373 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/connkit/connkit/internal/pgtest"
+	"github.com/connkit/connkit/sdk"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+// replay applies a source's records to a model of its tables the way a
+// destination in the exactly-once mode would (a record whose position it
+// has is skipped), and fails the test on a record that would put a row
+// there twice: a row created, read or moved to a key that it already
+// holds. An update of a row it does not hold puts the row there (an
+// upsert): a row changed between the first snapshot and a resumed one,
+// after the resume point, comes as its changes alone. A delete of a row it
+// does not hold is a no-op: the source cannot know which records in
+// flight before a restart reached the destination.
+type replay struct {
+	t         *testing.T
+	rows      map[string]map[int64]int64 // collection, id: n
+	positions map[string]bool
+}
+
+func newReplay(t *testing.T) *replay {
+	return &replay{t: t, rows: map[string]map[int64]int64{}, positions: map[string]bool{}}
+}
+
+func (m *replay) apply(recs ...sdk.Record) {
+	m.t.Helper()
+	for _, r := range recs {
+		if m.positions[string(r.Position)] {
+			continue
+		}
+		m.positions[string(r.Position)] = true
+		coll := r.Metadata["opencdc.collection"]
+		if m.rows[coll] == nil {
+			m.rows[coll] = map[int64]int64{}
+		}
+		rows := m.rows[coll]
+		id := r.Key.(sdk.StructuredData)["id"].(int64)
+		_, held := rows[id]
+		switch r.Operation {
+		case sdk.OperationSnapshot, sdk.OperationCreate:
+			n := r.Payload.After.(sdk.StructuredData)["n"].(int64)
+			// A row read again is read under the position it had, unless
+			// it changed, and then it is not read again but comes as its
+			// changes: a row read or created where one is held is a row
+			// twice.
+			if held {
+				m.t.Fatalf("%s %s %d at %s: the row is already there", r.Operation, coll, id, r.Position)
+			}
+			rows[id] = n
+		case sdk.OperationUpdate:
+			old := id
+			if before, ok := r.Payload.Before.(sdk.StructuredData); ok {
+				old = before["id"].(int64)
+			}
+			if old != id && held {
+				m.t.Fatalf("update %s %d to %d at %s: the new key is already there", coll, old, id, r.Position)
+			}
+			delete(rows, old)
+			rows[id] = r.Payload.After.(sdk.StructuredData)["n"].(int64)
+		case sdk.OperationDelete:
+			delete(rows, id)
+		}
+	}
+}
+
+// check compares the model with the tables.
+func (m *replay) check(conn *pgx.Conn, tables ...string) {
+	m.t.Helper()
+	for _, table := range tables {
+		want := map[int64]int64{}
+		rs, err := conn.Query(m.t.Context(), `SELECT id, n FROM `+table)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		var id, n int64
+		if _, err := pgx.ForEachRow(rs, []any{&id, &n}, func() error { want[id] = n; return nil }); err != nil {
+			m.t.Fatal(err)
+		}
+		if got := m.rows[table]; !maps.Equal(got, want) {
+			for id, n := range want {
+				if g, ok := got[id]; !ok || g != n {
+					m.t.Errorf("%s %d: table has n=%d, replay has %d (present: %v)", table, id, n, g, ok)
+				}
+			}
+			for id := range got {
+				if _, ok := want[id]; !ok {
+					m.t.Errorf("%s %d: in the replay, not in the table", table, id)
+				}
+			}
+			m.t.FailNow()
+		}
+	}
+}
+
+// A snapshot resumed from a position in its middle, after writes on both
+// sides of the resume key and in a later table, and with writes going on
+// while it resumes, delivers each row once: replayed as a keyless
+// destination would, the stream holds the tables' rows, none twice. A
+// restart among the changes goes on with the same positions.
+func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
+	url, conn := sourceDB(t, `
+		CREATE TABLE a (id int PRIMARY KEY, n bigint);
+		CREATE TABLE b (id int PRIMARY KEY, n bigint);
+		CREATE TABLE z (id int PRIMARY KEY, n bigint);
+		INSERT INTO a SELECT i, 0 FROM generate_series(1, 100) i;
+		INSERT INTO b SELECT i, 0 FROM generate_series(1, 50) i;
+	`)
+	settings := map[string]string{"tables": "*", "snapshot.fetchSize": "7"}
+	m := newReplay(t)
+
+	// The first run delivers a's rows up to 45, and stops with 40
+	// acknowledged: the destination holds 41 to 45 too.
+	s := openSource(t, url, settings, nil)
+	first := readN(t, s, 45)
+	m.apply(first...)
+	first = first[:40]
+	ackAll(t, s, first)
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	resumeAt := first[len(first)-1].Position
+	if !strings.HasPrefix(string(resumeAt), `{"table":"\"public\".\"a\"","key":["40"]`) {
+		t.Fatalf("resume position %s", resumeAt)
+	}
+
+	// Writes before the resume (44, in flight, changes: its new version
+	// comes under a new position; 43, in flight, is deleted): inserts, updates and deletes
+	// on both sides of key 40 (10 < 40 < 100 also as text), keys moved across it
+	// both ways and on either side, in a later table, in one transaction
+	// and in several.
+	pgtest.Exec(t, conn, `BEGIN; DELETE FROM a WHERE id = 50; INSERT INTO a VALUES (-1, 1), (1000, 1); COMMIT`)
+	pgtest.Exec(t, conn, `BEGIN;
+		UPDATE a SET n = 2 WHERE id IN (10, 44, 60, 100);
+		UPDATE b SET n = 2 WHERE id = 10;
+		INSERT INTO b VALUES (1000, 2);
+		DELETE FROM a WHERE id IN (15, 43, 90); -- 43: in flight
+		DELETE FROM b WHERE id = 20;
+		COMMIT`)
+	pgtest.Exec(t, conn, `UPDATE a SET id = 2000 WHERE id = 20`)       // delivered -> to be read
+	pgtest.Exec(t, conn, `UPDATE a SET id = -70 WHERE id = 70`)        // to be read -> delivered
+	pgtest.Exec(t, conn, `UPDATE a SET id = -30 WHERE id = 30`)        // delivered -> delivered
+	pgtest.Exec(t, conn, `UPDATE a SET id = 3000 WHERE id = 80`)       // to be read -> to be read
+	pgtest.Exec(t, conn, `UPDATE a SET id = 0, n = 3 WHERE id = 1000`) // moved twice
+	pgtest.Exec(t, conn, `UPDATE a SET id = 1000 WHERE id = 0`)
+	pgtest.Exec(t, conn, `INSERT INTO a VALUES (50, 5)`) // deleted in a transaction before the one the last run resumes in
+
+	// Writes during the resume.
+	writer, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait() // before the writer's connection closes, also when the test fails
+	var werr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; i <= 150 && werr == nil; i++ {
+			sql := fmt.Sprintf(`BEGIN;
+				UPDATE a SET n = n + 1 WHERE id IN (%[2]d, %[3]d);
+				INSERT INTO a VALUES (%[4]d, %[1]d), (%[5]d, %[1]d);
+				INSERT INTO b VALUES (%[5]d, %[1]d);
+				DELETE FROM a WHERE id = %[5]d - 5;
+				DELETE FROM b WHERE id = %[1]d;
+				COMMIT`, i, i%40+1, 46+i%55, -100-i, 5000+i)
+			if i%10 == 0 {
+				sql += fmt.Sprintf(`;
+					UPDATE a SET id = %d WHERE id = (SELECT min(id) FROM a WHERE id BETWEEN 1 AND 40);
+					UPDATE a SET id = %d WHERE id = (SELECT max(id) FROM a WHERE id BETWEEN 46 AND 100)`, 10000+i, -10000-i)
+			}
+			_, werr = writer.Exec(context.Background(), sql)
+		}
+	}()
+
+	// The resumed run: the rest of the snapshot, then changes, stopped
+	// after the first change of the second transaction; the next run
+	// resumes after it.
+	s = openSource(t, url, settings, resumeAt)
+	var read []sdk.Record
+	var firstLSN pglogrepl.LSN
+	for {
+		r := readN(t, s, 1)[0]
+		m.apply(r)
+		read = append(read, r)
+		if r.Operation == sdk.OperationSnapshot {
+			continue
+		}
+		lsn, err := positionLSN(r.Position)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if firstLSN == 0 {
+			firstLSN = lsn
+		} else if lsn != firstLSN {
+			break
+		}
+	}
+	change := read[len(read)-1]
+	ackAll(t, s, read)
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once the writes are done, a row in z marks the end of the changes.
+	wg.Wait()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	pgtest.Exec(t, conn, `INSERT INTO z VALUES (1, 1)`)
+	s = openSource(t, url, settings, change.Position)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for m.rows["z"] == nil {
+		recs, err := s.ReadBatch(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.apply(recs...)
+	}
+	m.check(conn, "a", "b", "z")
+}
+
+// A restart from a position of the snapshot after changes were delivered
+// (Conduit persists a source's position about once a second, so a crash
+// right after the snapshot ends leaves a snapshot position behind) gives
+// every record delivered before it again under the position it had: the
+// rows the snapshot read, unchanged since, and the changes, none of them
+// as a snapshot record. The first update of a row after the resume point
+// carries the TOASTed value it left unchanged, which the destination has
+// from no other record of this run.
+func TestSourceResumedAfterChangesDelivered(t *testing.T) {
+	url, conn := sourceDB(t, `
+		CREATE TABLE a (id int PRIMARY KEY, n bigint, big text);
+		ALTER TABLE a ALTER COLUMN big SET STORAGE EXTERNAL;
+		INSERT INTO a SELECT i, 0, NULL FROM generate_series(1, 50) i;
+		UPDATE a SET big = repeat('toasted ', 2000) WHERE id = 30;
+	`)
+	settings := map[string]string{"tables": "a", "snapshot.fetchSize": "7"}
+	m := newReplay(t)
+
+	s := openSource(t, url, settings, nil)
+	first := readN(t, s, 50)
+	pgtest.Exec(t, conn, `BEGIN; INSERT INTO a SELECT i, 1, NULL FROM generate_series(51, 55) i; UPDATE a SET n = 1 WHERE id IN (30, 40); COMMIT`)
+	pgtest.Exec(t, conn, `DELETE FROM a WHERE id = 45`)
+	first = append(first, readN(t, s, 8)...)
+	m.apply(first...)
+	delivered := map[string]bool{}
+	for _, r := range first {
+		delivered[string(r.Position)] = true
+		if r.Operation == sdk.OperationUpdate && r.Key.(sdk.StructuredData)["id"] == int64(30) {
+			if _, ok := r.Payload.After.(sdk.StructuredData)["big"]; ok {
+				t.Fatal("the update of row 30 carries its unchanged TOASTed value: the test needs one that does not")
+			}
+		}
+	}
+	ackAll(t, s, first[:20])
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	pgtest.Exec(t, conn, `INSERT INTO a VALUES (1000, 1000, NULL)`)
+	s = openSource(t, url, settings, first[19].Position)
+	var filled bool
+	for m.rows["a"][1000] == 0 {
+		r := readN(t, s, 1)[0]
+		if !delivered[string(r.Position)] && r.Key.(sdk.StructuredData)["id"] != int64(1000) {
+			t.Fatalf("%s of row %v at %s: not delivered before the restart, or under another position", r.Operation, r.Key, r.Position)
+		}
+		if r.Operation == sdk.OperationUpdate && r.Key.(sdk.StructuredData)["id"] == int64(30) {
+			filled = r.Payload.After.(sdk.StructuredData)["big"] == strings.Repeat("toasted ", 2000)
+		}
+		m.apply(r)
+	}
+	if !filled {
+		t.Error("the update of row 30, its first change after the resume point, lacks its unchanged TOASTed value")
+	}
+	nothingMore(t, s)
+	m.check(conn, "a")
+}
+
+// A snapshot started over (Conduit lost every position, so the source
+// opens without one) reads each row unchanged since under the position it
+// had, and records its own transactions for a later resume.
+func TestSourceStartedOverKeepsPositions(t *testing.T) {
+	url, conn := sourceDB(t, `
+		CREATE TABLE a (id int PRIMARY KEY, n bigint);
+		INSERT INTO a SELECT i, 0 FROM generate_series(1, 20) i;
+	`)
+	settings := map[string]string{"tables": "a", "snapshot.fetchSize": "7"}
+	slot := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
+	view := func() string {
+		var v string
+		if err := conn.QueryRow(t.Context(), `SELECT snapshot FROM connkit_snapshots WHERE slot = $1`, slot).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	s := openSource(t, url, settings, nil)
+	first := readN(t, s, 20)
+	firstView := view()
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, conn, `UPDATE a SET n = 1 WHERE id = 7`)
+
+	s = openSource(t, url, settings, nil)
+	again := readN(t, s, 20)
+	for i, r := range again {
+		if same := bytes.Equal(r.Position, first[i].Position); same != (i != 6) {
+			t.Errorf("row %v: position %s, before %s", r.Key, r.Position, first[i].Position)
+		}
+	}
+	if view() == firstView {
+		t.Errorf("the snapshot started over kept the first one's transactions %s", firstView)
+	}
+}
+
+// Without the table of first snapshots (the role may not create it), a
+// snapshot still resumes: it reads every row after the resume point, also
+// those changed since, which their changes then update again.
+func TestSourceResumesWithoutStateTable(t *testing.T) {
+	url, conn := sourceDB(t, `
+		CREATE TABLE a (id int PRIMARY KEY, n bigint);
+		INSERT INTO a SELECT i, 0 FROM generate_series(1, 20) i;
+		CREATE PUBLICATION p FOR TABLE a;
+	`)
+	role := "r_" + url[strings.LastIndex(url, "/")+1:strings.Index(url, "?")]
+	pgtest.Exec(t, conn, `CREATE ROLE `+role+` LOGIN REPLICATION; GRANT SELECT ON a TO `+role)
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), `DROP OWNED BY `+role+`; DROP ROLE `+role)
+	})
+	url = strings.Replace(url, "postgres@", role+"@", 1)
+	settings := map[string]string{"tables": "a", "publication.name": "p", "snapshot.fetchSize": "7"}
+
+	s := openSource(t, url, settings, nil)
+	first := readN(t, s, 10)
+	ackAll(t, s, first[:5])
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := pgtest.Rows(t, conn, `SELECT count(*) FROM pg_class WHERE relname = 'connkit_snapshots'`); n[0] != "0" {
+		t.Fatalf("the role created the state table")
+	}
+	pgtest.Exec(t, conn, `UPDATE a SET n = 1 WHERE id = 15`)
+
+	s = openSource(t, url, settings, first[4].Position)
+	recs := readN(t, s, 16)
+	var ops []string
+	for _, r := range recs {
+		if r.Key.(sdk.StructuredData)["id"] == int32(15) || r.Key.(sdk.StructuredData)["id"] == int64(15) {
+			ops = append(ops, fmt.Sprint(r.Operation, " ", r.Payload.After.(sdk.StructuredData)["n"]))
+		}
+	}
+	if want := []string{"snapshot 1", "update 1"}; !slices.Equal(ops, want) {
+		t.Errorf("row 15: %v, want %v", ops, want)
+	}
+	nothingMore(t, s)
+}
