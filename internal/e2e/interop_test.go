@@ -243,3 +243,31 @@ func TestInteropIncumbentPostgresDestination(t *testing.T) {
 		})
 	}
 }
+
+// TestInteropIncumbentTableTemplate runs a pipeline file written for the
+// incumbent's Postgres destination, whose table setting is the template
+// it documents as its default, with connkit's: the records of two source
+// tables go to tables of their names, which it creates.
+func TestInteropIncumbentTableTemplate(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.name, func(t *testing.T) {
+			is := is.New(t)
+			from, _ := sourceDatabase(t, `CREATE TABLE orders (id int PRIMARY KEY, item text);
+				INSERT INTO orders SELECT i, 'o' || i FROM generate_series(1, 300) i;
+				CREATE TABLE users (id int PRIMARY KEY, name text);
+				INSERT INTO users SELECT i, 'u' || i FROM generate_series(1, 200) i`)
+			to, _ := pg.Database(t, ``)
+			c := startConduit(t, pipelineYAML("standalone:postgres", map[string]string{
+				"url": from, "tables": "orders,users", "slot.name": dbName(from), "publication.name": dbName(from),
+			}, "standalone:postgres", map[string]string{
+				"url": to, "table": `{{ index .Metadata "opencdc.collection" }}`,
+			}), engine.flags...)
+			c.waitForAcked(500)
+			for _, q := range []string{`SELECT concat_ws('|', id, item) FROM orders ORDER BY id`, `SELECT concat_ws('|', id, name) FROM users ORDER BY id`} {
+				is.Equal(column(t, to, q), column(t, from, q))
+			}
+			c.stop()
+			c.checkProblems()
+		})
+	}
+}

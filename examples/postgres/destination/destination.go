@@ -59,7 +59,7 @@ import (
 // Config is the destination's configuration.
 type Config struct {
 	URL   string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db. The password never appears in logs or errors."`
-	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included (double quotes allow dots). Default: each record's opencdc.collection metadata."`
+	Table string   `param:"table" desc:"Table to write to, optionally schema-qualified (schema.table); names are used as written, case included (double quotes allow dots). Default: each record's opencdc.collection metadata. A Go template over the record names each record's table, e.g. {{ index .Metadata \"opencdc.collection\" }}, with sprig's lower, upper, trim, trimPrefix, trimSuffix, replace and default."`
 	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key. With one key column, a raw key that is not a JSON object is that column's value."`
 
 	Auto struct {
@@ -81,7 +81,8 @@ type Config struct {
 // as its comment says.
 type Destination struct {
 	cfg     Config
-	keys    []string // the configured key columns, sorted
+	tableOf func(sdk.Record) (string, error) // names a record's table (the table parameter)
+	keys    []string                         // the configured key columns, sorted
 	pool    *pgxpool.Pool
 	written *written // the positions written, in the exactly-once mode; else nil
 	metrics destinationMetrics
@@ -110,7 +111,11 @@ func New(cfg Config) (*Destination, error) {
 	if _, err := pgxpool.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, pg.Redact(err, cfg.URL))
 	}
-	return &Destination{cfg: cfg, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}, history: map[string]*columnHistory{}}, nil
+	tableOf, err := tableNamer(cfg.Table)
+	if err != nil {
+		return nil, err
+	}
+	return &Destination{cfg: cfg, tableOf: tableOf, keys: slices.Sorted(slices.Values(cfg.Key)), tables: map[string]*table{}, declared: map[string]map[string]string{}, history: map[string]*columnHistory{}}, nil
 }
 
 // poolSize is how many connections the destination opens at most unless

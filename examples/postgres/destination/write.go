@@ -112,13 +112,9 @@ func markLike(mark, err error) error {
 // column lists it shares when it can. What is wrong with the record itself
 // (its data, its table when its metadata names it) is its fault.
 func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint64, last, r *run) (row, *schemaChange, error) {
-	name := d.cfg.Table
-	if name == "" {
-		c, err := rec.Metadata.GetCollection()
-		if err != nil || c == "" {
-			return row{}, nil, sdk.RecordFault(errors.New("no table: set the table parameter or the record's opencdc.collection metadata"))
-		}
-		name = c
+	name, err := d.tableOf(rec)
+	if err != nil {
+		return row{}, nil, sdk.RecordFault(err)
 	}
 	key, err := fields("key", rec.Key)
 	if raw, ok := rec.Key.(sdk.RawData); err != nil && ok && len(d.cfg.Key) == 1 {
@@ -147,8 +143,8 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 		return row{}, change, err
 	}
 	if err != nil {
-		if d.cfg.Table == "" && !sdk.IsRetryable(err) {
-			err = sdk.RecordFault(err) // the table its metadata names
+		if (d.cfg.Table == "" || strings.Contains(d.cfg.Table, "{{")) && !sdk.IsRetryable(err) {
+			err = sdk.RecordFault(err) // the table the record names
 		}
 		return row{}, nil, err
 	}
