@@ -46,6 +46,7 @@ type Source struct {
 	byOID  map[uint32]*sourceTable
 
 	snap  *snapshotFrom // where the snapshot resumes; nil: no snapshot
+	adder *adder        // snapshots tables added while streaming (added.go); nil: none
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
 	skip  position      // the last acked change: it and the changes before it are skipped
 
@@ -133,6 +134,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	for _, t := range s.tables {
 		s.byOID[t.oid] = t
 	}
+	if err := s.planAddedTables(ctx, from, pos); err != nil {
+		return err
+	}
 	if err := ensurePublication(ctx, s.conn, s.cfg.Publication.Name, s.tables); err != nil {
 		return err
 	}
@@ -174,6 +178,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 			return err
 		}
 		if err := s.saveFirstSnapshot(ctx, view); err != nil {
+			return err
+		}
+		if err := s.recordTables(ctx); err != nil {
 			return err
 		}
 		s.snap = &snapshotFrom{}
@@ -229,6 +236,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		}
 	default:
 		s.start, s.skip = pos.lsn(), pos
+		if err := s.startAdding(ctx, slot.confirmed); err != nil {
+			return err
+		}
 		if uint64(s.start) > s.confirmed.Load() {
 			s.confirmed.Store(uint64(s.start))
 		}
@@ -307,7 +317,7 @@ func (s *Source) Ack(_ context.Context, pos sdk.Position) error {
 		return err
 	}
 	s.backlog.acked(lsn)
-	raise(&s.confirmed, uint64(lsn))
+	raise(&s.confirmed, s.capped(uint64(lsn)))
 	return nil
 }
 
