@@ -198,6 +198,14 @@ func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos pos
 			a.todo = append(a.todo, t)
 		}
 	}
+	// A table no longer read is forgotten: its changes are not read
+	// meanwhile, so if it comes back it is snapshotted again.
+	for ident := range state {
+		if a.byID[ident] == nil {
+			delete(state, ident)
+			changed = true
+		}
+	}
 	if changed {
 		saved, err := s.saveTableStates(ctx, s.conn, state)
 		if err != nil {
