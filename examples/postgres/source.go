@@ -24,7 +24,7 @@ type SourceConfig struct {
 	Snapshot struct {
 		Mode       string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
 		FetchSize  int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query, and about how many records the source holds ahead of Conduit."`
-		StateTable string `param:"stateTable" default:"connkit_snapshots" desc:"Table (table or schema.table, created when missing) where the source records, per slot, which transactions its snapshot sees, so that a snapshot resumed after a restart gives every record the position it had. If the role may not create it, a resumed snapshot delivers the rows changed since the snapshot began again, under new positions."`
+		StateTable string `param:"stateTable" default:"connkit_snapshots" desc:"Table (table or schema.table, created when missing) where the source records, per slot, which transactions its snapshot sees, so that a snapshot resumed after a restart gives every record the position it had, and which tables it has snapshotted, so that a table added to tables later is snapshotted while changes stream. If the role may not create it, a resumed snapshot delivers the rows changed since the snapshot began again, under new positions, and added tables are only streamed."`
 	} `param:"snapshot"`
 	Slot struct {
 		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing (one reader at a time): lower-case letters, digits and underscores, at most 63."`
