@@ -35,6 +35,11 @@ import (
 //     change to a key of the chunk removes that key from the chunk: the
 //     change is as new as the row read, or newer. So is a change by a
 //     transaction the chunk's snapshot did not see.
+//   - A row version whose change streams is left out of every chunk, so
+//     that no row comes twice: one a snapshot exported by a temporary slot
+//     right after the table joined the publication did not see, or one
+//     written by a transaction the stream delivered before that snapshot's
+//     consistent point (tableState.Seen, tableState.Early).
 //   - At the high watermark the chunk's remaining rows become snapshot
 //     records, among the changes, each positioned by its table, key and
 //     row version (xmin) and the high watermark's commit LSN.
