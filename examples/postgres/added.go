@@ -638,6 +638,27 @@ func (a *adder) seen(t *sourceTable) (func(xmin uint32, horizon uint64) bool, er
 	}, nil
 }
 
+// fillUnread completes an emitted update of an added table not yet read
+// whole that leaves a TOASTed value unchanged (so that pgoutput does not
+// send it): the chunks leave out the row versions whose changes stream, so
+// the destination may never get the value otherwise. It is read from the
+// table as it is now; a later change that sets it comes after.
+func (a *adder) fillUnread(ctx context.Context, rel *relation, updated *pglogrepl.TupleData, after sdk.StructuredData, emitted bool) error {
+	if a == nil || !emitted || !slices.Contains(a.todo, rel.table) {
+		return nil
+	}
+	var missing []string
+	for i, c := range updated.Columns {
+		if c.DataType == pglogrepl.TupleDataTypeToast && i < len(rel.names) {
+			missing = append(missing, rel.names[i])
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return a.s.readColumns(ctx, rel, rel.keyText(updated), missing, after)
+}
+
 // begin starts a repeatable read transaction to read a chunk in.
 func (s *Source) begin(ctx context.Context) error {
 	if _, err := s.conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`); err != nil {

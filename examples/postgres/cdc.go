@@ -260,6 +260,9 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.index > r.skip); err != nil {
 		return err
 	}
+	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, r.index > r.skip); err != nil {
+		return err
+	}
 	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
 	return nil
 }
