@@ -74,9 +74,13 @@ func (r *relation) keyText(t *pglogrepl.TupleData) []string {
 // the slot is) until ctx ends, telling the server every statusInterval
 // (and whenever it asks) which LSN it may recycle WAL up to.
 func (s *Source) stream(ctx context.Context) error {
+	args := []string{"proto_version '1'", "publication_names '" + s.cfg.Publication.Name + "'"}
+	if s.adder != nil {
+		args = append(args, "messages 'true'") // the watermarks of added tables (added.go)
+	}
 	err := pglogrepl.StartReplication(ctx, s.repl, s.cfg.Slot.Name, s.start, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
-		PluginArgs: []string{"proto_version '1'", "publication_names '" + s.cfg.Publication.Name + "'"},
+		PluginArgs: args,
 	})
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -174,6 +178,11 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("decode a pgoutput message: %w", err)
 	}
+	if a := r.s.adder; a != nil {
+		if err := a.observe(ctx, r, msg); err != nil {
+			return err
+		}
+	}
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
 		rel := &relation{table: r.s.byOID[m.RelationID]}
@@ -252,6 +261,9 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.index > r.skip); err != nil {
 		return err
 	}
+	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, r.index > r.skip); err != nil {
+		return err
+	}
 	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
 	return nil
 }
@@ -300,7 +312,7 @@ func (r *replicator) flush(ctx context.Context) error {
 // without this a slot whose tables see no writes would hold WAL forever.
 func (r *replicator) idle(walEnd pglogrepl.LSN) {
 	if !r.inTx && len(r.pending) == 0 && r.s.acked.Load() == r.s.produced.Load() {
-		raise(&r.s.confirmed, uint64(walEnd))
+		raise(&r.s.confirmed, r.s.capped(uint64(walEnd)))
 	}
 }
 

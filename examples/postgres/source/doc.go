@@ -25,13 +25,37 @@
 // update of such a row before the fresh snapshot carries the TOASTed
 // values it left unchanged, read from the table.
 //
+// # Tables added while streaming
+//
+// A table added to tables of a source that streams (restarted from a
+// change's position, with snapshot.mode initial) is snapshotted while the
+// changes of every table keep streaming, without a table lock, with
+// watermarks as in DBLog (added.go). The source knows a table is new
+// because the slot's row of snapshot.stateTable does not list it (a row
+// from before the list counts the publication's tables); the table is
+// added to the publication, so its changes stream from then on. It is read
+// in chunks of snapshot.fetchSize rows in key order, each between a low and
+// a high watermark (transactional pg_logical_emit_message messages, which
+// pgoutput delivers with its messages option): a change to a key of the
+// chunk between them removes the key from the chunk, and the chunk's other
+// rows come as snapshot records at the high watermark, among the changes.
+// Row versions whose changes stream (written after the table was added,
+// as a snapshot exported then tells) are left out of every chunk, so no
+// row comes twice. A chunk row's position names its table, key and version
+// and the high watermark's commit LSN. The slot is not confirmed past the
+// low watermark of a chunk whose rows are not all acknowledged, so a
+// restart streams from before it, sees its watermarks and window again and
+// reads its range again, keeping the versions it read then: the same
+// records, under the same positions. The other tables are not read again.
+//
 // # Metrics
 //
 // Besides what the SDK measures of every source (sdk.metrics.*), the
 // source serves its snapshot's progress, per table (schema.name): rows
 // read (connkit_postgres_snapshot_rows_total) and expected (the planner's
 // estimate until the table is read, connkit_postgres_snapshot_rows_estimate),
-// the whole snapshot's ratio and the tables left; and its replication
+// the whole snapshot's ratio and the tables left (of an added table's
+// snapshot too, which counts that table alone); and its replication
 // lag, sampled every second on a connection of its own: in bytes, the
 // server's WAL end less the slot's confirmed LSN (or the first LSN of the
 // oldest transaction not all acknowledged, if earlier), in seconds, how

@@ -15,7 +15,9 @@ import (
 // text of the last key read in it (tables are copied in name order, rows in
 // key order); during change data capture it names the transaction, by the
 // LSN of its commit record, and the change's index within it. Either way a
-// restart resumes right after the record.
+// restart resumes right after the record. A row of a table added while the
+// source streamed (added.go) has both: its table, key and version, and the
+// commit LSN of the high watermark at which its chunk was emitted.
 type position struct {
 	Table string   `json:"table,omitempty"` // snapshot: the table, schema-qualified
 	Key   []string `json:"key,omitempty"`   // snapshot: the key's columns as text, in key order
@@ -24,20 +26,24 @@ type position struct {
 	// exactly-once destination skips it, and a row changed meanwhile a
 	// new one, so that its new version is written.
 	Version string `json:"v,omitempty"`
-	LSN     string `json:"lsn,omitempty"` // CDC: the commit LSN of the transaction
+	LSN     string `json:"lsn,omitempty"` // CDC and added tables: the commit LSN of the transaction
 	Index   int    `json:"i,omitempty"`   // CDC: the change's index in the transaction, from 0
 }
 
-func (p position) snapshot() bool { return p.Table != "" }
+// snapshot reports whether p is a position of the first snapshot.
+func (p position) snapshot() bool { return p.Table != "" && p.LSN == "" }
+
+// added reports whether p is a position of an added table's snapshot.
+func (p position) added() bool { return p.Table != "" && p.LSN != "" }
 
 // bytes encodes p as encoding/json would, but several times faster: every
 // record gets a position.
 func (p position) bytes() sdk.Position {
-	if !p.snapshot() {
+	if p.Table == "" {
 		lsn, _ := pglogrepl.ParseLSN(p.LSN)
 		return cdcPosition(lsn, p.Index)
 	}
-	n := len(p.Table) + len(p.Version) + 28
+	n := len(p.Table) + len(p.Version) + len(p.LSN) + 36
 	for _, k := range p.Key {
 		n += len(k) + 3
 	}
@@ -55,6 +61,10 @@ func (p position) bytes() sdk.Position {
 	if p.Version != "" {
 		b = append(b, `,"v":`...)
 		b = appendJSONString(b, p.Version)
+	}
+	if p.LSN != "" {
+		b = append(b, `,"lsn":`...)
+		b = appendJSONString(b, p.LSN)
 	}
 	return append(b, '}')
 }
@@ -125,8 +135,11 @@ func parsePosition(b sdk.Position) (position, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("position %q is not a postgres source position: %w", b, err)
 	}
-	if p.snapshot() == (p.LSN != "") {
+	if p.Table == "" && p.LSN == "" {
 		return p, fmt.Errorf("position %q is not a postgres source position: expected a table and key or an LSN", b)
+	}
+	if p.Table != "" && p.Index != 0 {
+		return p, fmt.Errorf("position %q is not a postgres source position: a change's index with a table", b)
 	}
 	if p.LSN != "" {
 		if _, err := pglogrepl.ParseLSN(p.LSN); err != nil {
@@ -134,7 +147,7 @@ func parsePosition(b sdk.Position) (position, error) {
 		}
 	}
 	if p.Version != "" {
-		if _, err := strconv.ParseUint(p.Version, 10, 32); err != nil || !p.snapshot() {
+		if _, err := strconv.ParseUint(p.Version, 10, 32); err != nil || p.Table == "" {
 			return p, fmt.Errorf("position %q is not a postgres source position: expected a row version (xmin) in a snapshot position", b)
 		}
 	}

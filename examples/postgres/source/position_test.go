@@ -21,6 +21,7 @@ func TestPositionEncoding(t *testing.T) {
 		{LSN: "16/B374D848", Index: 7},
 		{LSN: "FFFFFFFF/FFFFFFFF", Index: 1},
 		{Table: `"public"."a"`, Key: []string{"40"}, Version: "4711"},
+		{Table: `"public"."b"`, Key: []string{"7", "x"}, Version: "4712", LSN: "0/16B3F08"}, // an added table's row
 	} {
 		want, err := json.Marshal(p)
 		is.NoErr(err)
@@ -31,9 +32,10 @@ func TestPositionEncoding(t *testing.T) {
 		is.Equal(back.LSN, p.LSN)
 		is.Equal(back.Index, p.Index)
 		is.Equal(back.Version, p.Version)
-		if p.snapshot() {
+		if p.Table != "" {
 			is.Equal(back.Key, p.Key)
-		} else {
+		}
+		if !p.snapshot() {
 			lsn, _ := pglogrepl.ParseLSN(p.LSN)
 			is.Equal(back.lsn(), lsn)
 			fast, err := positionLSN(p.bytes())

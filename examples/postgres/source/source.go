@@ -25,7 +25,7 @@ type Config struct {
 	Snapshot struct {
 		Mode       string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
 		FetchSize  int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query, and about how many records the source holds ahead of Conduit."`
-		StateTable string `param:"stateTable" default:"connkit_snapshots" desc:"Table (table or schema.table, created when missing) where the source records, per slot, which transactions its snapshot sees, so that a snapshot resumed after a restart gives every record the position it had. If the role may not create it, a resumed snapshot delivers the rows changed since the snapshot began again, under new positions."`
+		StateTable string `param:"stateTable" default:"connkit_snapshots" desc:"Table (table or schema.table, created when missing) where the source records, per slot, which transactions its snapshot sees, so that a snapshot resumed after a restart gives every record the position it had, and which tables it has snapshotted, so that a table added to tables later is snapshotted while changes stream. If the role may not create it, a resumed snapshot delivers the rows changed since the snapshot began again, under new positions, and added tables are only streamed."`
 	} `param:"snapshot"`
 	Slot struct {
 		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing (one reader at a time): lower-case letters, digits and underscores, at most 63."`
@@ -47,6 +47,7 @@ type Source struct {
 	byOID  map[uint32]*sourceTable
 
 	snap  *snapshotFrom // where the snapshot resumes; nil: no snapshot
+	adder *adder        // snapshots tables added while streaming (added.go); nil: none
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
 	skip  position      // the last acked change: it and the changes before it are skipped
 
@@ -134,6 +135,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	for _, t := range s.tables {
 		s.byOID[t.oid] = t
 	}
+	if err := s.planAddedTables(ctx, from, pos); err != nil {
+		return err
+	}
 	if err := ensurePublication(ctx, s.conn, s.cfg.Publication.Name, s.tables); err != nil {
 		return err
 	}
@@ -175,6 +179,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 			return err
 		}
 		if err := s.saveFirstSnapshot(ctx, view); err != nil {
+			return err
+		}
+		if err := s.recordTables(ctx); err != nil {
 			return err
 		}
 		s.snap = &snapshotFrom{}
@@ -230,6 +237,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		}
 	default:
 		s.start, s.skip = pos.lsn(), pos
+		if err := s.startAdding(ctx, slot.confirmed); err != nil {
+			return err
+		}
 		if uint64(s.start) > s.confirmed.Load() {
 			s.confirmed.Store(uint64(s.start))
 		}
@@ -308,7 +318,7 @@ func (s *Source) Ack(_ context.Context, pos sdk.Position) error {
 		return err
 	}
 	s.backlog.acked(lsn)
-	raise(&s.confirmed, uint64(lsn))
+	raise(&s.confirmed, s.capped(uint64(lsn)))
 	return nil
 }
 
