@@ -389,3 +389,53 @@ func TestReconnectTimeout(t *testing.T) {
 	is.True(took < 3*time.Second)
 	is.NoErr(<-crashed)
 }
+
+// A source streaming changes whose database stays away longer than
+// reconnect.timeout fails Read with an error naming the parameter.
+func TestSourceReconnectTimeout(t *testing.T) {
+	is := is.New(t)
+	srv := crashable(t)
+	url, conn := srv.Database(t, `CREATE TABLE items (id int PRIMARY KEY)`)
+	raw, err := Connector.Source.New(map[string]string{"url": url, "tables": "items", "snapshot.mode": "never", "reconnect.timeout": "1s"})
+	is.NoErr(err)
+	defer raw.Teardown(context.Background())
+	is.NoErr(raw.Open(t.Context(), nil))
+	src := raw.(*Source)
+	exec(t, conn, `INSERT INTO items VALUES (1)`)
+	conn.Close(t.Context())
+	recs := readN(t, src, 1)
+	is.NoErr(src.Ack(t.Context(), recs[0].Position))
+	crashed := make(chan error, 1)
+	go func() { crashed <- srv.Crash(4 * time.Second) }()
+	ctx, cancel := context.WithTimeout(t.Context(), 3500*time.Millisecond)
+	defer cancel()
+	_, err = src.ReadBatch(ctx, 10)
+	t.Logf("Read: %v", err)
+	is.True(err != nil && strings.Contains(err.Error(), `(parameter "reconnect.timeout")`))
+	is.NoErr(<-crashed)
+}
+
+// A statement whose connection the server ends mid-batch (as at a
+// shutdown) is written again by the same Write: with reconnect.timeout
+// set, the Write returns every record written once, plain inserts
+// included.
+func TestTerminatedMidBatchWrittenAgain(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `
+		CREATE TABLE second (id int);
+		CREATE SEQUENCE kills;
+		CREATE FUNCTION kill_once() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('kills') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER kill_once BEFORE INSERT ON second FOR EACH STATEMENT EXECUTE FUNCTION kill_once()`, map[string]string{"table": "second"})
+	var records []sdk.Record
+	for i := range 100 {
+		records = append(records, rec(fmt.Sprint(i), sdk.OperationCreate, nil, sdk.StructuredData{"id": i}))
+	}
+	n, err := d.Write(t.Context(), records)
+	is.NoErr(err)
+	is.Equal(n, 100)
+	is.Equal(rows(t, conn, `SELECT count(*), count(DISTINCT id) FROM second`), []string{"100|100"})
+}
