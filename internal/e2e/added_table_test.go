@@ -49,7 +49,7 @@ func TestConduitPostgresAddedTable(t *testing.T) {
 			c := startServer(t, conduitpkg.Options{Bin: conduitBin(t), Dir: dir, Pipeline: pipeline("items"), Plugins: []string{binary("connkit-postgres")}, Flags: flags})
 			waitCount := func(query string, want int64) {
 				t.Helper()
-				waitForCount(t, c, to, query, want)
+				waitForCount(t, c, to, query, want, 3*time.Minute)
 			}
 			waitCount(`SELECT count(*) FROM items`, itemsRows)
 			if err := insertItems(t.Context(), src, itemsRows+1, 100, 10); err != nil {
@@ -139,12 +139,4 @@ func keepInsertingInto(t *testing.T, url, table string, first int) *inserter {
 	}()
 	t.Cleanup(func() { in.stop() })
 	return in
-}
-
-// waitForCount waits up to three minutes until query, a count on url,
-// reaches want, failing if Conduit exits first.
-func waitForCount(t *testing.T, c *conduit, url, query string, want int64) {
-	t.Helper()
-	cr := &crash{t: t, url: url, c: c}
-	cr.waitFor(query, want)
 }

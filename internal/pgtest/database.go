@@ -93,3 +93,15 @@ func Rows(t TB, conn *pgx.Conn, query string) []string {
 	}
 	return out
 }
+
+// StartFor starts a server of the test's own, with extra settings as
+// StartWith takes them, and stops it when the test ends.
+func StartFor(t TB, settings ...string) *Server {
+	t.Helper()
+	s, err := StartWith(settings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}

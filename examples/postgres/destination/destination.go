@@ -35,6 +35,16 @@
 // what the table keeps per connector. A replay that starts further back,
 // or a source that does not give a replayed record its earlier position,
 // writes the record again.//
+// # Lost connections
+//
+// The destination waits out a database that goes away for a while (a
+// restart, a crash, a network failure) instead of failing the pipeline,
+// up to reconnect.timeout, trying again after waits of 100ms doubling up
+// to 2s; Open waits for a database that is starting. A Write that meets a
+// lost connection writes the rest of its records again on fresh
+// connections; in the exactly-once mode it first settles whether a
+// statement whose connection broke committed.
+//
 // # Metrics
 //
 // Besides what the SDK measures of every destination (sdk.metrics.*), the
@@ -72,6 +82,8 @@ type Config struct {
 		Table   string `param:"table" default:"connkit_positions" desc:"Table keeping the written positions, optionally schema-qualified; created when missing; one per database serves every connector."`
 		Window  int    `param:"window" default:"100000" validate:"gt=0" desc:"Positions kept per connector: more than Conduit may replay after a crash (what it acknowledges in about a second, plus what is in flight)."`
 	} `param:"exactlyOnce"`
+
+	Reconnect pg.ReconnectSettings `param:"reconnect"`
 }
 
 // Destination writes records to PostgreSQL. Its Writes may run
@@ -86,6 +98,7 @@ type Destination struct {
 	pool    *pgxpool.Pool
 	written *written // the positions written, in the exactly-once mode; else nil
 	metrics destinationMetrics
+	outage  pg.Outage // a lost connection that Writes are waiting out
 
 	// schema orders the changes the destination makes to tables
 	// (auto.create, auto.evolve) against the Writes that plan records with
@@ -146,7 +159,8 @@ func (d *Destination) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %s", pg.Reason(err, d.cfg.URL))
 	}
-	if err := pool.Ping(ctx); err != nil {
+	// A database that is starting, or restarting, is waited for.
+	if err := pg.WaitForServer(ctx, d.cfg.Reconnect.Timeout, d.cfg.URL, "destination", func() error { return pool.Ping(ctx) }); err != nil {
 		pool.Close()
 		return fmt.Errorf("connect to PostgreSQL: %s", pg.Reason(err, d.cfg.URL))
 	}
@@ -179,13 +193,13 @@ func (d *Destination) Teardown(context.Context) error {
 // [sdk.Retryable] from the first record not written. In the exactly-once
 // mode, records already written are counted without being written again.
 //
+// A lost connection is waited out up to reconnect.timeout (see
+// [Destination.writeReconnecting]).
+//
 // Write is safe to call while other Writes run, on other records (see
 // [Destination.WriteSplit]).
 func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, error) {
-	if d.written != nil {
-		return d.writeOnce(ctx, records)
-	}
-	return d.write(ctx, records)
+	return d.writeReconnecting(ctx, records)
 }
 
 // write writes records, as Write describes, changing a table first where

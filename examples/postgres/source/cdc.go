@@ -89,6 +89,7 @@ func (s *Source) stream(ctx context.Context) error {
 		}
 		return s.errorf("start logical replication: %s", err)
 	}
+	s.streaming(ctx)
 	r := &replicator{s: s, relations: map[uint32]*relation{}}
 	defer r.status(context.WithoutCancel(ctx)) // the last acks, before the connection closes
 
@@ -304,7 +305,12 @@ func (r *replicator) flush(ctx context.Context) error {
 	r.s.lastCommit.Store(r.commit.UnixNano())
 	r.s.backlog.queued(r.lsn, r.first, len(recs))
 	r.s.produced.Add(int64(len(recs)))
-	return r.s.q.put(ctx, recs, r.s.statusInterval, func() error { return r.status(ctx) })
+	if err := r.s.q.put(ctx, recs, r.s.statusInterval, func() error { return r.status(ctx) }); err != nil {
+		r.s.produced.Add(-int64(len(recs))) // not queued: they come again after a reconnection
+		return err
+	}
+	r.s.emitted = position{LSN: r.lsn.String(), Index: r.index - 1}
+	return nil
 }
 
 // idle confirms the server's WAL end when every change read has been acked

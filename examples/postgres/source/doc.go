@@ -48,6 +48,19 @@
 // reads its range again, keeping the versions it read then: the same
 // records, under the same positions. The other tables are not read again.
 //
+// # Lost connections
+//
+// The source waits out a database that goes away for a while (a restart,
+// a crash, a network failure) instead of failing the pipeline, up to
+// reconnect.timeout, trying again after waits of 100ms doubling up to 2s;
+// Open waits for a database that is starting. Streaming changes, it
+// reconnects and starts replication again from the LSN it has confirmed,
+// skipping the changes up to the last one it handed out, which the server
+// sends again: none is lost, none comes twice. During the snapshot, the
+// first or that of tables added to tables (until the source restarts
+// after it), it fails as before, and the restarted source resumes the
+// snapshot.
+//
 // # Metrics
 //
 // Besides what the SDK measures of every source (sdk.metrics.*), the

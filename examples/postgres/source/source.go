@@ -33,7 +33,8 @@ type Config struct {
 	Publication struct {
 		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores, at most 63."`
 	} `param:"publication"`
-	Cleanup bool `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication, and delete the slot's row of snapshot.stateTable, when the connector is deleted."`
+	Cleanup   bool                 `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication, and delete the slot's row of snapshot.stateTable, when the connector is deleted."`
+	Reconnect pg.ReconnectSettings `param:"reconnect"`
 }
 
 // Source reads a snapshot of tables, then their changes through logical
@@ -50,6 +51,9 @@ type Source struct {
 	adder *adder        // snapshots tables added while streaming (added.go); nil: none
 	start pglogrepl.LSN // where replication starts; 0: where the slot is
 	skip  position      // the last acked change: it and the changes before it are skipped
+
+	emitted position  // the last change queued; after a reconnection it and the changes before it are skipped
+	lost    pg.Outage // a lost connection that the reader is reconnecting after
 
 	resume     *resumed // the snapshot was resumed under a fresh one; nil: it was not
 	stateIdent string   // snapshot.stateTable, quoted (snapstate.go)
@@ -99,7 +103,7 @@ func New(cfg Config) (*Source, error) {
 }
 
 func (s *Source) errorf(format string, err error) error {
-	return errors.New(fmt.Sprintf(format, pg.Reason(err, s.cfg.URL)))
+	return &sourceError{text: fmt.Sprintf(format, pg.Reason(err, s.cfg.URL)), cause: err}
 }
 
 // Open checks the server and the tables, creates the publication and the
@@ -122,7 +126,11 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	}
 	cfg.RuntimeParams["timezone"] = "UTC"
 	cfg.RuntimeParams["datestyle"] = "ISO"
-	if s.conn, err = pgx.ConnectConfig(ctx, cfg); err != nil {
+	// A database that is starting, or restarting, is waited for.
+	if err := pg.WaitForServer(ctx, s.cfg.Reconnect.Timeout, s.cfg.URL, "source", func() (err error) {
+		s.conn, err = pgx.ConnectConfig(ctx, cfg)
+		return err
+	}); err != nil {
 		return s.errorf("connect to PostgreSQL: %s", err)
 	}
 	if err := checkServer(ctx, s.conn); err != nil {
@@ -286,7 +294,7 @@ func (s *Source) read(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.stream(ctx)
+	return s.streamReconnecting(ctx)
 }
 
 // Read returns the next record.
