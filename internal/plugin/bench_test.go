@@ -107,3 +107,60 @@ func benchmarkSourcePath(b *testing.B, measured bool) {
 	b.StopTimer()
 	r.end()
 }
+
+// deepDestination writes nothing, on a stack as deep as a database
+// client's Write (the Postgres destination's plans its records on about
+// 32 KiB).
+type deepDestination struct{ nopDestination }
+
+func (deepDestination) Write(_ context.Context, r []opencdc.Record) (int, error) {
+	return len(r) + deepStack(16), nil
+}
+
+// deepStack takes about 2 KiB of stack per level.
+//
+//go:noinline
+func deepStack(levels int) int {
+	var frame [2 << 10]byte
+	frame[levels] = byte(levels)
+	if levels == 0 {
+		return int(frame[0])
+	}
+	return deepStack(levels-1) + int(frame[levels]) - levels
+}
+
+// BenchmarkDestinationRoundTrip measures one record's way through the
+// destination server while nothing else is in flight, as below a
+// pipeline's capacity: a message of one record, then nothing until its
+// ack; sdk.batch.size 1, one Write at a time and auto. Its Write needs a
+// deep stack, as a database client's does, which a Write started on a
+// fresh goroutine grows anew.
+func BenchmarkDestinationRoundTrip(b *testing.B) {
+	for _, c := range []Concurrency{{Max: 1}, {Max: 32, Adaptive: true, ByKey: true}} {
+		name := "concurrency=1"
+		if c.Adaptive {
+			name = "concurrency=auto"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := testDestinationServer(func(map[string]string) (Destination, error) {
+				dst := destinationOf(deepDestination{}, batcher.Policy{Count: 1}, Retry{})
+				dst.Concurrency = c
+				return dst, nil
+			})
+			open(b, &d.instance)
+			r := newDestinationRun(b, d).run()
+			recs := make([]opencdc.Record, 1000)
+			for i := range recs {
+				recs[i] = opencdc.Record{Position: opencdc.Position(strconv.Itoa(i)), Key: opencdc.StructuredData{"id": strconv.Itoa(i)}, Payload: opencdc.Change{After: opencdc.RawData("payload")}}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				r.st.in <- pconnector.DestinationRunRequest{Records: recs[i%len(recs) : i%len(recs)+1]}
+				<-r.st.out
+			}
+			b.StopTimer()
+			r.end()
+		})
+	}
+}

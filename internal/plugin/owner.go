@@ -36,9 +36,11 @@ type owner struct {
 	limit   *limiter        // how many jobs the worker may have at once
 	byKey   bool            // a record goes to the worker only once no job it has holds the record's key
 
-	results chan result    // from the jobs' goroutines
+	work    chan job       // to the workers waiting for a job
+	results chan result    // from the workers, one a job
 	pushes  chan struct{}  // holds a notice once a Write met a retryable error
-	jobs    sync.WaitGroup // the jobs' goroutines
+	workers sync.WaitGroup // the workers' goroutines
+	idle    int            // workers waiting for a job
 	timer   *time.Timer
 	now     time.Time
 
@@ -68,7 +70,7 @@ type flight struct {
 	done  bool
 }
 
-// result is how a job ended, which its goroutine reports.
+// result is how a job ended, which its worker goroutine reports.
 type result struct {
 	kind       jobKind
 	seq        uint64
@@ -99,9 +101,14 @@ func newOwner(ctx context.Context, p batcher.Policy, c Concurrency, m *metrics.S
 // for the acks); once ctx is done and no job is left, with ctx's cause;
 // or once a job failed and no other is left, with its error.
 func (o *owner) run() error {
-	o.results = make(chan result, o.limit.max+1) // a job's goroutine never waits to report
+	// Neither a worker reporting nor the owner handing an idle worker a
+	// job ever waits: there are at most limit.max workers, each with at
+	// most one job.
+	o.work = make(chan job, o.limit.max)
+	o.results = make(chan result, o.limit.max+1)
 	o.pushes = make(chan struct{}, 1)
-	defer o.jobs.Wait()
+	defer o.workers.Wait()
+	defer close(o.work) // run ends with no job in flight: every worker waits for one
 	o.timer = time.NewTimer(time.Hour)
 	o.timer.Stop()
 	defer o.timer.Stop()
@@ -234,7 +241,8 @@ func (o *owner) freeOfKeys() (n int, keys []uint64) {
 }
 
 // give hands the worker job j, whose records have the key hashes keys
-// (with byKey), on a goroutine of its own.
+// (with byKey): to a worker goroutine waiting for a job, or to a new one
+// if none waits (see workOn).
 func (o *owner) give(j job, keys []uint64) {
 	o.handed += len(j.batch)
 	o.flights = append(o.flights, flight{job: j, end: o.handed, since: o.now, keys: keys})
@@ -247,15 +255,30 @@ func (o *owner) give(j job, keys []uint64) {
 	if o.limit.adaptive {
 		j.pushedBack = func() { notify(o.pushes) }
 	}
-	o.jobs.Add(1)
-	go func() {
-		defer o.jobs.Done()
-		pushedBack, err := o.do(j)
-		o.results <- result{kind: j.kind, seq: j.seq, pushedBack: pushedBack, err: err}
-	}()
+	if o.idle > 0 {
+		o.idle--
+		o.work <- j
+		return
+	}
+	o.workers.Add(1)
+	go o.workOn(j)
 }
 
-// do does job j; it runs on the job's goroutine.
+// workOn does job j, reports how it ended, and then does each job the owner
+// hands it, until run ends. A worker goroutine lives as long as the loop,
+// as many as jobs were ever in flight at once: a goroutine per job would
+// start each Write on a new, small stack and grow it anew, which costs
+// tens of µs a Write (a one-record Write of the Postgres destination),
+// on the path of every record.
+func (o *owner) workOn(j job) {
+	defer o.workers.Done()
+	for ok := true; ok; j, ok = <-o.work {
+		pushedBack, err := o.do(j)
+		o.results <- result{kind: j.kind, seq: j.seq, pushedBack: pushedBack, err: err}
+	}
+}
+
+// do does job j; it runs on a worker goroutine (see workOn).
 func (o *owner) do(j job) (pushedBack bool, err error) {
 	if j.kind == sendKept {
 		return false, o.keeper.sendKept()
@@ -320,6 +343,7 @@ func (o *owner) took() {
 // done too, its records through the worker.
 func (o *owner) worked(r result) {
 	now := time.Now()
+	o.idle++           // r's goroutine waits for the next job
 	f := &o.flights[0] // a sendKept job is the only one
 	if r.kind != sendKept {
 		f = &o.flights[r.seq-o.flights[0].seq] // batches are in flight alone, in seq order
