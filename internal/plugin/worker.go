@@ -29,10 +29,10 @@ const (
 
 // A worker handles the batches the owner hands out, on goroutines that
 // the owner keeps for the next (see owner.workOn): one at a time, unless
-// the destination's Concurrency allows more. A source's sends each to Conduit: the transport takes it at once
-// while Conduit keeps up, and makes the worker wait while Conduit does
-// not, so that a busy Conduit gets what was read meanwhile in one
-// message. A destination's writes each and acks its records in order
+// the destination's Concurrency allows more. A source's sends each to
+// Conduit: the transport takes it at once while Conduit keeps up, and
+// makes the worker wait while Conduit does not, so that a busy Conduit
+// gets what was read meanwhile in one message. A destination's writes each and acks its records in order
 // with the other jobs' (see ackOrder). handle reports whether the
 // destination pushed back (a Write met a retryable error).
 type worker interface {
