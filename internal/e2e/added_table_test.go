@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	conduitpkg "github.com/connkit/connkit/internal/conduit"
 	"github.com/connkit/connkit/internal/metrics/metricstest"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestConduitPostgresAddedTable runs standalone:postgres on table items
@@ -64,8 +62,8 @@ func TestConduitPostgresAddedTable(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "pipelines", "pipeline.yaml"), []byte(pipeline("items,extra")), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			inserting := keepInserting(t, from, last+1)
-			insertingExtra := keepInsertingInto(t, from, "extra", extraRows+1)
+			inserting := keepInserting(t, from, "items", last+1)
+			insertingExtra := keepInserting(t, from, "extra", extraRows+1)
 			c = runConduit(t, conduitBin(t), dir, flags...)
 			srcLabels := []string{"connector_id=e2e:source", "plugin=postgres", "plugin_version=v0.1.0", "role=source"}
 			waitCount(`SELECT count(*) FROM extra WHERE id <= `+fmt.Sprint(extraRows), extraRows/3)
@@ -110,33 +108,4 @@ func TestConduitPostgresAddedTable(t *testing.T) {
 			c.checkProblems("record key is not structured") // drop-key on a key with a schema, as in the crash tests
 		})
 	}
-}
-
-// keepInsertingInto inserts rows (id, id) into table from id first on,
-// ten per transaction, one transaction every 10ms, until stopped.
-func keepInsertingInto(t *testing.T, url, table string, first int) *inserter {
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &inserter{t: t, stopped: make(chan struct{}), done: make(chan struct{}), next: first}
-	go func() {
-		defer close(in.done)
-		defer conn.Close(context.Background())
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-in.stopped:
-				return
-			case <-tick.C:
-			}
-			if _, in.err = conn.Exec(context.Background(), `INSERT INTO `+table+` SELECT i, i FROM generate_series($1::int, $1::int + 9) i`, in.next); in.err != nil {
-				return
-			}
-			in.next += 10
-		}
-	}()
-	t.Cleanup(func() { in.stop() })
-	return in
 }

@@ -261,7 +261,7 @@ func TestExactlyOncePostgresSource(t *testing.T) {
 				last := snapshot
 				// Rows inserted while the snapshot is read, and across the
 				// kill, until the snapshot's rows are through.
-				inserting := keepInserting(t, from, last+1)
+				inserting := keepInserting(t, from, "items", last+1)
 				cr.waitFor(`SELECT count(*) FROM items`, snapshot/4)
 				cr.killConduit()
 				cr.waitFor(`SELECT count(DISTINCT id) FROM items WHERE id <= `+fmt.Sprint(snapshot), snapshot)
@@ -316,7 +316,9 @@ type inserter struct {
 	err     error
 }
 
-func keepInserting(t *testing.T, url string, first int) *inserter {
+// keepInserting inserts rows (id, id) into table from id first on, ten
+// per transaction, one transaction every 10ms, until stopped.
+func keepInserting(t *testing.T, url, table string, first int) *inserter {
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +327,7 @@ func keepInserting(t *testing.T, url string, first int) *inserter {
 	go func() {
 		defer close(in.done)
 		defer conn.Close(context.Background())
-		tick := time.NewTicker(10 * time.Millisecond) // a steady trickle, not a synchronisation
+		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
@@ -333,7 +335,7 @@ func keepInserting(t *testing.T, url string, first int) *inserter {
 				return
 			case <-tick.C:
 			}
-			if in.err = insertItems(context.Background(), conn, in.next, 10, 10); in.err != nil {
+			if _, in.err = conn.Exec(context.Background(), `INSERT INTO `+table+` SELECT i, i FROM generate_series($1::int, $1::int + 9) i`, in.next); in.err != nil {
 				return
 			}
 			in.next += 10

@@ -195,15 +195,9 @@ func TestTruncatingCastsAvoided(t *testing.T) {
 	is.Equal(pgtest.Rows(t, conn, `SELECT k, b::text, a::text FROM cut`), []string{"abc|1010|{ab,c}"})
 }
 
-// A statement that the server ends (its backend is terminated under it,
-// as at a shutdown) in the middle of a batch is retryable from the first
-// record of the statement, and the records before it are written: writing
-// the rest again writes every record exactly once, plain inserts included.
-func TestTerminatedMidBatchIsRetryable(t *testing.T) {
-	is := is.New(t)
-	ctx := t.Context()
-	conn, d := setup(t, `
-		CREATE TABLE first (id int);
+// killedAtSecond creates a table second (id int) whose first insert
+// statement has its backend terminated under it, as at a shutdown.
+const killedAtSecond = `
 		CREATE TABLE second (id int);
 		CREATE SEQUENCE kills;
 		CREATE FUNCTION kill_once() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -211,7 +205,16 @@ func TestTerminatedMidBatchIsRetryable(t *testing.T) {
 			IF nextval('kills') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
 			RETURN NULL;
 		END $$;
-		CREATE TRIGGER kill_once BEFORE INSERT ON second FOR EACH STATEMENT EXECUTE FUNCTION kill_once()`, map[string]string{"reconnect.timeout": "0"}) // else Write itself writes the rest again
+		CREATE TRIGGER kill_once BEFORE INSERT ON second FOR EACH STATEMENT EXECUTE FUNCTION kill_once()`
+
+// A statement that the server ends (its backend is terminated under it,
+// as at a shutdown) in the middle of a batch is retryable from the first
+// record of the statement, and the records before it are written: writing
+// the rest again writes every record exactly once, plain inserts included.
+func TestTerminatedMidBatchIsRetryable(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	conn, d := setup(t, `CREATE TABLE first (id int);`+killedAtSecond, map[string]string{"reconnect.timeout": "0"}) // else Write itself writes the rest again
 	var records []sdk.Record
 	for i := range 100 {
 		table := "first"

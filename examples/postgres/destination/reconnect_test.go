@@ -19,15 +19,7 @@ import (
 // included.
 func TestTerminatedMidBatchWrittenAgain(t *testing.T) {
 	is := is.New(t)
-	conn, d := setup(t, `
-		CREATE TABLE second (id int);
-		CREATE SEQUENCE kills;
-		CREATE FUNCTION kill_once() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF nextval('kills') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
-			RETURN NULL;
-		END $$;
-		CREATE TRIGGER kill_once BEFORE INSERT ON second FOR EACH STATEMENT EXECUTE FUNCTION kill_once()`, map[string]string{"table": "second"})
+	conn, d := setup(t, killedAtSecond, map[string]string{"table": "second"})
 	var records []sdk.Record
 	for i := range 100 {
 		records = append(records, rec(fmt.Sprint(i), sdk.OperationCreate, nil, sdk.StructuredData{"id": i}))

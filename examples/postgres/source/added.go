@@ -13,9 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -673,95 +671,6 @@ func (s *Source) commit(ctx context.Context) error {
 		return s.errorf("end a chunk's transaction: %s", err)
 	}
 	return nil
-}
-
-// readRange reads, in key order, the rows of t after the key after (nil:
-// from the start) up to and including the key upto (nil: no bound), at
-// most limit (0: no limit), and returns those whose version keep accepts
-// (nil: all), how many it read and the last key read.
-func (s *Source) readRange(ctx context.Context, t *sourceTable, after, upto []string, limit int, keep func(xmin uint32) bool) ([]chunkRow, int, []string, error) {
-	cols := make([]string, len(t.columns))
-	for i, c := range t.columns {
-		cols[i] = pg.Quote(c)
-	}
-	keys := make([]string, len(t.keys))
-	for i, k := range t.keys {
-		keys[i] = pg.Quote(t.columns[k])
-	}
-	params := func(first int) string {
-		p := make([]string, len(t.keys))
-		for i, k := range t.keys {
-			p[i] = "$" + strconv.Itoa(first+i) + "::text::" + t.types[k]
-		}
-		return strings.Join(p, ", ")
-	}
-	var where []string
-	var args [][]byte
-	if after != nil {
-		where = append(where, fmt.Sprintf("(%s) > (%s)", strings.Join(keys, ", "), params(len(args)+1)))
-		for _, k := range after {
-			args = append(args, []byte(k))
-		}
-	}
-	if upto != nil {
-		where = append(where, fmt.Sprintf("(%s) <= (%s)", strings.Join(keys, ", "), params(len(args)+1)))
-		for _, k := range upto {
-			args = append(args, []byte(k))
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.ident)
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
-	}
-	fmt.Fprintf(&b, " ORDER BY %s", strings.Join(keys, ", "))
-	if limit > 0 {
-		fmt.Fprintf(&b, " LIMIT %d", limit)
-	}
-	rr := s.conn.PgConn().ExecParams(ctx, b.String(), args, nil, nil, nil)
-	fields := rr.FieldDescriptions()
-	now := strconv.FormatInt(time.Now().UnixNano(), 10)
-	var rows []chunkRow
-	var last []string
-	read := 0
-	for rr.NextRow() {
-		read++
-		vals := rr.Values()
-		version := string(vals[len(vals)-1])
-		vals = vals[:len(vals)-1]
-		last = make([]string, len(t.keys))
-		for i, k := range t.keys {
-			last[i] = string(vals[k])
-		}
-		if keep != nil {
-			xmin, err := strconv.ParseUint(version, 10, 32)
-			if err != nil {
-				rr.Close()
-				return nil, 0, nil, fmt.Errorf("read table %s: xmin %q is not a transaction ID", t.ident, version)
-			}
-			if !keep(uint32(xmin)) {
-				continue
-			}
-		}
-		data := make(sdk.StructuredData, len(vals))
-		for i, v := range vals {
-			if v == nil {
-				data[t.columns[i]] = nil
-				continue
-			}
-			data[t.columns[i]] = value(fields[i].DataTypeOID, v)
-		}
-		key := make(sdk.StructuredData, len(t.keys))
-		for _, k := range t.keys {
-			key[t.columns[k]] = data[t.columns[k]]
-		}
-		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now, pg.ColumnsKey: t.meta}
-		rows = append(rows, chunkRow{table: t.ident, key: last, name: strings.Join(last, "\x00"), version: version, rec: sdk.Snapshot(nil, md, key, data)})
-	}
-	if _, err := rr.Close(); err != nil {
-		return nil, 0, nil, s.errorf("read a chunk of table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
-	}
-	return rows, read, last, nil
 }
 
 // sees reports whether the snapshot sees the committed transaction x, a

@@ -9,7 +9,6 @@ import (
 	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5"
 )
 
 // sourceError is an error of the source whose text has the password
@@ -90,19 +89,11 @@ var errSlotGone = errors.New("the replication slot is gone")
 // connectAgain opens the query connection, takes the slot's lock on it and
 // opens the replication connection, as Open does.
 func (s *Source) connectAgain(ctx context.Context) error {
-	cfg, err := pgx.ParseConfig(s.cfg.URL)
-	if err != nil {
+	var err error
+	if s.conn, err = connectQuery(ctx, s.cfg.URL); err != nil {
 		return err
 	}
-	cfg.RuntimeParams["timezone"] = "UTC"
-	cfg.RuntimeParams["datestyle"] = "ISO"
-	if s.conn, err = pgx.ConnectConfig(ctx, cfg); err != nil {
-		return err
-	}
-	if err := lockSlot(ctx, s.conn, s.cfg.Slot.Name); err != nil {
-		return err
-	}
-	slot, err := inspectSlot(ctx, s.conn, s.cfg.Slot.Name)
+	slot, err := s.takeSlot(ctx)
 	if err != nil {
 		return err
 	}

@@ -189,6 +189,28 @@ func slotHeld(ctx context.Context, conn *pgx.Conn, name string, pid *int32) erro
 	return fmt.Errorf("replication slot %s is held by %s: only one reader per slot; stop that reader, or end its connection with SELECT pg_terminate_backend(%d), or choose another slot.name", name, holder, *pid)
 }
 
+// takeSlot takes the slot's lock on the query connection, so that no other
+// reader streams from it, and reads the slot's state.
+func (s *Source) takeSlot(ctx context.Context) (slotState, error) {
+	if err := lockSlot(ctx, s.conn, s.cfg.Slot.Name); err != nil {
+		return slotState{}, err
+	}
+	return inspectSlot(ctx, s.conn, s.cfg.Slot.Name)
+}
+
+// connectQuery opens the connection the source queries the catalog, the
+// tables and the slot on, with the settings its values are read in: times
+// in UTC, dates in ISO format.
+func connectQuery(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["timezone"] = "UTC"
+	cfg.RuntimeParams["datestyle"] = "ISO"
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
 // connectReplication opens a replication connection to url's database, in
 // UTC like the source's other session.
 func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error) {

@@ -71,36 +71,72 @@ func (s *Source) snapshot(ctx context.Context) error {
 // a resumed snapshot keeps (resumed), how many rows it read, and the last
 // row's key.
 func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]sdk.Record, int, []string, error) {
+	var keep func(xmin uint32) bool
+	if s.resume != nil {
+		// A row written since the first snapshot is left out: replication
+		// streams it.
+		keep = func(xmin uint32) bool { return s.resume.first.saw(xmin, s.resume.horizon) }
+	}
+	rows, read, last, err := s.readRange(ctx, t, after, nil, s.cfg.Snapshot.FetchSize, keep)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	recs := make([]sdk.Record, len(rows))
+	for i, r := range rows {
+		r.rec.Position = position{Table: t.ident, Key: r.key, Version: r.version}.bytes()
+		recs[i] = r.rec
+	}
+	return recs, read, last, nil
+}
+
+// readRange reads, in key order, the rows of t after the key after (nil:
+// from the start) up to and including the key upto (nil: no bound), at
+// most limit (0: no limit), and returns those whose version keep accepts
+// (nil: all), how many it read and the last key read.
+func (s *Source) readRange(ctx context.Context, t *sourceTable, after, upto []string, limit int, keep func(xmin uint32) bool) ([]chunkRow, int, []string, error) {
 	cols := make([]string, len(t.columns))
 	for i, c := range t.columns {
 		cols[i] = pg.Quote(c)
 	}
 	keys := make([]string, len(t.keys))
-	params := make([]string, len(t.keys))
 	for i, k := range t.keys {
 		keys[i] = pg.Quote(t.columns[k])
-		params[i] = "$" + strconv.Itoa(i+1) + "::text::" + t.types[k]
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.ident)
+	params := func(first int) string {
+		p := make([]string, len(t.keys))
+		for i, k := range t.keys {
+			p[i] = "$" + strconv.Itoa(first+i) + "::text::" + t.types[k]
+		}
+		return strings.Join(p, ", ")
+	}
+	var where []string
 	var args [][]byte
 	if after != nil {
-		fmt.Fprintf(&b, " WHERE (%s) > (%s)", strings.Join(keys, ", "), strings.Join(params, ", "))
+		where = append(where, fmt.Sprintf("(%s) > (%s)", strings.Join(keys, ", "), params(len(args)+1)))
 		for _, k := range after {
 			args = append(args, []byte(k))
 		}
 	}
-	fmt.Fprintf(&b, " ORDER BY %s LIMIT %d", strings.Join(keys, ", "), s.cfg.Snapshot.FetchSize)
-
+	if upto != nil {
+		where = append(where, fmt.Sprintf("(%s) <= (%s)", strings.Join(keys, ", "), params(len(args)+1)))
+		for _, k := range upto {
+			args = append(args, []byte(k))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.ident)
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	fmt.Fprintf(&b, " ORDER BY %s", strings.Join(keys, ", "))
+	if limit > 0 {
+		fmt.Fprintf(&b, " LIMIT %d", limit)
+	}
 	rr := s.conn.PgConn().ExecParams(ctx, b.String(), args, nil, nil, nil)
 	fields := rr.FieldDescriptions()
-	oids := make([]uint32, len(fields))
-	for i, f := range fields {
-		oids[i] = f.DataTypeOID
-	}
 	// One read time for the rows of one query, which sdk.Snapshot keeps.
 	now := strconv.FormatInt(time.Now().UnixNano(), 10)
-	var recs []sdk.Record
+	var rows []chunkRow
 	var last []string
 	read := 0
 	for rr.NextRow() {
@@ -112,34 +148,33 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 		for i, k := range t.keys {
 			last[i] = string(vals[k])
 		}
-		if s.resume != nil {
+		if keep != nil {
 			xmin, err := strconv.ParseUint(version, 10, 32)
 			if err != nil {
 				rr.Close()
 				return nil, 0, nil, fmt.Errorf("read table %s: xmin %q is not a transaction ID", t.ident, version)
 			}
-			if !s.resume.first.saw(uint32(xmin), s.resume.horizon) {
-				continue // written since the first snapshot: replication streams it
-			}
-		}
-		after := make(sdk.StructuredData, len(vals))
-		for i, v := range vals {
-			if v == nil {
-				after[t.columns[i]] = nil
+			if !keep(uint32(xmin)) {
 				continue
 			}
-			after[t.columns[i]] = value(oids[i], v)
+		}
+		data := make(sdk.StructuredData, len(vals))
+		for i, v := range vals {
+			if v == nil {
+				data[t.columns[i]] = nil
+				continue
+			}
+			data[t.columns[i]] = value(fields[i].DataTypeOID, v)
 		}
 		key := make(sdk.StructuredData, len(t.keys))
 		for _, k := range t.keys {
-			key[t.columns[k]] = after[t.columns[k]]
+			key[t.columns[k]] = data[t.columns[k]]
 		}
 		md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now, pg.ColumnsKey: t.meta}
-		pos := position{Table: t.ident, Key: last, Version: version}
-		recs = append(recs, sdk.Snapshot(pos.bytes(), md, key, after))
+		rows = append(rows, chunkRow{table: t.ident, key: last, name: strings.Join(last, "\x00"), version: version, rec: sdk.Snapshot(nil, md, key, data)})
 	}
 	if _, err := rr.Close(); err != nil {
 		return nil, 0, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
 	}
-	return recs, read, last, nil
+	return rows, read, last, nil
 }

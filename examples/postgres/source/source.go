@@ -120,15 +120,10 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 			return err
 		}
 	}
-	cfg, err := pgx.ParseConfig(s.cfg.URL)
-	if err != nil {
-		return s.errorf("connect to PostgreSQL: %s", err)
-	}
-	cfg.RuntimeParams["timezone"] = "UTC"
-	cfg.RuntimeParams["datestyle"] = "ISO"
 	// A database that is starting, or restarting, is waited for.
+	var err error
 	if err := pg.WaitForServer(ctx, s.cfg.Reconnect.Timeout, s.cfg.URL, "source", func() (err error) {
-		s.conn, err = pgx.ConnectConfig(ctx, cfg)
+		s.conn, err = connectQuery(ctx, s.cfg.URL)
 		return err
 	}); err != nil {
 		return s.errorf("connect to PostgreSQL: %s", err)
@@ -149,10 +144,7 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	if err := ensurePublication(ctx, s.conn, s.cfg.Publication.Name, s.tables); err != nil {
 		return err
 	}
-	if err := lockSlot(ctx, s.conn, s.cfg.Slot.Name); err != nil {
-		return err
-	}
-	slot, err := inspectSlot(ctx, s.conn, s.cfg.Slot.Name)
+	slot, err := s.takeSlot(ctx)
 	if err != nil {
 		return err
 	}
