@@ -174,7 +174,16 @@ func newDestinationRun(t testing.TB, d *destinationServer) *destinationRun {
 // makes and logs, timed from the run's start: it sets w's t and start.
 func loggedDestination(t *testing.T, p batcher.Policy, w *writeLog) *destinationRun {
 	t.Helper()
-	r := newDestinationRun(t, openDestination(t, w, p, Retry{}))
+	return logWrites(t, destinationServerOf(w, p, Retry{}), w)
+}
+
+// logWrites configures and opens d, a server whose Writes w makes, and
+// returns its run, with w logging the Writes timed from the run's start:
+// it sets w's t and start.
+func logWrites(t *testing.T, d *destinationServer, w *writeLog) *destinationRun {
+	t.Helper()
+	open(t, &d.instance)
+	r := newDestinationRun(t, d)
 	w.t, w.start, r.log = t, r.start, w
 	return r
 }

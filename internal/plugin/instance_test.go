@@ -117,9 +117,7 @@ func TestSourceLifecycleHooks(t *testing.T) {
 // come in messages and are acked in order, Stop returns once the last is
 // acked, and Teardown follows Open.
 func TestDestinationLifecycle(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		dst := &fakeDestination{}
 		r := newDestinationRun(t, openDestination(t, dst, batcher.Policy{}, Retry{})).run()
 
@@ -141,9 +139,7 @@ func TestDestinationLifecycle(t *testing.T) {
 // last one sent, acks passed to the connector also after Stop, and
 // Teardown once Conduit closed the stream.
 func TestSourceLifecycle(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		ctx := t.Context()
 		src := &fakeSource{limit: 5}
 		s := sourceServerOf(src, batcher.Policy{})
