@@ -210,7 +210,7 @@ func TestKeyedRecordsKeepTheirLane(t *testing.T) {
 			if i%7 == 0 {
 				rec.Key = nil // a record without a key has no lane
 			}
-			r.st.in <- pconnector.DestinationRunRequest{Records: []opencdc.Record{rec}}
+			r.sendRecords(rec)
 		}
 		acks := r.finish(strconv.Itoa(n))
 		is.Equal(acks, upTo(n))
@@ -247,7 +247,7 @@ func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 			r := runLanes(t, &lanes{delay: func([]opencdc.Record) time.Duration { return time.Hour }}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 			r.sendEach(1, 8)
 			synctest.Wait() // four Writes in flight, for an hour
-			_, err := r.d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
+			err := r.teardown()
 			is.NoErr(err)
 			is.NoErr(r.wait())
 		})

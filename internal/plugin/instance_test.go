@@ -121,9 +121,9 @@ func TestDestinationLifecycle(t *testing.T) {
 		dst := &fakeDestination{}
 		r := newDestinationRun(t, openDestination(t, dst, batcher.Policy{}, Retry{})).run()
 
-		r.st.in <- pconnector.DestinationRunRequest{Records: records("1")}
+		r.sendRecords(records("1")...)
 		synctest.Wait() // written before the next message comes
-		r.st.in <- pconnector.DestinationRunRequest{Records: records("2", "3")}
+		r.sendRecords(records("2", "3")...)
 		is.Equal(ackTexts(<-r.st.out, <-r.st.out), []string{"1", "2", "3"})
 
 		_, err := r.d.Stop(t.Context(), pconnector.DestinationStopRequest{LastPosition: opencdc.Position("3")})

@@ -559,9 +559,9 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 			inBubble(t, func(t *testing.T, is *is.I) {
 				w := &writeLog{t: t, start: time.Now(), outcome: tt.write}
 				r := newDestinationRun(t, openDestination(t, w, batcher.Policy{}, Retry{})).run()
-				r.st.in <- pconnector.DestinationRunRequest{Records: records("a", "b", "c")}
+				r.sendRecords(records("a", "b", "c")...)
 				synctest.Wait() // written alone, before the next message comes
-				r.st.in <- pconnector.DestinationRunRequest{Records: records("d")}
+				r.sendRecords(records("d")...)
 				is.Equal(ackTexts(<-r.st.out, <-r.st.out), tt.want)
 				is.Equal(w.got(), []string{"[a b c]@0s", "[d]@0s"})
 				r.end()
@@ -709,10 +709,7 @@ func TestDestinationTeardownEndsRetriesUnbatched(t *testing.T) {
 		r := newDestinationRun(t, openDestination(t, w, batcher.Policy{}, hourly)).run()
 		r.send(1, 1)
 		synctest.Wait()
-		torndown := background(func() error {
-			_, err := r.d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
-			return err
-		})
+		torndown := background(r.teardown)
 		synctest.Wait()
 		is.Equal(r.acks(), []string{"1!not written: retrying ended after 0 retries as the destination is torn down: connection lost at 1"})
 		r.cancel() // Conduit ends the stream

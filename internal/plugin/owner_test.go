@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/matryer/is"
 )
@@ -275,7 +274,7 @@ func TestSourceBoundStopsReading(t *testing.T) {
 		fake := &fakeSource{limit: n}
 		p := batcher.Policy{Count: 2}
 		r := newSourceRun(t, openSource(t, fake, p))
-		r.st.out = make(chan pconnector.SourceRunResponse) // Send blocks until a message is taken
+		r.holding(0) // Send blocks until a message is taken
 		r.run()
 		synctest.Wait()
 		least, most := heldWhileBusy(p)
@@ -549,7 +548,7 @@ func TestSourceRunFailures(t *testing.T) {
 				is.True(err != nil)
 				is.True(strings.Contains(err.Error(), tt.want))
 				r.cancel()
-				_, err = r.s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+				err = r.teardown()
 				is.NoErr(err)
 			})
 		})

@@ -371,7 +371,7 @@ func TestSourceRunFailingEarly(t *testing.T) {
 		is.True(r.wait() != nil)
 		_, err := r.stop()
 		is.NoErr(err)
-		_, err = r.s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		err = r.teardown()
 		is.NoErr(err)
 		is.True(src.torndown)
 	})
