@@ -1,8 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,21 +133,10 @@ func TestTypeReport(t *testing.T) {
 func dlqReasons(t *testing.T, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	f, err := os.Open(path)
-	if err != nil {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return out // nothing failed
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var l struct {
-			Metadata map[string]string
-			After    struct{ Structured map[string]any }
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("DLQ line: %v", err)
-		}
+	for _, l := range readJSONLines[dlqLine](t, path) {
 		md, _ := l.After.Structured["metadata"].(map[string]any)
 		table, _ := md["opencdc.collection"].(string)
 		if _, ok := out[table]; !ok {
