@@ -11,24 +11,14 @@ import (
 	"github.com/matryer/is"
 )
 
-// measured returns a context whose connector's metrics are served, and
-// where.
-func measured(t *testing.T) (context.Context, string) {
-	t.Helper()
-	set := connmetrics.New(connmetrics.Labels{ConnectorID: "p:sink", Plugin: "sink", Version: "v1.0.0", Role: "destination"})
-	address, stop, err := set.Serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return connmetrics.NewContext(context.Background(), set), address
-}
+// sink are the labels of the connector whose metrics the tests serve.
+var sink = connmetrics.Labels{ConnectorID: "p:sink", Plugin: "sink", Version: "v1.0.0", Role: "destination"}
 
 // TestOwnMetrics: a connector's counter, gauge and histogram are served
 // with its labels and theirs; asking for one again gives the same one.
 func TestOwnMetrics(t *testing.T) {
 	is := is.New(t)
-	ctx, address := measured(t)
+	ctx, address := metricstest.Serve(t, context.Background(), sink)
 	is.True(metrics.Enabled(ctx))
 
 	metrics.NewCounter(ctx, "sink_rows_total", "Rows, by table.", "table").Add(3, "users")
@@ -39,23 +29,13 @@ func TestOwnMetrics(t *testing.T) {
 	h.Observe(0.5, "users")
 	h.Observe(2, "users")
 
-	got, err := metricstest.Scrape(address)
-	is.NoErr(err)
 	l := []string{"connector_id=p:sink", "plugin=sink", "plugin_version=v1.0.0", "role=destination"}
-	for _, want := range []struct {
-		name   string
-		labels []string
-		value  float64
-	}{
-		{"connkit_sink_rows_total", append(l, "table=users"), 5},
-		{"connkit_sink_pending", l, 5},
-		{"connkit_sink_flush_seconds_bucket", append(l, "table=users", "le=1"), 1},
-		{"connkit_sink_flush_seconds_count", append(l, "table=users"), 2},
-	} {
-		if v, ok := got.Get(want.name, want.labels...); !ok || v != want.value {
-			t.Errorf("%s = %v (served: %t), want %v", metricstest.Key(want.name, want.labels...), v, ok, want.value)
-		}
-	}
+	metricstest.Expect(t, address, []metricstest.Want{
+		{Name: "connkit_sink_rows_total", Labels: append(l, "table=users"), Value: 5},
+		{Name: "connkit_sink_pending", Labels: l, Value: 5},
+		{Name: "connkit_sink_flush_seconds_bucket", Labels: append(l, "table=users", "le=1"), Value: 1},
+		{Name: "connkit_sink_flush_seconds_count", Labels: append(l, "table=users"), Value: 2},
+	})
 }
 
 // TestUnmeasured: without the plugin server's metrics, metrics do nothing.
@@ -74,7 +54,7 @@ func TestUnmeasured(t *testing.T) {
 // TestMisuse: what a connector's code gets wrong panics at once, naming
 // the metric, measured or not.
 func TestMisuse(t *testing.T) {
-	measuredCtx, _ := measured(t)
+	measuredCtx, _ := metricstest.Serve(t, context.Background(), sink)
 	for _, c := range []struct {
 		name string
 		ctx  context.Context
