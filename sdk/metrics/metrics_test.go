@@ -11,14 +11,18 @@ import (
 	"github.com/matryer/is"
 )
 
-// sink are the labels of the connector whose metrics the tests serve.
-var sink = connmetrics.Labels{ConnectorID: "p:sink", Plugin: "sink", Version: "v1.0.0", Role: "destination"}
+// measured returns a context whose connector's metrics are served, and
+// where.
+func measured(t *testing.T) (context.Context, string) {
+	t.Helper()
+	return metricstest.Serve(t, context.Background(), connmetrics.Labels{ConnectorID: "p:sink", Plugin: "sink", Version: "v1.0.0", Role: "destination"})
+}
 
 // TestOwnMetrics: a connector's counter, gauge and histogram are served
 // with its labels and theirs; asking for one again gives the same one.
 func TestOwnMetrics(t *testing.T) {
 	is := is.New(t)
-	ctx, address := metricstest.Serve(t, context.Background(), sink)
+	ctx, address := measured(t)
 	is.True(metrics.Enabled(ctx))
 
 	metrics.NewCounter(ctx, "sink_rows_total", "Rows, by table.", "table").Add(3, "users")
@@ -54,7 +58,7 @@ func TestUnmeasured(t *testing.T) {
 // TestMisuse: what a connector's code gets wrong panics at once, naming
 // the metric, measured or not.
 func TestMisuse(t *testing.T) {
-	measuredCtx, _ := metricstest.Serve(t, context.Background(), sink)
+	measuredCtx, _ := measured(t)
 	for _, c := range []struct {
 		name string
 		ctx  context.Context
