@@ -174,11 +174,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	if !slices.Contains([]string{"source", "destination", "both"}, *v2Batching) {
 		return fmt.Errorf("-v2-batching: got %q, expected source, destination or both", *v2Batching)
 	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
-	conn, closeDB, err := database(ctx, &f.url, conduitTable)
+	plugins, conn, closeDB, err := f.open(ctx, conduitTable)
 	if err != nil {
 		return err
 	}

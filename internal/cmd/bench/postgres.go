@@ -77,11 +77,7 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		ddl, record = keylessTable, keylessRecord
 	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
-	conn, closeDB, err := database(ctx, &f.url, ddl)
+	plugins, conn, closeDB, err := f.open(ctx, ddl)
 	if err != nil {
 		return err
 	}
@@ -345,6 +341,19 @@ func (f *pgFlags) plugins() ([]plugin, error) {
 	return []plugin{f.a, f.b}, nil
 }
 
+// open returns the plugins to measure (see plugins) and a connection to
+// the database -url names, or to a throwaway server (see database), where
+// ddl has created the run's tables; closeDB closes both.
+func (f *pgFlags) open(ctx context.Context, ddl string) (plugins []plugin, conn *pgx.Conn, closeDB func(), err error) {
+	if plugins, err = f.plugins(); err != nil {
+		return nil, nil, nil, err
+	}
+	if conn, closeDB, err = database(ctx, &f.url, ddl); err != nil {
+		return nil, nil, nil, err
+	}
+	return plugins, conn, closeDB, nil
+}
+
 // database connects to *url or, if it is empty, to a throwaway server it
 // starts from the machine's binaries, setting *url, and runs ddl, which
 // creates the run's tables; done closes both.
@@ -550,13 +559,9 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	if *rounds < 1 {
 		return fmt.Errorf("-rounds: got %d, expected at least 1", *rounds)
 	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
 	// The snapshot reads pgsource_snapshot; the changes are inserts into
 	// pgsource_changes.
-	conn, closeDB, err := database(ctx, &f.url, createTables("pgsource_snapshot", "pgsource_changes"))
+	plugins, conn, closeDB, err := f.open(ctx, createTables("pgsource_snapshot", "pgsource_changes"))
 	if err != nil {
 		return err
 	}
