@@ -13,21 +13,11 @@ import (
 	"github.com/matryer/is"
 )
 
-// buildBench builds the bench command and returns its binary.
-func buildBench(t *testing.T) string {
-	t.Helper()
-	bench := filepath.Join(t.TempDir(), "bench")
-	if out, err := exec.Command("go", "build", "-o", bench, "github.com/connkit/connkit/internal/cmd/bench").CombinedOutput(); err != nil {
-		t.Fatalf("build bench: %v\n%s", err, out)
-	}
-	return bench
-}
-
 // TestBenchCommand runs the bench command's modes on small counts
 // against connkit's plugins and checks what they report and write.
 func TestBenchCommand(t *testing.T) {
 	is := is.New(t)
-	bench := buildBench(t)
+	bench := buildCommand(t, "bench")
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(bench, args...).CombinedOutput()
@@ -99,7 +89,7 @@ func TestBenchCommand(t *testing.T) {
 func TestBenchConduit(t *testing.T) {
 	is := is.New(t)
 	conduitPath, incumbent := conduitBin(t), incumbentBin(t)
-	bench := buildBench(t)
+	bench := buildCommand(t, "bench")
 	url, _ := pg.Database(t, "")
 	dir := t.TempDir()
 	args := []string{"conduit", "-conduit", conduitPath, "-url", url, "-out", dir,
@@ -169,7 +159,7 @@ func TestBenchConduit(t *testing.T) {
 func TestBenchHTTP(t *testing.T) {
 	is := is.New(t)
 	conduitPath := conduitBin(t)
-	bench := buildBench(t)
+	bench := buildCommand(t, "bench")
 	dir := t.TempDir()
 	args := []string{"http", "-conduit", conduitPath, "-plugin", binary("connkit-http"), "-out", dir,
 		"-max-concurrent", "3", "-warmup", "1s", "-duration", "2s"}

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,22 +90,8 @@ type dlqEntry struct {
 // readDLQ reads the entries of the dead-letter queue's file in order.
 func readDLQ(t *testing.T, path string) []dlqEntry {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []dlqEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l struct {
-			Metadata map[string]string
-			After    struct{ Structured map[string]any }
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("DLQ line %s: %v", sc.Bytes(), err)
-		}
+	for _, l := range readJSONLines[dlqLine](t, path) {
 		rec := l.After.Structured
 		md, _ := rec["metadata"].(map[string]any)
 		ref, _ := md["jsonl.position"].(string)
@@ -130,9 +114,6 @@ func readDLQ(t *testing.T, path string) []dlqEntry {
 			t.Fatal(err)
 		}
 		out = append(out, dlqEntry{Ref: ref, Position: string(pos), After: string(after), Error: l.Metadata["conduit.dlq.nack.error"], Record: string(b)})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

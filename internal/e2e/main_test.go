@@ -67,3 +67,14 @@ func run(m *testing.M) int {
 }
 
 func binary(name string) string { return filepath.Join(binDir, name) }
+
+// buildCommand builds connkit's command internal/cmd/name into the test's
+// temporary directory and returns its binary.
+func buildCommand(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/connkit/connkit/internal/cmd/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, out)
+	}
+	return bin
+}

@@ -22,10 +22,7 @@ import (
 // it leaves nothing behind.
 func TestPipelineCommand(t *testing.T) {
 	conduitBin := conduitBin(t)
-	bin := filepath.Join(t.TempDir(), "pipeline")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/connkit/connkit/internal/cmd/pipeline").CombinedOutput(); err != nil {
-		t.Fatalf("build pipeline: %v\n%s", err, out)
-	}
+	bin := buildCommand(t, "pipeline")
 	// start runs the command with its temporary directories in a folder
 	// of their own. It returns the command, a channel of its output lines,
 	// closed at its end, and a function, for after it exited, that returns
@@ -142,10 +139,7 @@ func processesNaming(path string) []string {
 // generator sent ahead.
 func TestDevpipelineRecords(t *testing.T) {
 	is := is.New(t)
-	bin := filepath.Join(t.TempDir(), "devpipeline")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/connkit/connkit/internal/cmd/devpipeline").CombinedOutput(); err != nil {
-		t.Fatalf("build devpipeline: %v\n%s", err, out)
-	}
+	bin := buildCommand(t, "devpipeline")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "-source", binary("connkit-generator"), "-source-config", "format.type=structured",

@@ -98,23 +98,6 @@ func apply(t *testing.T, table map[float64]float64, recs []opencdc.Record) {
 	}
 }
 
-func tableState(t *testing.T, conn *pgx.Conn) map[float64]float64 {
-	t.Helper()
-	rows, err := conn.Query(t.Context(), `SELECT id::float8, n::float8 FROM items`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[float64]float64{}
-	for rows.Next() {
-		var id, n float64
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = n
-	}
-	return out
-}
-
 // TestPostgresSourceOverTheProtocol runs the source as a plugin, killing
 // the process between acks in the snapshot and again while it streams
 // changes, and checks that each restart from the last acked position goes
@@ -189,7 +172,7 @@ func TestPostgresSourceOverTheProtocol(t *testing.T) {
 	is.Equal(recs[13].Key, opencdc.StructuredData{"id": float64(3001)})
 	apply(t, table, recs)
 	run.ack(t, recs)
-	is.Equal(table, tableState(t, conn))
+	is.Equal(table, queryMap[float64, float64](t, conn, `SELECT id::float8, n::float8 FROM items`))
 }
 
 // TestConduitPostgresSource runs standalone:postgres → standalone:postgres

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -107,25 +105,12 @@ func TestScaffold(t *testing.T) {
 // path, each an OpenCDC record of a created line, or fails the test.
 func outputLines(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r sdk.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("line %d of %s is not an OpenCDC record: %v\n%s", len(lines)+1, path, err, sc.Bytes())
-		}
+	for i, r := range readJSONLines[sdk.Record](t, path) {
 		if r.Payload.After == nil || r.Operation != sdk.OperationCreate {
-			t.Fatalf("line %d of %s is %s, want a create", len(lines)+1, path, sc.Bytes())
+			t.Fatalf("line %d of %s is a %s with payload.after %v, want a create with one", i+1, path, r.Operation, r.Payload.After)
 		}
 		lines = append(lines, string(r.Payload.After.Bytes()))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return lines
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -246,24 +245,7 @@ type writtenLine struct {
 
 func (d *jsonlDestination) lines(t *testing.T) []writtenLine {
 	t.Helper()
-	f, err := os.Open(d.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []writtenLine
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		var l writtenLine
-		if err := json.Unmarshal(s.Bytes(), &l); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, l)
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return readJSONLines[writtenLine](t, d.path)
 }
 
 // asWritten is structured data as the jsonl destination writes it.

@@ -1,8 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,21 +133,10 @@ func TestTypeReport(t *testing.T) {
 func dlqReasons(t *testing.T, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	f, err := os.Open(path)
-	if err != nil {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return out // nothing failed
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var l struct {
-			Metadata map[string]string
-			After    struct{ Structured map[string]any }
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("DLQ line: %v", err)
-		}
+	for _, l := range readJSONLines[dlqLine](t, path) {
 		md, _ := l.After.Structured["metadata"].(map[string]any)
 		table, _ := md["opencdc.collection"].(string)
 		if _, ok := out[table]; !ok {
@@ -164,7 +152,7 @@ func dlqReasons(t *testing.T, path string) map[string]string {
 func compareTable(t *testing.T, src, dst *pgx.Conn, col, failed string) string {
 	t.Helper()
 	q := fmt.Sprintf("SELECT id::text, coalesce(%s::text, 'NULL') FROM m_%s ORDER BY id", col, col)
-	want, got := textByID(t, src, q), textByID(t, dst, q)
+	want, got := queryMap[string, string](t, src, q), queryMap[string, string](t, dst, q)
 	if failed != "" {
 		return "fails: " + cell(failed)
 	}
@@ -208,23 +196,6 @@ func awaitTable(t *testing.T, c *conduit, src, dst *pgx.Conn, col string) string
 // sourceFailure is the reason in Conduit's log for a source that failed
 // its pipeline, less the prefixes Conduit and the incumbent's SDK add.
 var sourceFailure = regexp.MustCompile(`"error":"node e2e:source stopped with error: (?:source stream was stopped unexpectedly: )?(?:error reading from source: )?(?:read plugin error: )?((?:[^"\\]|\\.)*)`)
-
-func textByID(t *testing.T, conn *pgx.Conn, q string) map[string]string {
-	t.Helper()
-	rows, err := conn.Query(t.Context(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for rows.Next() {
-		var id, v string
-		if err := rows.Scan(&id, &v); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = v
-	}
-	return out
-}
 
 // cell shortens s for a table cell.
 func cell(s string) string {

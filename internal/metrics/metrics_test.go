@@ -34,32 +34,22 @@ func TestServe(t *testing.T) {
 	is.NoErr(s.Registerer().Register(rows))
 	rows.WithLabelValues("insert").Add(5)
 
-	got, err := metricstest.Scrape(address)
-	is.NoErr(err)
 	l := []string{"connector_id=pipeline:dest", "plugin=postgres", "plugin_version=v0.1.0", "role=destination"}
-	for _, want := range []struct {
-		name   string
-		labels []string
-		value  float64
-	}{
-		{"connkit_records_in_total", l, 10},
-		{"connkit_records_acked_total", l, 7},
-		{"connkit_records_nacked_total", append(l, "kind=record_fault"), 1},
-		{"connkit_records_nacked_total", append(l, "kind=not_attempted"), 2},
-		{"connkit_flushes_total", append(l, "reason=group_commit"), 1},
-		{"connkit_batch_records_sum", l, 10},
-		{"connkit_batch_bytes_sum", l, 2048},
-		{"connkit_batch_wait_seconds_count", l, 1},
-		{"connkit_write_seconds_sum", l, 0.004},
-		{"connkit_retries_total", l, 1},
-		{"connkit_held_records", l, 3},
-		{"connkit_held_bytes", l, 300},
-		{"connkit_postgres_rows_total", append(l, "operation=insert"), 5},
-	} {
-		if v, ok := got.Get(want.name, want.labels...); !ok || v != want.value {
-			t.Errorf("%s = %v (served: %t), want %v", metricstest.Key(want.name, want.labels...), v, ok, want.value)
-		}
-	}
+	metricstest.Expect(t, address, []metricstest.Want{
+		{Name: "connkit_records_in_total", Labels: l, Value: 10},
+		{Name: "connkit_records_acked_total", Labels: l, Value: 7},
+		{Name: "connkit_records_nacked_total", Labels: append(l, "kind=record_fault"), Value: 1},
+		{Name: "connkit_records_nacked_total", Labels: append(l, "kind=not_attempted"), Value: 2},
+		{Name: "connkit_flushes_total", Labels: append(l, "reason=group_commit"), Value: 1},
+		{Name: "connkit_batch_records_sum", Labels: l, Value: 10},
+		{Name: "connkit_batch_bytes_sum", Labels: l, Value: 2048},
+		{Name: "connkit_batch_wait_seconds_count", Labels: l, Value: 1},
+		{Name: "connkit_write_seconds_sum", Labels: l, Value: 0.004},
+		{Name: "connkit_retries_total", Labels: l, Value: 1},
+		{Name: "connkit_held_records", Labels: l, Value: 3},
+		{Name: "connkit_held_bytes", Labels: l, Value: 300},
+		{Name: "connkit_postgres_rows_total", Labels: append(l, "operation=insert"), Value: 5},
+	})
 }
 
 // TestServeAddressInUse: an address another listener holds is an error

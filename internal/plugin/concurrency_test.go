@@ -13,7 +13,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
@@ -130,9 +129,7 @@ func unevenly(batch []opencdc.Record) time.Duration {
 // TestWritesInFlightAreAckedInOrder: four Writes run at once and end out
 // of order; every record is acked once, in record order.
 func TestWritesInFlightAreAckedInOrder(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		l := &lanes{delay: unevenly}
 		r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 		r.sendEach(1, 40)
@@ -158,9 +155,7 @@ func TestAFailingWriteAmongOthers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
+			inBubble(t, func(t *testing.T, is *is.I) {
 				l := &lanes{delay: unevenly, outcome: func(batch []opencdc.Record, _ int) (int, error) {
 					for i, r := range batch {
 						if string(r.Position) == "5" {
@@ -185,9 +180,7 @@ func TestAFailingWriteAmongOthers(t *testing.T) {
 // the acks of the Writes after it, which end meanwhile, until its records
 // are written; none is acked twice.
 func TestARetryHoldsLaterAcks(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		failed := false
 		l := &lanes{outcome: func(batch []opencdc.Record, _ int) (int, error) {
 			if string(batch[0].Position) == "3" && !failed {
@@ -208,9 +201,7 @@ func TestARetryHoldsLaterAcks(t *testing.T) {
 // TestKeyedRecordsKeepTheirLane: with ByKey, two Writes that run at once
 // never share a key, and each key's records are written in their order.
 func TestKeyedRecordsKeepTheirLane(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		l := &lanes{byKey: true, delay: unevenly}
 		r := runLanes(t, l, batcher.Policy{Count: 2}, Concurrency{Max: 4, ByKey: true})
 		const n = 60
@@ -219,7 +210,7 @@ func TestKeyedRecordsKeepTheirLane(t *testing.T) {
 			if i%7 == 0 {
 				rec.Key = nil // a record without a key has no lane
 			}
-			r.st.in <- pconnector.DestinationRunRequest{Records: []opencdc.Record{rec}}
+			r.sendRecords(rec)
 		}
 		acks := r.finish(strconv.Itoa(n))
 		is.Equal(acks, upTo(n))
@@ -242,9 +233,7 @@ func TestKeyedRecordsKeepTheirLane(t *testing.T) {
 // Teardown with Writes in flight ends them and Run.
 func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 	t.Run("Stop", func(t *testing.T) {
-		leakcheck.Check(t)
-		synctest.Test(t, func(t *testing.T) {
-			is := is.New(t)
+		inBubble(t, func(t *testing.T, is *is.I) {
 			r := runLanes(t, &lanes{delay: unevenly}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 			r.sendEach(1, 8)
 			time.Sleep(5 * time.Millisecond) // four Writes in flight
@@ -254,13 +243,11 @@ func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 		})
 	})
 	t.Run("Teardown", func(t *testing.T) {
-		leakcheck.Check(t)
-		synctest.Test(t, func(t *testing.T) {
-			is := is.New(t)
+		inBubble(t, func(t *testing.T, is *is.I) {
 			r := runLanes(t, &lanes{delay: func([]opencdc.Record) time.Duration { return time.Hour }}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 			r.sendEach(1, 8)
 			synctest.Wait() // four Writes in flight, for an hour
-			_, err := r.d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
+			err := r.teardown()
 			is.NoErr(err)
 			is.NoErr(r.wait())
 		})
@@ -270,9 +257,7 @@ func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 // TestAdaptiveConcurrencyClimbs: auto starts at one Write and, while
 // Writes take as long as before, keeps adding one.
 func TestAdaptiveConcurrencyClimbs(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		l := &lanes{delay: func([]opencdc.Record) time.Duration { return 20 * time.Millisecond }}
 		r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
 		is.Equal(drive(r, 3000), upTo(3000))
@@ -287,9 +272,7 @@ func TestAdaptiveConcurrencyClimbs(t *testing.T) {
 // in larger batches of one Write at a time: auto adds Writes only when a
 // full batch waits (TestAdaptiveConcurrencyClimbs).
 func TestAdaptiveConcurrencyGrowsBatchesFirst(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		l := &lanes{delay: func([]opencdc.Record) time.Duration { return 1500 * time.Microsecond }}
 		r := runLanes(t, l, batcher.Policy{}, Concurrency{Max: 16, Adaptive: true})
 		go func() {
@@ -317,9 +300,7 @@ func TestAdaptiveConcurrencyGrowsBatchesFirst(t *testing.T) {
 // does: auto settles at about four Writes, and fewer than one Write in 20
 // is refused.
 func TestAdaptiveConcurrencySettlesUnderPushBack(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		var refused int
 		l := &lanes{delay: func([]opencdc.Record) time.Duration { return 20 * time.Millisecond }}
 		l.outcome = func(batch []opencdc.Record, active int) (int, error) {

@@ -174,7 +174,16 @@ func newDestinationRun(t testing.TB, d *destinationServer) *destinationRun {
 // makes and logs, timed from the run's start: it sets w's t and start.
 func loggedDestination(t *testing.T, p batcher.Policy, w *writeLog) *destinationRun {
 	t.Helper()
-	r := newDestinationRun(t, openDestination(t, w, p, Retry{}))
+	return logWrites(t, destinationServerOf(w, p, Retry{}), w)
+}
+
+// logWrites configures and opens d, a server whose Writes w makes, and
+// returns its run, with w logging the Writes timed from the run's start:
+// it sets w's t and start.
+func logWrites(t *testing.T, d *destinationServer, w *writeLog) *destinationRun {
+	t.Helper()
+	open(t, &d.instance)
+	r := newDestinationRun(t, d)
 	w.t, w.start, r.log = t, r.start, w
 	return r
 }
@@ -187,7 +196,12 @@ func (r *destinationRun) run() *destinationRun {
 
 // send sends the records numbered from to to in one message.
 func (r *destinationRun) send(from, to int) {
-	r.st.in <- pconnector.DestinationRunRequest{Records: numbered(from, to)}
+	r.sendRecords(numbered(from, to)...)
+}
+
+// sendRecords sends recs in one message.
+func (r *destinationRun) sendRecords(recs ...opencdc.Record) {
+	r.st.in <- pconnector.DestinationRunRequest{Records: recs}
 }
 
 // sendEach sends the records numbered from to to, one message each, as
@@ -255,12 +269,18 @@ func (r *destinationRun) finish(last string) []string {
 	return acks
 }
 
+// teardown calls Teardown on the server and returns its error.
+func (r *destinationRun) teardown() error {
+	_, err := r.d.Teardown(r.t.Context(), pconnector.DestinationTeardownRequest{})
+	return err
+}
+
 // end closes the stream, checks that Run ends without an error, tears the
 // server down, and fails the test if any ack came after those last read.
 func (r *destinationRun) end() {
 	r.t.Helper()
 	r.closeStream()
-	if _, err := r.d.Teardown(r.t.Context(), pconnector.DestinationTeardownRequest{}); err != nil {
+	if err := r.teardown(); err != nil {
 		r.t.Fatalf("Teardown: %v", err)
 	}
 	if late := r.acks(); len(late) > 0 {
@@ -341,12 +361,18 @@ func (r *sourceRun) stop() (string, error) {
 	return string(resp.LastPosition), err
 }
 
+// teardown calls Teardown on the server and returns its error.
+func (r *sourceRun) teardown() error {
+	_, err := r.s.Teardown(r.t.Context(), pconnector.SourceTeardownRequest{})
+	return err
+}
+
 // end closes the stream, checks that Run ends without an error, and tears
 // the server down.
 func (r *sourceRun) end() {
 	r.t.Helper()
 	r.closeStream()
-	if _, err := r.s.Teardown(r.t.Context(), pconnector.SourceTeardownRequest{}); err != nil {
+	if err := r.teardown(); err != nil {
 		r.t.Fatalf("Teardown: %v", err)
 	}
 }

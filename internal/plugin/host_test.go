@@ -12,7 +12,6 @@ import (
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
@@ -49,9 +48,7 @@ func newHostDeath(t *testing.T, src *fakeSource) *hostDeath {
 // When the host is gone, the plugin says why at warn and tears down every
 // connector it serves, running or not.
 func TestHostGoneTearsDown(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		h := newHostDeath(t, &fakeSource{limit: 3})
 		var logs bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&logs, nil))

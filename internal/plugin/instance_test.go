@@ -117,15 +117,13 @@ func TestSourceLifecycleHooks(t *testing.T) {
 // come in messages and are acked in order, Stop returns once the last is
 // acked, and Teardown follows Open.
 func TestDestinationLifecycle(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		dst := &fakeDestination{}
 		r := newDestinationRun(t, openDestination(t, dst, batcher.Policy{}, Retry{})).run()
 
-		r.st.in <- pconnector.DestinationRunRequest{Records: records("1")}
+		r.sendRecords(records("1")...)
 		synctest.Wait() // written before the next message comes
-		r.st.in <- pconnector.DestinationRunRequest{Records: records("2", "3")}
+		r.sendRecords(records("2", "3")...)
 		is.Equal(ackTexts(<-r.st.out, <-r.st.out), []string{"1", "2", "3"})
 
 		_, err := r.d.Stop(t.Context(), pconnector.DestinationStopRequest{LastPosition: opencdc.Position("3")})
@@ -141,9 +139,7 @@ func TestDestinationLifecycle(t *testing.T) {
 // last one sent, acks passed to the connector also after Stop, and
 // Teardown once Conduit closed the stream.
 func TestSourceLifecycle(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		ctx := t.Context()
 		src := &fakeSource{limit: 5}
 		s := sourceServerOf(src, batcher.Policy{})

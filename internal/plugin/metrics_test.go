@@ -15,7 +15,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/connkit/connkit/internal/metrics"
 	"github.com/connkit/connkit/internal/metrics/metricstest"
 	"github.com/matryer/is"
@@ -82,9 +81,8 @@ func with(labels []string, more ...string) []string {
 // records sent one per message: why each batch went, how long its oldest
 // record waited, and what became of each record.
 func TestDestinationMetrics(t *testing.T) {
-	leakcheck.Check(t)
 	var set *metrics.Set
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, _ *is.I) {
 		w := &writeLog{delay: time.Second, outcome: func(b []opencdc.Record) (int, error) {
 			if string(b[0].Position) == "4" {
 				return 0, faultErr{errors.New("bad record")}
@@ -93,9 +91,7 @@ func TestDestinationMetrics(t *testing.T) {
 		}}
 		var d *destinationServer
 		set, d = measuredDestination(w, batcher.Policy{Count: 2}, Retry{})
-		open(t, &d.instance)
-		r := newDestinationRun(t, d)
-		w.t, w.start, r.log = t, r.start, w
+		r := logWrites(t, d, w)
 		r.run()
 		for i := 1; i <= 5; i++ {
 			r.send(i, i)
@@ -158,9 +154,8 @@ func TestNackMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
 			var set *metrics.Set
-			synctest.Test(t, func(t *testing.T) {
+			inBubble(t, func(t *testing.T, _ *is.I) {
 				calls := 0
 				w := &writeLog{outcome: func(b []opencdc.Record) (int, error) {
 					defer func() { calls++ }()
@@ -168,9 +163,7 @@ func TestNackMetrics(t *testing.T) {
 				}}
 				var d *destinationServer
 				set, d = measuredDestination(w, batcher.Policy{Count: 3}, retryOnce)
-				open(t, &d.instance)
-				r := newDestinationRun(t, d)
-				w.t, w.start, r.log = t, r.start, w
+				r := logWrites(t, d, w)
 				r.run()
 				r.send(1, 3)
 				time.Sleep(10 * time.Second)
@@ -193,9 +186,8 @@ func TestNackMetrics(t *testing.T) {
 
 // TestSourceMetrics: a source's records read, sent and acked by Conduit.
 func TestSourceMetrics(t *testing.T) {
-	leakcheck.Check(t)
 	set := metrics.New(metrics.Labels{ConnectorID: "p:src", Plugin: "test", Version: "v0.1.0", Role: "source"})
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, _ *is.I) {
 		fake := &fakeSource{limit: 4}
 		s := testSourceServer(func(map[string]string) (Source, error) {
 			src := sourceOf(fake, batcher.Policy{Count: 10, Delay: time.Second})
@@ -297,8 +289,7 @@ func TestMetricsAddressInUse(t *testing.T) {
 // TestProgressLine: while records move, a line per interval says what the
 // metrics say; an idle connector logs none.
 func TestProgressLine(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, _ *is.I) {
 		set := metrics.New(metrics.Labels{ConnectorID: "p:dst", Plugin: "test", Version: "v0.1.0", Role: "destination"})
 		d, log := loggedDestinationServer(&writeLog{}, Metrics{Set: set, LogEvery: time.Minute})
 		open(t, &d.instance)

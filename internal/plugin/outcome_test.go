@@ -13,7 +13,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
@@ -278,9 +277,7 @@ func TestRecordFaultAfterTeardownLeavesTheRest(t *testing.T) {
 // dead-letter queue. Only the bad records may be nacked, each with its own
 // error.
 func TestDestinationBatchWithFaultyRecordsNacksOnlyThem(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		bad := map[string]string{"3": "fault", "10": "fault", "11": "fault", "24": "fault"}
 		w := scripted(t, bad)
 		r := newDestinationRun(t, openDestination(t, w, batcher.Policy{Count: 10}, Retry{Attempts: 8, Delay: 100 * time.Millisecond, MaxDelay: 10 * time.Second})).run()
@@ -559,14 +556,12 @@ func TestDestinationWriteOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
+			inBubble(t, func(t *testing.T, is *is.I) {
 				w := &writeLog{t: t, start: time.Now(), outcome: tt.write}
 				r := newDestinationRun(t, openDestination(t, w, batcher.Policy{}, Retry{})).run()
-				r.st.in <- pconnector.DestinationRunRequest{Records: records("a", "b", "c")}
+				r.sendRecords(records("a", "b", "c")...)
 				synctest.Wait() // written alone, before the next message comes
-				r.st.in <- pconnector.DestinationRunRequest{Records: records("d")}
+				r.sendRecords(records("d")...)
 				is.Equal(ackTexts(<-r.st.out, <-r.st.out), tt.want)
 				is.Equal(w.got(), []string{"[a b c]@0s", "[d]@0s"})
 				r.end()
@@ -652,9 +647,7 @@ func TestRetryEndsPromptly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
+			inBubble(t, func(t *testing.T, is *is.I) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
 				halt := newRetryHalt()
@@ -693,9 +686,7 @@ func TestRetryAfterStopRetriesOnceWithoutWaiting(t *testing.T) {
 // Stop does not wait out the backoff; the records are retried once at
 // once and nacked.
 func TestDestinationStopEndsRetries(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		w := scripted(t, map[string]string{"2": "retry"})
 		r := newDestinationRun(t, openDestination(t, w, batcher.Policy{Count: 3}, hourly)).run()
 		r.send(1, 3)
@@ -713,17 +704,12 @@ func TestDestinationStopEndsRetries(t *testing.T) {
 // TestDestinationTeardownEndsRetriesUnbatched: without batching, too,
 // Teardown ends a backoff at once.
 func TestDestinationTeardownEndsRetriesUnbatched(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		w := scripted(t, map[string]string{"1": "retry"})
 		r := newDestinationRun(t, openDestination(t, w, batcher.Policy{}, hourly)).run()
 		r.send(1, 1)
 		synctest.Wait()
-		torndown := background(func() error {
-			_, err := r.d.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
-			return err
-		})
+		torndown := background(r.teardown)
 		synctest.Wait()
 		is.Equal(r.acks(), []string{"1!not written: retrying ended after 0 retries as the destination is torn down: connection lost at 1"})
 		r.cancel() // Conduit ends the stream

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
@@ -40,9 +38,7 @@ type batchCase struct {
 // long Stop took. Its writeLog fails the test if Write ever runs
 // concurrently with itself.
 func (c batchCase) run(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := loggedDestination(t, c.policy, &writeLog{delay: c.write}).run()
 		last := 0
 		for _, s := range c.sends {
@@ -157,9 +153,7 @@ func TestSourceBatching(t *testing.T) {
 				name += " with ReadBatch"
 			}
 			t.Run(name, func(t *testing.T) {
-				leakcheck.Check(t)
-				synctest.Test(t, func(t *testing.T) {
-					is := is.New(t)
+				inBubble(t, func(t *testing.T, is *is.I) {
 					fake := &fakeSource{limit: tt.limit}
 					var src testSource = fake
 					bs := &batchSource{fakeSource: fake}
@@ -275,14 +269,12 @@ func TestSlowWriterKeepsReaderClose(t *testing.T) {
 // source is read up to the hold bound and no further (see heldWhileBusy);
 // once Conduit takes messages, reading goes on, never further ahead.
 func TestSourceBoundStopsReading(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		const n = 3 * inboxCount
 		fake := &fakeSource{limit: n}
 		p := batcher.Policy{Count: 2}
 		r := newSourceRun(t, openSource(t, fake, p))
-		r.st.out = make(chan pconnector.SourceRunResponse) // Send blocks until a message is taken
+		r.holding(0) // Send blocks until a message is taken
 		r.run()
 		synctest.Wait()
 		least, most := heldWhileBusy(p)
@@ -320,9 +312,7 @@ func TestEndOfStreamWritesWhatIsHeld(t *testing.T) {
 // twice, and once acks cannot be sent nothing more is written (those records
 // were never acked, so Conduit delivers them again).
 func TestStreamClosedMidBatch(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := loggedDestination(t, batcher.Policy{Count: 2}, &writeLog{delay: time.Second}).run()
 		r.send(1, 2)
 		r.send(3, 3)
@@ -353,9 +343,7 @@ func TestBatchFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
+			inBubble(t, func(t *testing.T, is *is.I) {
 				failFirstBatch := func(batch []opencdc.Record) (int, error) {
 					if string(batch[0].Position) == "1" {
 						return tt.outcome(batch)
@@ -550,9 +538,7 @@ func TestSourceRunFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
-				is := is.New(t)
+			inBubble(t, func(t *testing.T, is *is.I) {
 				r := newSourceRun(t, openSource(t, tt.src, batcher.Policy{})).run()
 				for _, a := range tt.acks {
 					synctest.Wait()
@@ -562,7 +548,7 @@ func TestSourceRunFailures(t *testing.T) {
 				is.True(err != nil)
 				is.True(strings.Contains(err.Error(), tt.want))
 				r.cancel()
-				_, err = r.s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+				err = r.teardown()
 				is.NoErr(err)
 			})
 		})
@@ -603,8 +589,7 @@ func sentLate(start time.Time, pos string) (n int, late time.Duration) {
 // next message, not each in a message of its own waiting in the stream.
 // Conduit acks nothing meanwhile: acks pace nothing.
 func TestSourceBatchesWhileConduitWorks(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, _ *is.I) {
 		r := runPacedBehind(t, 200, 1)
 		messages := 0
 		r.receive(200, func([]string) {
@@ -636,8 +621,7 @@ func TestSourceSendsWhatConduitTakesAtOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			leakcheck.Check(t)
-			synctest.Test(t, func(t *testing.T) {
+			inBubble(t, func(t *testing.T, _ *is.I) {
 				const n = 2500
 				r := runPacedBehind(t, n, 1000)
 				acker := newStoringAcker(r, tt.store)

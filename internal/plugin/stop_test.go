@@ -14,7 +14,6 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
-	"github.com/connkit/connkit/internal/leakcheck"
 	"github.com/matryer/is"
 )
 
@@ -30,10 +29,9 @@ var stopPolicy = batcher.Policy{Count: 10, Delay: 10 * time.Second}
 // on the run of a destination under stopPolicy whose Writes are logged,
 // and ends the run after body; body starts Run.
 func stopTest(t *testing.T, body func(is *is.I, r *destinationRun)) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := loggedDestination(t, stopPolicy, &writeLog{})
-		body(is.New(t), r)
+		body(is, r)
 		r.end()
 	})
 }
@@ -103,9 +101,7 @@ func TestDestinationStopBeforeRun(t *testing.T) {
 // returns only once that Write's records, and those received meanwhile,
 // are acked, each once and in order.
 func TestDestinationStopDuringAWrite(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		release := make(chan struct{})
 		r := loggedDestination(t, batcher.Policy{Count: 3, Delay: 10 * time.Second}, &writeLog{outcome: func(batch []opencdc.Record) (int, error) {
 			if string(batch[0].Position) == "1" {
@@ -144,9 +140,7 @@ func TestDestinationStopDuringAWrite(t *testing.T) {
 // TestStopFlushesARecordStillInTransit covers Stop arriving before the last
 // record has been received from the stream.
 func TestStopFlushesARecordStillInTransit(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := loggedDestination(t, batcher.Policy{Count: 100}, &writeLog{}).run()
 		synctest.Wait() // Run is receiving
 		stopped := background(func() error { return r.stop("1") })
@@ -241,9 +235,7 @@ func TestDestinationStopWithoutPositionBeforeRun(t *testing.T) {
 // TestDestinationStopReturnsWhenRunEnds: a Stop waiting for a position
 // that never arrives returns once Conduit closes the stream and Run ends.
 func TestDestinationStopReturnsWhenRunEnds(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := newDestinationRun(t, openDestination(t, &fakeDestination{}, batcher.Policy{}, Retry{})).run()
 		synctest.Wait()
 		stopped := background(func() error { return r.stop("never") })
@@ -275,9 +267,7 @@ func TestDestinationStopAfterRunFailedEarly(t *testing.T) {
 // fill: Run and Teardown return at once, and what was never acked is not
 // written, since Conduit delivers it again.
 func TestTeardownNeverWaitsOnAPartialBatch(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := loggedDestination(t, batcher.Policy{Count: 100, Delay: time.Hour}, &writeLog{}).run()
 		r.end()
 		is.Equal(time.Since(r.start), time.Duration(0))
@@ -303,9 +293,7 @@ func (d *ctxDestination) Write(ctx context.Context, r []opencdc.Record) (int, er
 // Conduit closes the stream and tears down gets its context cancelled, so
 // Run ends and the connector is torn down.
 func TestTeardownCancelsBatchedWrites(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		dst := &ctxDestination{started: make(chan struct{})}
 		r := newDestinationRun(t, openDestination(t, dst, batcher.Policy{Count: 1}, Retry{})).run()
 		r.send(1, 1)
@@ -324,9 +312,7 @@ func TestTeardownCancelsBatchedWrites(t *testing.T) {
 // TestSourceStopNeverDiscardsRecords stops a source whose batch is still
 // being collected: what was read goes out before Stop returns.
 func TestSourceStopNeverDiscardsRecords(t *testing.T) {
-	leakcheck.Check(t)
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
+	inBubble(t, func(t *testing.T, is *is.I) {
 		r := newSourceRun(t, openSource(t, &fakeSource{limit: 3}, batcher.Policy{Count: 100, Delay: time.Hour})).run()
 		synctest.Wait()
 		is.Equal(len(r.sent()), 0) // collecting: neither full nor due
@@ -385,7 +371,7 @@ func TestSourceRunFailingEarly(t *testing.T) {
 		is.True(r.wait() != nil)
 		_, err := r.stop()
 		is.NoErr(err)
-		_, err = r.s.Teardown(t.Context(), pconnector.SourceTeardownRequest{})
+		err = r.teardown()
 		is.NoErr(err)
 		is.True(src.torndown)
 	})

@@ -15,13 +15,7 @@ import (
 // where.
 func measured(t *testing.T) (context.Context, string) {
 	t.Helper()
-	set := connmetrics.New(connmetrics.Labels{ConnectorID: "p:sink", Plugin: "sink", Version: "v1.0.0", Role: "destination"})
-	address, stop, err := set.Serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return connmetrics.NewContext(context.Background(), set), address
+	return metricstest.Serve(t, context.Background(), connmetrics.Labels{ConnectorID: "p:sink", Plugin: "sink", Version: "v1.0.0", Role: "destination"})
 }
 
 // TestOwnMetrics: a connector's counter, gauge and histogram are served
@@ -39,23 +33,13 @@ func TestOwnMetrics(t *testing.T) {
 	h.Observe(0.5, "users")
 	h.Observe(2, "users")
 
-	got, err := metricstest.Scrape(address)
-	is.NoErr(err)
 	l := []string{"connector_id=p:sink", "plugin=sink", "plugin_version=v1.0.0", "role=destination"}
-	for _, want := range []struct {
-		name   string
-		labels []string
-		value  float64
-	}{
-		{"connkit_sink_rows_total", append(l, "table=users"), 5},
-		{"connkit_sink_pending", l, 5},
-		{"connkit_sink_flush_seconds_bucket", append(l, "table=users", "le=1"), 1},
-		{"connkit_sink_flush_seconds_count", append(l, "table=users"), 2},
-	} {
-		if v, ok := got.Get(want.name, want.labels...); !ok || v != want.value {
-			t.Errorf("%s = %v (served: %t), want %v", metricstest.Key(want.name, want.labels...), v, ok, want.value)
-		}
-	}
+	metricstest.Expect(t, address, []metricstest.Want{
+		{Name: "connkit_sink_rows_total", Labels: append(l, "table=users"), Value: 5},
+		{Name: "connkit_sink_pending", Labels: l, Value: 5},
+		{Name: "connkit_sink_flush_seconds_bucket", Labels: append(l, "table=users", "le=1"), Value: 1},
+		{Name: "connkit_sink_flush_seconds_count", Labels: append(l, "table=users"), Value: 2},
+	})
 }
 
 // TestUnmeasured: without the plugin server's metrics, metrics do nothing.

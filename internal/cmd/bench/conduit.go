@@ -148,7 +148,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	f.define(fs, "Postgres destination plugin named postgres", "second destination plugin named postgres, measured side by side")
 	var cf conduitFlags
 	cf.define(fs, "default,v2")
-	batches := fs.String("batch-sizes", "0,1,10,100,1000,10000", "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
+	sizes := intsFlag(fs, "batch-sizes", "0,1,10,100,1000,10000", 0, "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
 	delay := fs.Duration("batch-delay", time.Second, "sdk.batch.delay set with every batch size")
 	v2Batching := fs.String("v2-batching", "both", "where the v2 engine gets the batch parameters: source, destination or both (the default engine: the destination)")
 	warmup := fs.Duration("warmup", 5*time.Second, "time after the first record that a cell leaves out of its measurement")
@@ -160,12 +160,8 @@ func conduitMode(ctx context.Context, args []string) error {
 	out := fs.String("out", "bench/results", "directory for conduit.md, conduit.csv and conduit.svg")
 	_ = fs.Parse(args)
 
-	sizes, err := batchSizes(*batches)
-	if err != nil {
-		return err
-	}
 	var loads []load
-	for _, size := range sizes {
+	for _, size := range *sizes {
 		loads = append(loads, load{batch: size, sourceRate: *rate})
 	}
 	if *idle > 0 {
@@ -178,11 +174,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	if !slices.Contains([]string{"source", "destination", "both"}, *v2Batching) {
 		return fmt.Errorf("-v2-batching: got %q, expected source, destination or both", *v2Batching)
 	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
-	conn, closeDB, err := database(ctx, &f.url, conduitTable)
+	plugins, conn, closeDB, err := f.open(ctx, conduitTable)
 	if err != nil {
 		return err
 	}
@@ -420,18 +412,6 @@ func killPlugins(dir string) {
 	for _, pid := range pluginPids(dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-func batchSizes(list string) ([]int, error) {
-	var out []int
-	for s := range strings.SplitSeq(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("-batch-sizes: %q is not 0 (no batch settings) or a positive integer", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func batchLabel(n int) string {

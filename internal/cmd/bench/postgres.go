@@ -38,7 +38,7 @@ func postgresMode(ctx context.Context, args []string) error {
 	var f pgFlags
 	f.define(fs, "destination plugin", "second destination plugin, measured side by side")
 	f.defineConfig(fs)
-	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes; 0 sets no sdk.batch.size, the destination's default")
+	sizes := intsFlag(fs, "batch-sizes", "1,10,100,1000,10000", 0, "comma-separated batch sizes; 0 sets no sdk.batch.size, the destination's default")
 	keyless := fs.Bool("keyless", false, "records without a key (id in the payload) into a table without one: plain inserts; needs -schemas off")
 	records := fs.Int64("records", 50000, "rows per run")
 	out := fs.String("out", "bench/results", "directory for postgres.md and postgres.svg (postgres-update.* with -operation update, postgres-keyless.* with -keyless)")
@@ -48,10 +48,6 @@ func postgresMode(ctx context.Context, args []string) error {
 	modes := fs.String("schemas", "off,on", "comma-separated: off sends structured records; on sends Avro, its schemas in the host's schema service")
 	_ = fs.Parse(args)
 
-	sizes, err := batchSizes(*batches)
-	if err != nil {
-		return err
-	}
 	var schemaModes []string
 	for m := range strings.SplitSeq(*modes, ",") {
 		if m = strings.TrimSpace(m); m != "off" && m != "on" {
@@ -81,11 +77,7 @@ func postgresMode(ctx context.Context, args []string) error {
 		}
 		ddl, record = keylessTable, keylessRecord
 	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
-	conn, closeDB, err := database(ctx, &f.url, ddl)
+	plugins, conn, closeDB, err := f.open(ctx, ddl)
 	if err != nil {
 		return err
 	}
@@ -102,7 +94,7 @@ func postgresMode(ctx context.Context, args []string) error {
 		batch           int
 	}
 	results := map[run][]pgResult{} // a result per round
-	total, done := *rounds*len(sizes)*len(schemaModes)*(1+len(plugins)), 0
+	total, done := *rounds*len(*sizes)*len(schemaModes)*(1+len(plugins)), 0
 	progress := func(batch int, mode, name string) {
 		done++
 		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d] batch %d, schemas %s, %s ...", done, total, batch, mode, name)
@@ -119,7 +111,7 @@ func postgresMode(ctx context.Context, args []string) error {
 		return nil
 	}
 	for range *rounds {
-		for _, batch := range sizes {
+		for _, batch := range *sizes {
 			for _, mode := range schemaModes {
 				progress(batch, mode, "COPY")
 				if _, err := conn.Exec(ctx, "TRUNCATE bench"); err != nil {
@@ -206,8 +198,8 @@ func postgresMode(ctx context.Context, args []string) error {
 			series = append(series, chart.Series{Label: p.name + ", schemas " + mode, Color: color, Dashed: i == 1})
 		}
 	}
-	labels := make([]string, len(sizes))
-	for bi, batch := range sizes {
+	labels := make([]string, len(*sizes))
+	for bi, batch := range *sizes {
 		labels[bi] = strconv.Itoa(batch)
 		for mi, mode := range schemaModes {
 			fmt.Fprintf(&t, "| %d | %s |", batch, mode)
@@ -347,6 +339,19 @@ func (f *pgFlags) plugins() ([]plugin, error) {
 		return nil, errors.New("-name and -vs-name: expected two names")
 	}
 	return []plugin{f.a, f.b}, nil
+}
+
+// open returns the plugins to measure (see plugins) and a connection to
+// the database -url names, or to a throwaway server (see database), where
+// ddl has created the run's tables; closeDB closes both.
+func (f *pgFlags) open(ctx context.Context, ddl string) (plugins []plugin, conn *pgx.Conn, closeDB func(), err error) {
+	if plugins, err = f.plugins(); err != nil {
+		return nil, nil, nil, err
+	}
+	if conn, closeDB, err = database(ctx, &f.url, ddl); err != nil {
+		return nil, nil, nil, err
+	}
+	return plugins, conn, closeDB, nil
 }
 
 // database connects to *url or, if it is empty, to a throwaway server it
@@ -544,7 +549,7 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	f.define(fs, "source plugin", "second source plugin, measured side by side")
 	f.defineConfig(fs)
 	f.defineDialects(fs, "how the plugin spells its settings: connkit or incumbent", "how the second plugin spells its settings")
-	batches := fs.String("batch-sizes", "0,10000", "comma-separated sdk.batch.size values; 0 sets no sdk.batch parameter (the plugin's default), others come with sdk.batch.delay=100ms")
+	sizes := intsFlag(fs, "batch-sizes", "0,10000", 0, "comma-separated sdk.batch.size values; 0 sets no sdk.batch parameter (the plugin's default), others come with sdk.batch.delay=100ms")
 	records := fs.Int64("records", 100000, "rows in the snapshot")
 	changes := fs.Int64("changes", 100000, "changes to stream")
 	out := fs.String("out", "bench/results", "directory for pgsource.md and pgsource.svg")
@@ -554,17 +559,9 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	if *rounds < 1 {
 		return fmt.Errorf("-rounds: got %d, expected at least 1", *rounds)
 	}
-	sizes, err := batchSizes(*batches)
-	if err != nil {
-		return err
-	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
 	// The snapshot reads pgsource_snapshot; the changes are inserts into
 	// pgsource_changes.
-	conn, closeDB, err := database(ctx, &f.url, createTables("pgsource_snapshot", "pgsource_changes"))
+	plugins, conn, closeDB, err := f.open(ctx, createTables("pgsource_snapshot", "pgsource_changes"))
 	if err != nil {
 		return err
 	}
@@ -580,16 +577,16 @@ func pgsourceMode(ctx context.Context, args []string) error {
 	results := map[string]map[int]*result{}
 	for _, p := range plugins {
 		results[p.name] = map[int]*result{}
-		for _, batch := range sizes {
+		for _, batch := range *sizes {
 			results[p.name][batch] = &result{}
 		}
 	}
-	total, done := *rounds*len(sizes)*len(plugins)*2, 0
+	total, done := *rounds*len(*sizes)*len(plugins)*2, 0
 	run := 0
 	// Rounds outermost, so that every plugin and setting sees the machine's
 	// changing load alike.
 	for range *rounds {
-		for _, batch := range sizes {
+		for _, batch := range *sizes {
 			for _, p := range plugins {
 				r := results[p.name][batch]
 				d := dialects[p.dialect]
@@ -645,8 +642,8 @@ func pgsourceMode(ctx context.Context, args []string) error {
 			chart.Series{Label: p.name + " snapshot", Color: chart.Palette[0], Dashed: i == 1},
 			chart.Series{Label: p.name + " CDC", Color: chart.Palette[1], Dashed: i == 1})
 	}
-	labels := make([]string, len(sizes))
-	for bi, batch := range sizes {
+	labels := make([]string, len(*sizes))
+	for bi, batch := range *sizes {
 		labels[bi] = batchLabel(batch)
 		fmt.Fprintf(&t, "| %s |", labels[bi])
 		for ph := range 2 {

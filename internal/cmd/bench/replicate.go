@@ -85,12 +85,8 @@ func replicateMode(ctx context.Context, args []string) error {
 	if *snapshotRows < 1 || *changes < 1 || *txRows < 1 {
 		return errors.New("-snapshot, -changes and -tx-rows: expected positive numbers")
 	}
-	plugins, err := f.plugins()
-	if err != nil {
-		return err
-	}
 	// The pipeline copies replicate_source into replicate_copy.
-	conn, closeDB, err := database(ctx, &f.url, createTables("replicate_source", "replicate_copy"))
+	plugins, conn, closeDB, err := f.open(ctx, createTables("replicate_source", "replicate_copy"))
 	if err != nil {
 		return err
 	}

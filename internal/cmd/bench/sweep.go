@@ -46,8 +46,8 @@ func sweepMode(ctx context.Context, args []string) error {
 	fs.StringVar(&b.destination, "vs-destination", "", "second pair's destination plugin")
 	fs.Var(b.sourceCfg, "vs-source-config", "second pair's extra source parameter (repeatable)")
 	fs.Var(b.destCfg, "vs-destination-config", "second pair's extra destination parameter (repeatable)")
-	batches := fs.String("batch-sizes", "1,10,100,1000,10000", "comma-separated batch sizes")
-	payloads := fs.String("payload-sizes", "25,1024,10240", "comma-separated raw payload sizes in bytes")
+	batchSizes := intsFlag(fs, "batch-sizes", "1,10,100,1000,10000", 1, "comma-separated batch sizes")
+	payloadSizes := intsFlag(fs, "payload-sizes", "25,1024,10240", 1, "comma-separated raw payload sizes in bytes")
 	records := fs.Int64("records", 100000, "records per run")
 	runs := fs.Int("runs", 1, "times each cell is run, the pairs alternating every time; each run is a row of the table, the charts show the last")
 	engine := fs.String("engine", "default", "default: one record per message to the destination, batching there (sdk.batch.size on the destination); v2: batching on the source, its messages forwarded whole")
@@ -60,14 +60,6 @@ func sweepMode(ctx context.Context, args []string) error {
 	}
 	if *engine != "default" && *engine != "v2" {
 		return fmt.Errorf("-engine: got %q, expected default or v2", *engine)
-	}
-	batchSizes, err := ints("-batch-sizes", *batches)
-	if err != nil {
-		return err
-	}
-	payloadSizes, err := ints("-payload-sizes", *payloads)
-	if err != nil {
-		return err
 	}
 	pairs := []pair{a}
 	if b.source != "" || b.destination != "" {
@@ -83,13 +75,13 @@ func sweepMode(ctx context.Context, args []string) error {
 	defer os.RemoveAll(dir)
 
 	var cells []cell
-	total, done := len(payloadSizes)*len(batchSizes)*len(pairs)**runs, 0
-	for _, payload := range payloadSizes {
+	total, done := len(*payloadSizes)*len(*batchSizes)*len(pairs)**runs, 0
+	for _, payload := range *payloadSizes {
 		file := filepath.Join(dir, strconv.Itoa(payload))
 		if err := os.WriteFile(file, []byte(strings.Repeat("x", payload)), 0o644); err != nil {
 			return err
 		}
-		for _, batch := range batchSizes {
+		for _, batch := range *batchSizes {
 			for range *runs {
 				for _, p := range pairs { // pairs alternate, so both see the same conditions
 					done++
@@ -109,20 +101,8 @@ func sweepMode(ctx context.Context, args []string) error {
 	fmt.Fprintln(os.Stderr, "\r\033[Kdone")
 
 	table := markdownTable(cells, pairs, *engine, *records)
-	tp, lat := charts(cells, pairs, batchSizes, payloadSizes)
+	tp, lat := charts(cells, pairs, *batchSizes, *payloadSizes)
 	return publish(*out, table, map[string]string{"results.md": table, "throughput.svg": tp, "latency.svg": lat})
-}
-
-func ints(flagName, list string) ([]int, error) {
-	var out []int
-	for s := range strings.SplitSeq(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s: %q is not a positive integer", flagName, s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // runPair runs one source → destination pipeline of n records.

@@ -51,6 +51,29 @@ func Eventually(t testing.TB, address, what string, f func(float64) bool, name s
 	}
 }
 
+// Want is a sample a test expects: its name, its labels, each given as
+// name=value, and its value.
+type Want struct {
+	Name   string
+	Labels []string
+	Value  float64
+}
+
+// Expect scrapes address once and fails t for each of wants that it does
+// not serve with that value.
+func Expect(t testing.TB, address string, wants []Want) {
+	t.Helper()
+	got, err := Scrape(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wants {
+		if v, ok := got.Get(w.Name, w.Labels...); !ok || v != w.Value {
+			t.Errorf("%s = %v (served: %t), want %v", Key(w.Name, w.Labels...), v, ok, w.Value)
+		}
+	}
+}
+
 func lookup(t testing.TB, address, name string, labels ...string) (float64, bool) {
 	t.Helper()
 	got, err := Scrape(address)
