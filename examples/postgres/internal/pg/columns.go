@@ -14,7 +14,9 @@ import (
 // follow it as it changes, with the same types. Its value is a JSON array
 // of [Column]s in the table's order, e.g.
 //
-//	[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"price","type":"numeric(40,10)"}]
+//	[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"price","type":"numeric(40,10)","default":"0"}]
+//
+// The user types the columns use are described in [TypesKey].
 const ColumnsKey = "postgres.columns"
 
 // Column is one column of a record's table.
@@ -30,6 +32,12 @@ type Column struct {
 	// streamed changes, so that a destination renames its column rather
 	// than adding another.
 	Was string `json:"was,omitempty"`
+	// Default is the column's default expression, as pg_get_expr writes
+	// it ('x'::character varying, 0), when the source carries it: an
+	// expression of constants and immutable built-in functions, which
+	// gives the same value in any database. Defaults that read a sequence,
+	// the clock or anything else of the source database are left out.
+	Default string `json:"default,omitempty"`
 }
 
 // EncodeColumns is the metadata value describing cols.
