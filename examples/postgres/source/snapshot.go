@@ -141,5 +141,8 @@ func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]s
 	if _, err := rr.Close(); err != nil {
 		return nil, 0, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
 	}
+	if err := s.snapshotTypes(ctx, t, recs); err != nil {
+		return nil, 0, nil, err
+	}
 	return recs, read, last, nil
 }
