@@ -99,6 +99,8 @@ type Destination struct {
 
 	batches     atomic.Uint64                  // counts the batches planned, so that a table is read again at most once per batch
 	lastColumns atomic.Pointer[decodedColumns] // the postgres.columns last decoded
+	lastTypes   atomic.Pointer[decodedTypes]   // the postgres.types last decoded
+	typesFit    sync.Map                       // the postgres.types values found to need no change of the database's types
 
 	mu       sync.Mutex
 	tables   map[string]*table            // by name as configured or given in metadata; guarded by mu
@@ -195,6 +197,7 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 // whether the change is still to make.
 func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
 	done, changedAt := 0, -1
+	var madeAt []string // the changes made for the record at changedAt: its types, then its table
 	for {
 		n, change, err := d.writePlanned(ctx, records[done:])
 		done += n
@@ -202,15 +205,19 @@ func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, err
 			return done, err
 		}
 		at := records[done].Position
-		if changedAt == done {
-			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, strings.Join(change.stmts, "; "))
+		stmts := strings.Join(change.stmts, "; ")
+		if changedAt == done && slices.Contains(madeAt, stmts) {
+			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, stmts)
 		}
 		made, err := d.apply(ctx, change)
 		if err != nil {
 			return done, markLike(err, fmt.Errorf("record at position %q: %w", at, err))
 		}
 		if made {
-			changedAt = done
+			if changedAt != done {
+				madeAt = madeAt[:0]
+			}
+			changedAt, madeAt = done, append(madeAt, stmts)
 		}
 	}
 }
