@@ -41,13 +41,7 @@ type Column struct {
 }
 
 // EncodeColumns is the metadata value describing cols.
-func EncodeColumns(cols []Column) string {
-	b, err := json.Marshal(cols)
-	if err != nil { // strings and numbers only
-		panic(err)
-	}
-	return string(b)
-}
+func EncodeColumns(cols []Column) string { return encode(cols) }
 
 // DecodeColumns reads a metadata value EncodeColumns made, checking
 // that every column has a name and a type.

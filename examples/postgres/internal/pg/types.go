@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // TypesKey is the metadata in which the source describes the user types
@@ -58,12 +59,18 @@ type Field struct {
 }
 
 // EncodeTypes is the metadata value describing types.
-func EncodeTypes(types []Type) string {
-	b, err := json.Marshal(types)
-	if err != nil { // strings and booleans only
+func EncodeTypes(types []Type) string { return encode(types) }
+
+// encode is v as JSON, with <, > and & as they are: expressions hold them
+// (CHECK ((VALUE > 0))), and escaped they would be longer and harder to read.
+func encode(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // strings, numbers and booleans only
 		panic(err)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // DecodeTypes reads a metadata value EncodeTypes made, checking that
