@@ -12,18 +12,35 @@ import (
 )
 
 // carriedDefault is an SQL condition on a default expression's node tree
-// (the column expr, a pg_node_tree): true when the expression gives the
-// same value in any database, so that a destination may take it: it calls
-// only immutable functions of pg_catalog, and reads no clock, session
-// setting or sequence (CURRENT_TIMESTAMP and the like are
-// SQLVALUEFUNCTIONs; a cast through text, COERCEVIAIO, runs input
-// functions that may depend on settings). Defaults such as nextval(…) or
-// now() are left out: the destination may lack the sequence, and the
-// clock differs there.
-const carriedDefault = `(%[1]s::text !~ '\{(SQLVALUEFUNCTION|COERCEVIAIO|NEXTVALUEEXPR)'
+// (expr, a pg_node_tree) of a column or domain of type ownType (an SQL
+// expression giving its OID): true when the destination can take the
+// expression as it is, so that the source carries it. The rule: every
+// function and operator it calls is built in (in pg_catalog) and not
+// volatile — constants, casts, lower('X'), now(), CURRENT_TIMESTAMP pass;
+// nextval(…), random(), gen_random_uuid() and user functions do not —
+// and it names no user object the destination may lack: no user
+// collation, no reg* constant ('seq'::regclass), and no user type other
+// than ownType and what it is made of (its base type, element type and
+// fields), which the records describe in postgres.types.
+func carriedDefault(expr, ownType string) string {
+	return fmt.Sprintf(`(%[1]s::text !~ '\{NEXTVALUEEXPR'
 	AND NOT EXISTS (SELECT FROM regexp_matches(%[1]s::text, ':(?:funcid|opfuncid) (\d+)', 'g') f(m)
 		LEFT JOIN pg_proc p ON p.oid = f.m[1]::oid
-		WHERE p.oid IS NULL OR p.provolatile <> 'i' OR p.pronamespace <> 'pg_catalog'::regnamespace))`
+		WHERE p.oid IS NULL OR p.provolatile = 'v' OR p.pronamespace <> 'pg_catalog'::regnamespace)
+	AND NOT EXISTS (SELECT FROM regexp_matches(%[1]s::text, ':(?:opno|inputcollid|constcollid|resultcollid|collOid) (\d+)', 'g') f(m)
+		WHERE f.m[1]::oid >= %[3]d)
+	AND NOT EXISTS (SELECT FROM regexp_matches(%[1]s::text, ':consttype (\d+)', 'g') f(m) JOIN pg_type r ON r.oid = f.m[1]::oid
+		WHERE r.typname::text LIKE 'reg%%' AND r.typnamespace = 'pg_catalog'::regnamespace)
+	AND NOT EXISTS (SELECT FROM regexp_matches(%[1]s::text, ':[a-z_]*typ(?:e|eid|id) (\d+)', 'g') f(m)
+		WHERE f.m[1]::oid >= %[3]d AND f.m[1]::oid NOT IN (
+			WITH RECURSIVE made(oid) AS (
+				SELECT (%[2]s)::oid
+				UNION SELECT part.oid FROM made JOIN pg_type t ON t.oid = made.oid CROSS JOIN LATERAL (
+					SELECT t.typbasetype UNION ALL SELECT t.typelem
+					UNION ALL SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0) part(oid)
+				WHERE part.oid <> 0)
+			SELECT oid FROM made)))`, expr, ownType, firstUserOID)
+}
 
 // columnCatalog is what the catalog says of a table's stored columns
 // beyond their names and types: each column's type OID and default (""
@@ -38,7 +55,7 @@ type columnCatalog struct {
 func readColumnCatalog(ctx context.Context, conn *pgx.Conn, table uint32) (columnCatalog, error) {
 	rows, _ := conn.Query(ctx, `
 		SELECT a.attname::text, a.atttypid,
-			CASE WHEN d.adbin IS NOT NULL AND `+fmt.Sprintf(carriedDefault, "d.adbin")+` THEN pg_get_expr(d.adbin, d.adrelid) END
+			CASE WHEN d.adbin IS NOT NULL AND `+carriedDefault("d.adbin", "a.atttypid")+` THEN pg_get_expr(d.adbin, d.adrelid) END
 		FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''`, table)
 	c := columnCatalog{oids: map[string]uint32{}, defaults: map[string]string{}}
@@ -181,7 +198,7 @@ func readTypes(ctx context.Context, conn *pgx.Conn, oids []uint32) ([]*typeInfo,
 		SELECT t.oid, t.typtype::text, format_type(t.oid, NULL),
 			coalesce((SELECT e.oid FROM pg_type e WHERE e.typarray = t.oid), 0),
 			t.typbasetype, CASE WHEN t.typbasetype <> 0 THEN format_type(t.typbasetype, t.typtypmod) ELSE '' END, t.typnotnull,
-			CASE WHEN t.typdefaultbin IS NOT NULL AND `+fmt.Sprintf(carriedDefault, "t.typdefaultbin")+` THEN pg_get_expr(t.typdefaultbin, 0) ELSE '' END,
+			CASE WHEN t.typdefaultbin IS NOT NULL AND `+carriedDefault("t.typdefaultbin", "t.oid")+` THEN pg_get_expr(t.typdefaultbin, 0) ELSE '' END,
 			array(SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c WHERE c.contypid = t.oid AND c.contype = 'c' ORDER BY c.conname),
 			array(SELECT e.enumlabel::text FROM pg_enum e WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder),
 			coalesce((SELECT r.relkind = 'c' FROM pg_class r WHERE r.oid = t.typrelid), false),

@@ -16,9 +16,9 @@ import (
 // snapshot then changes: the records describe the enum, the domains (over
 // int, with NOT NULL, a default and a check; over the enum), the composite
 // type and the array of the enum the columns use, in an order that creates
-// each after what it is made of, and the defaults that give the same value
-// anywhere (not nextval, not now()). A column added with a default gives
-// the rows already copied that default; a label added to the enum while
+// each after what it is made of, and the defaults that the destination
+// can take (now(), not nextval). A column added with a default gives the
+// rows already copied that default; a label added to the enum while
 // streaming, BEFORE another, reaches the destination in its place with the
 // first row that uses it. The copy equals the original, row by row, column
 // types and enum order included.
@@ -55,7 +55,7 @@ func TestUserTypesAndDefaultsCopied(t *testing.T) {
 
 	recs := copyN(2)
 	is.Equal(recs[0].Metadata[pg.ColumnsKey], `[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"name","type":"text","default":"'anon'::text"},`+
-		`{"name":"n","type":"bigint"},{"name":"at","type":"timestamp with time zone"},{"name":"s","type":"stat","default":"'new'::stat"},`+
+		`{"name":"n","type":"bigint"},{"name":"at","type":"timestamp with time zone","default":"now()"},{"name":"s","type":"stat","default":"'new'::stat"},`+
 		`{"name":"p","type":"posint"},{"name":"o","type":"open_stat"},{"name":"a","type":"addr"},{"name":"tags","type":"stat[]"}]`)
 	types := `[{"name":"stat","kind":"enum","labels":["new","paid"]},` +
 		`{"name":"posint","kind":"domain","base":"integer","notNull":true,"checks":["CHECK ((VALUE > 0))"],"default":"1"},` +
@@ -82,5 +82,5 @@ func TestUserTypesAndDefaultsCopied(t *testing.T) {
 	same(`SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = 't'::regclass AND a.attnum > 0 ORDER BY a.attnum`)
 	is.Equal(pgtest.Rows(t, dst, `SELECT discount::text FROM t ORDER BY id`), []string{"0.00", "0.00", "2.50", "0.00", "0.00"})
 	is.Equal(pgtest.Rows(t, dst, `SELECT a.attname || ' ' || pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-		WHERE d.adrelid = 't'::regclass ORDER BY d.adnum`), []string{"name 'anon'::text", "s 'new'::stat", "discount 0"})
+		WHERE d.adrelid = 't'::regclass ORDER BY d.adnum`), []string{"name 'anon'::text", "at now()", "s 'new'::stat", "discount 0"})
 }

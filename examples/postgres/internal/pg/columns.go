@@ -33,10 +33,12 @@ type Column struct {
 	// than adding another.
 	Was string `json:"was,omitempty"`
 	// Default is the column's default expression, as pg_get_expr writes
-	// it ('x'::character varying, 0), when the source carries it: an
-	// expression of constants and immutable built-in functions, which
-	// gives the same value in any database. Defaults that read a sequence,
-	// the clock or anything else of the source database are left out.
+	// it ('x'::character varying, 0, now()), when the source carries it:
+	// one that cannot break a destination's DDL, calling only built-in
+	// functions that are not volatile and naming no user object but the
+	// column's type and what it is made of. Defaults that read a sequence
+	// (nextval), are volatile (random()) or call a user function are left
+	// out.
 	Default string `json:"default,omitempty"`
 }
 
