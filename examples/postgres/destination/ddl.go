@@ -282,10 +282,14 @@ func (d *Destination) apply(ctx context.Context, c *schemaChange) (made bool, er
 		return false, d.ddlError(c.table, "", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	for _, stmt := range c.stmts {
+	for i, stmt := range c.stmts {
 		// Through the extended protocol, which takes one statement: the
 		// default and check expressions the records carry cannot add any.
 		if _, err := tx.Conn().PgConn().ExecParams(ctx, stmt, nil, nil, nil, nil).Close(); err != nil {
+			if createdElsewhere(c.kinds[i], err) {
+				d.changes++ // the records are planned again, with the type there
+				return true, nil
+			}
 			return false, d.ddlError(c.table, stmt, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // decodedTypes is a postgres.types and the types it decodes to, which are
@@ -164,6 +165,15 @@ func neighbour(labels []string, has map[string]bool, last bool) string {
 		}
 	}
 	return ""
+}
+
+// createdElsewhere reports whether err, from a statement of the given
+// kind, says that the type it creates exists: another writer into the
+// database (another pipeline's destination) created it since the
+// statement was planned.
+func createdElsewhere(kind string, err error) bool {
+	var pgErr *pgconn.PgError
+	return kind == "create_type" && errors.As(err, &pgErr) && pgErr.Code == "42710" // duplicate_object
 }
 
 // literal is s as an SQL string literal.

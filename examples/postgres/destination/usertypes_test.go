@@ -98,3 +98,24 @@ func TestEnumLabelsAdded(t *testing.T) {
 		`"postgres: ALTER TYPE stat ADD VALUE IF NOT EXISTS 'x' AFTER 'last'"`,
 	})
 }
+
+// TestUserTypeCreatedElsewhere: a type another writer created between the
+// planning of its CREATE and the statement is taken as made, and the
+// records are planned again; the other statements of the change are not
+// made, and the table is not changed.
+func TestUserTypeCreatedElsewhere(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TYPE stat AS ENUM ('new')`, nil)
+	change := &schemaChange{table: "t", after: d.changes, kinds: []string{"create_type", "create_type"},
+		stmts: []string{`CREATE TYPE grade AS ENUM ('a')`, `CREATE TYPE stat AS ENUM ('new')`}}
+	made, err := d.apply(t.Context(), change)
+	is.NoErr(err)
+	is.True(made)
+	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM pg_type WHERE typname = 'grade'`), []string{"0"})
+
+	// A record that needs the type is written.
+	cols := `[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"s","type":"stat"}]`
+	_, err = d.Write(t.Context(), []sdk.Record{typed("1", cols, `[{"name":"stat","kind":"enum","labels":["new"]}]`, sdk.StructuredData{"id": 1}, sdk.StructuredData{"s": "new"})})
+	is.NoErr(err)
+	is.Equal(pgtest.Rows(t, conn, `SELECT s::text FROM t`), []string{"new"})
+}
