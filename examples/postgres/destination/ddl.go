@@ -24,7 +24,7 @@ type schemaChange struct {
 	table string // as the records name it
 	after uint64 // the changes the destination had made when this one was planned
 	stmts []string
-	kinds []string // each statement's kind, for the metrics: create, add_column, rename_column, alter_type
+	kinds []string // each statement's kind, for the metrics: create, add_column, rename_column, alter_type, create_type, add_value
 	// columns are the renames and changes of type, which the destination
 	// remembers (see [columnHistory]).
 	columns []columnChange
@@ -55,6 +55,9 @@ func (d *Destination) createFor(ctx context.Context, name string, cols []pg.Colu
 			return nil, err
 		}
 		def := pg.Quote(c.Name) + " " + typ
+		if c.Default != "" {
+			def += " DEFAULT " + c.Default
+		}
 		if c.NotNull {
 			def += " NOT NULL"
 		}
@@ -185,7 +188,13 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []pg.Column, mi
 		if err != nil {
 			return nil, err
 		}
-		c.add("add_column", "ALTER TABLE "+t.ident+" ADD COLUMN IF NOT EXISTS "+pg.Quote(name)+" "+typ)
+		// With the source's default, which the rows already there take, as
+		// they did at the source (where they are not sent as changes).
+		def := ""
+		if col.Default != "" {
+			def = " DEFAULT " + col.Default
+		}
+		c.add("add_column", "ALTER TABLE "+t.ident+" ADD COLUMN IF NOT EXISTS "+pg.Quote(name)+" "+typ+def)
 	}
 	for _, col := range cols {
 		have, ok := t.types[col.Name]
@@ -273,8 +282,14 @@ func (d *Destination) apply(ctx context.Context, c *schemaChange) (made bool, er
 		return false, d.ddlError(c.table, "", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	for _, stmt := range c.stmts {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
+	for i, stmt := range c.stmts {
+		// Through the extended protocol, which takes one statement: the
+		// default and check expressions the records carry cannot add any.
+		if _, err := tx.Conn().PgConn().ExecParams(ctx, stmt, nil, nil, nil, nil).Close(); err != nil {
+			if createdElsewhere(c.kinds[i], err) {
+				d.changes++ // the records are planned again, with the type there
+				return true, nil
+			}
 			return false, d.ddlError(c.table, stmt, err)
 		}
 	}

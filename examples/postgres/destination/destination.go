@@ -7,11 +7,14 @@
 //
 // With auto.create and auto.evolve (both on by default), a table a record
 // names is created when missing, and changed before the first record that
-// needs it: columns, types, NOT NULL and primary key as the record's
-// postgres.columns metadata gives them (the source's records carry it),
-// else as its values' types map to PostgreSQL's (ddl.go). A column the
-// source adds is added, one it renames renamed, one whose type it widens
-// or changes retyped; one it drops is left in place.//
+// needs it: columns, types, defaults, NOT NULL and primary key as the
+// record's postgres.columns metadata gives them (the source's records
+// carry it), else as its values' types map to PostgreSQL's (ddl.go). A
+// column the source adds is added with its default, one it renames
+// renamed, one whose type it widens or changes retyped; one it drops is
+// left in place. The enums, domains and composite types the record's
+// postgres.types describes are created first where missing, and an
+// enum's missing labels added (usertypes.go).//
 // # Concurrent Writes
 //
 // The destination is an [sdk.ConcurrentDestination]: the SDK may keep
@@ -73,8 +76,8 @@ type Config struct {
 	Key   []string `param:"key" desc:"Comma-separated key columns. Default: the fields of each record's key. With one key column, a raw key that is not a JSON object is that column's value."`
 
 	Auto struct {
-		Create bool `param:"create" default:"true" desc:"Create a table a record names that does not exist: its columns, types, NOT NULL and primary key as the record's postgres.columns metadata gives them (the postgres source's records have it), else from the record's key and values (see the README)."`
-		Evolve bool `param:"evolve" default:"true" desc:"Change a table before the first record that needs it: add a column it lacks (renaming one the postgres source saw renamed), and give a column the type the record's postgres.columns gives it when that widens it or the source changed it. Columns the records no longer have are left in place. Each change is logged with its statement."`
+		Create bool `param:"create" default:"true" desc:"Create a table a record names that does not exist: its columns, types, defaults, NOT NULL and primary key as the record's postgres.columns metadata gives them, after the enums, domains and composite types its postgres.types describes that the database lacks (the postgres source's records have both), else from the record's key and values (see the README)."`
+		Evolve bool `param:"evolve" default:"true" desc:"Change a table before the first record that needs it: add a column it lacks, with its default (renaming one the postgres source saw renamed), create the user types the record's postgres.types describes that the database lacks, add the labels an enum lacks, and give a column the type the record's postgres.columns gives it when that widens it or the source changed it. Columns the records no longer have are left in place. Each change is logged with its statement."`
 	} `param:"auto"`
 
 	ExactlyOnce struct {
@@ -112,6 +115,8 @@ type Destination struct {
 
 	batches     atomic.Uint64                  // counts the batches planned, so that a table is read again at most once per batch
 	lastColumns atomic.Pointer[decodedColumns] // the postgres.columns last decoded
+	lastTypes   atomic.Pointer[decodedTypes]   // the postgres.types last decoded
+	typesFit    sync.Map                       // the postgres.types values found to need no change of the database's types
 
 	mu       sync.Mutex
 	tables   map[string]*table            // by name as configured or given in metadata; guarded by mu
@@ -209,6 +214,7 @@ func (d *Destination) Write(ctx context.Context, records []sdk.Record) (int, err
 // whether the change is still to make.
 func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, error) {
 	done, changedAt := 0, -1
+	var madeAt []string // the changes made for the record at changedAt: its types, then its table
 	for {
 		n, change, err := d.writePlanned(ctx, records[done:])
 		done += n
@@ -216,15 +222,19 @@ func (d *Destination) write(ctx context.Context, records []sdk.Record) (int, err
 			return done, err
 		}
 		at := records[done].Position
-		if changedAt == done {
-			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, strings.Join(change.stmts, "; "))
+		stmts := strings.Join(change.stmts, "; ")
+		if changedAt == done && slices.Contains(madeAt, stmts) {
+			return done, fmt.Errorf("record at position %q: table %s still needs a change after it was made: %s", at, change.table, stmts)
 		}
 		made, err := d.apply(ctx, change)
 		if err != nil {
 			return done, markLike(err, fmt.Errorf("record at position %q: %w", at, err))
 		}
 		if made {
-			changedAt = done
+			if changedAt != done {
+				madeAt = madeAt[:0]
+			}
+			changedAt, madeAt = done, append(madeAt, stmts)
 		}
 	}
 }

@@ -139,6 +139,9 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 	t, err := d.table(ctx, name, batch)
 	var noTable errNoTable
 	if errors.As(err, &noTable) && d.cfg.Auto.Create {
+		if change, err := d.typesFor(ctx, name, rec.Metadata); change != nil || err != nil {
+			return row{}, change, err
+		}
 		change, err := d.createFor(ctx, name, described, key, values)
 		return row{}, change, err
 	}
@@ -187,6 +190,11 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 		return row{}, nil, err
 	}
 	r.table = t
+	if d.cfg.Auto.Evolve {
+		if change, err := d.typesFor(ctx, t.name, rec.Metadata); change != nil || err != nil {
+			return row{}, change, err
+		}
+	}
 	if d.cfg.Auto.Evolve && (len(missing) > 0 || (hasMeta && !t.hints.fits(meta))) {
 		change, err := d.evolve(ctx, t, described, missing, key, values)
 		if change != nil || err != nil {

@@ -15,13 +15,15 @@ type sourceTable struct {
 	oid        uint32
 	schema     string
 	name       string
-	ident      string   // quoted and schema-qualified, for SQL and positions
-	collection string   // its records' opencdc.collection
-	columns    []string // stored columns, in attribute order (generated columns are not replicated)
-	types      []string // each column's type, as format_type spells it
-	notNull    []bool   // each column's NOT NULL
-	keys       []int    // the primary key's columns, as indexes into columns, in key order
-	meta       string   // the columns as the snapshot's records describe them (columns.go)
+	ident      string            // quoted and schema-qualified, for SQL and positions
+	collection string            // its records' opencdc.collection
+	columns    []string          // stored columns, in attribute order (generated columns are not replicated)
+	types      []string          // each column's type, as format_type spells it
+	notNull    []bool            // each column's NOT NULL
+	keys       []int             // the primary key's columns, as indexes into columns, in key order
+	meta       string            // the columns as the snapshot's records describe them (columns.go)
+	defaults   map[string]string // the columns' defaults the records carry, by name (usertypes.go)
+	userTypes  *userTypes        // the user types the columns use (usertypes.go)
 }
 
 // keyNames returns the primary key's column names, in key order.
@@ -132,6 +134,9 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state
 		}
 		for _, k := range keys {
 			t.keys = append(t.keys, slices.Index(t.columns, k))
+		}
+		if err := t.readUserTypes(ctx, conn); err != nil {
+			return nil, err
 		}
 		t.meta = t.snapshotColumns()
 		tables = append(tables, t)

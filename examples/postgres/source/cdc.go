@@ -27,6 +27,7 @@ type relation struct {
 	keys  []string          // the primary key's column names
 	meta  string            // the columns as its records describe them (columns.go)
 	was   map[string]string // the columns renamed while streaming: new name → first name
+	types *userTypes        // the user types its columns use (usertypes.go)
 }
 
 // data decodes a tuple. A TOASTed value that did not change is not sent:
@@ -197,6 +198,9 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 			if rel.meta, rel.was, err = r.relationColumns(ctx, rel.table, m, r.relations[m.RelationID]); err != nil {
 				return err
 			}
+			if rel.types, err = describeTypes(ctx, r.s.conn, rel.names, rel.oids); err != nil {
+				return r.s.failedTo("read the user types of the columns of table "+rel.table.ident, err)
+			}
 		}
 		r.relations[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
@@ -221,6 +225,9 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		if rel := r.relation(m.RelationID); rel != nil {
 			r.markChanged(rel, m.Tuple)
 			after := rel.data(m.Tuple)
+			if err := r.followTypes(ctx, rel, after); err != nil {
+				return err
+			}
 			r.emit(rel, sdk.OperationCreate, rel.key(after), nil, after)
 		}
 	case *pglogrepl.UpdateMessage:
@@ -259,6 +266,9 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 		before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
 	}
 	after := rel.data(m.NewTuple)
+	if err := r.followTypes(ctx, rel, after); err != nil {
+		return err
+	}
 	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.index > r.skip); err != nil {
 		return err
 	}
@@ -285,10 +295,14 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key sdk.StructuredDat
 	if i <= r.skip {
 		return
 	}
+	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now, pg.ColumnsKey: rel.meta}
+	if rel.types != nil && rel.types.meta != "" {
+		md[pg.TypesKey] = rel.types.meta
+	}
 	r.pending = append(r.pending, sdk.Record{
 		Position:  cdcPosition(r.lsn, i),
 		Operation: op,
-		Metadata:  sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now, pg.ColumnsKey: rel.meta},
+		Metadata:  md,
 		Key:       key,
 		Payload:   sdk.Change{Before: before, After: after},
 	})

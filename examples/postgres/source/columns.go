@@ -12,7 +12,7 @@ import (
 func (t *sourceTable) snapshotColumns() string {
 	cols := make([]pg.Column, len(t.columns))
 	for i, name := range t.columns {
-		cols[i] = pg.Column{Name: name, Type: t.types[i], NotNull: t.notNull[i], Key: slices.Index(t.keys, i) + 1}
+		cols[i] = pg.Column{Name: name, Type: t.types[i], NotNull: t.notNull[i], Key: slices.Index(t.keys, i) + 1, Default: t.defaults[name]}
 	}
 	return pg.EncodeColumns(cols)
 }
@@ -20,7 +20,8 @@ func (t *sourceTable) snapshotColumns() string {
 // relationColumns describes the columns of a pgoutput Relation message for
 // table t: their types as format_type spells them (looked up once per type
 // and modifier), the primary key in t's order, and whether each was NOT
-// NULL at Open (a column added since is taken as nullable). prev is the relation the message replaces, if any: a column
+// NULL at Open (a column added since is taken as nullable), and their
+// defaults as the catalog has them now (see [pg.Column.Default]). prev is the relation the message replaces, if any: a column
 // at the same place with the same type and a name neither has as the
 // other's is a rename; renames seen before carry over.
 func (r *replicator) relationColumns(ctx context.Context, t *sourceTable, m *pglogrepl.RelationMessage, prev *relation) (string, map[string]string, error) {
@@ -46,6 +47,10 @@ func (r *replicator) relationColumns(ctx context.Context, t *sourceTable, m *pgl
 			}
 		}
 	}
+	cat, err := readColumnCatalog(ctx, r.s.conn, t.oid)
+	if err != nil {
+		return "", nil, r.s.failedTo("read the defaults of the columns of table "+t.ident, err)
+	}
 	cols := make([]pg.Column, len(m.Columns))
 	keys := t.keyNames()
 	for i, c := range m.Columns {
@@ -60,7 +65,7 @@ func (r *replicator) relationColumns(ctx context.Context, t *sourceTable, m *pgl
 		if k := slices.Index(t.columns, atOpen); k >= 0 {
 			notNull = t.notNull[k]
 		}
-		cols[i] = pg.Column{Name: c.Name, Type: typ, NotNull: notNull, Key: slices.Index(keys, c.Name) + 1, Was: was[c.Name]}
+		cols[i] = pg.Column{Name: c.Name, Type: typ, NotNull: notNull, Key: slices.Index(keys, c.Name) + 1, Was: was[c.Name], Default: cat.defaults[c.Name]}
 	}
 	return pg.EncodeColumns(cols), was, nil
 }

@@ -61,6 +61,17 @@
 // after it), it fails as before, and the restarted source resumes the
 // snapshot.
 //
+// # Columns and types
+//
+// Every record describes its table's columns in postgres.columns (their
+// types, NOT NULL, key and the defaults a destination can take, see
+// carriedDefault) and, when they use enums, domains or composite types,
+// those types in postgres.types (usertypes.go): as the catalog had them
+// at Open for the snapshot, and when a Relation message arrives for
+// changes. Labels added to an enum reach logical replication as nothing:
+// a row holding a label the types lack makes the source read them again,
+// and that row's record carries the new labels.
+//
 // # Metrics
 //
 // Besides what the SDK measures of every source (sdk.metrics.*), the

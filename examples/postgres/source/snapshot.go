@@ -176,5 +176,12 @@ func (s *Source) readRange(ctx context.Context, t *sourceTable, after, upto []st
 	if _, err := rr.Close(); err != nil {
 		return nil, 0, nil, s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
 	}
+	recs := make([]sdk.Record, len(rows))
+	for i, r := range rows {
+		recs[i] = r.rec
+	}
+	if err := s.snapshotTypes(ctx, t, recs); err != nil {
+		return nil, 0, nil, err
+	}
 	return rows, read, last, nil
 }

@@ -14,7 +14,9 @@ import (
 // follow it as it changes, with the same types. Its value is a JSON array
 // of [Column]s in the table's order, e.g.
 //
-//	[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"price","type":"numeric(40,10)"}]
+//	[{"name":"id","type":"integer","notNull":true,"key":1},{"name":"price","type":"numeric(40,10)","default":"0"}]
+//
+// The user types the columns use are described in [TypesKey].
 const ColumnsKey = "postgres.columns"
 
 // Column is one column of a record's table.
@@ -30,16 +32,18 @@ type Column struct {
 	// streamed changes, so that a destination renames its column rather
 	// than adding another.
 	Was string `json:"was,omitempty"`
+	// Default is the column's default expression, as pg_get_expr writes
+	// it ('x'::character varying, 0, now()), when the source carries it:
+	// one that cannot break a destination's DDL, calling only built-in
+	// functions that are not volatile and naming no user object but the
+	// column's type and what it is made of. Defaults that read a sequence
+	// (nextval), are volatile (random()) or call a user function are left
+	// out.
+	Default string `json:"default,omitempty"`
 }
 
 // EncodeColumns is the metadata value describing cols.
-func EncodeColumns(cols []Column) string {
-	b, err := json.Marshal(cols)
-	if err != nil { // strings and numbers only
-		panic(err)
-	}
-	return string(b)
-}
+func EncodeColumns(cols []Column) string { return encode(cols) }
 
 // DecodeColumns reads a metadata value EncodeColumns made, checking
 // that every column has a name and a type.
