@@ -15,7 +15,8 @@ import (
 // with a constant default (which PostgreSQL gives the rows there without
 // writing them to the WAL), an enum created and a column of it added with
 // a default, a label added to the enum BEFORE another, a domain over int
-// with a check and an array of the enum. The destination creates the
+// with a check and an array of the enum, a domain over the enum and a
+// composite type holding it. The destination creates the
 // types and follows every change: no record goes to the queue, every row
 // equals the source's in every column as text (the defaults the rows
 // there before took included), the column types are the source's, and the
@@ -56,6 +57,8 @@ func TestConduitTypesAndDefaultsFollowed(t *testing.T) {
 				{`ALTER TYPE stat ADD VALUE 'held' BEFORE 'paid'`, later + `, status`, `'f' || i, i, 'x', 7, 2, 'held'`},
 				{`CREATE DOMAIN grade AS int CHECK (VALUE BETWEEN 1 AND 5); ALTER TABLE e9 ADD COLUMN grade grade, ADD COLUMN tags stat[]`,
 					later + `, status, grade, tags`, `'g' || i, i, 'x', 8, 3, 'held', i % 5 + 1, '{held,new,paid}'`},
+				{`CREATE DOMAIN open_stat AS stat CHECK (VALUE <> 'paid'); CREATE TYPE addr AS (street text, status stat); ALTER TABLE e9 ADD COLUMN os open_stat, ADD COLUMN a addr`,
+					later + `, status, grade, tags, os, a`, `'h' || i, i, 'x', 9, 4, 'new', 2, '{}', 'held', ROW('main ' || i, 'paid')::addr`},
 			} {
 				exec(step.ddl)
 				base := (i + 1) * 1000
@@ -67,7 +70,7 @@ func TestConduitTypesAndDefaultsFollowed(t *testing.T) {
 			}
 			c.waitForAcked(acked)
 			c.stopClean(dlq)
-			const rows = `SELECT ROW(id, label, n, code, price, discount, status, grade, tags)::text FROM e9 ORDER BY id`
+			const rows = `SELECT ROW(id, label, n, code, price, discount, status, grade, tags, os, a)::text FROM e9 ORDER BY id`
 			is.Equal(column(t, to, rows), column(t, from, rows))
 			// The column the source dropped stays at the destination.
 			const types = `SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) FROM pg_attribute a

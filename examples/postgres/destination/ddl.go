@@ -168,7 +168,7 @@ func (d *Destination) evolve(ctx context.Context, t *table, cols []pg.Column, mi
 	for _, col := range cols {
 		described[col.Name] = col
 	}
-	for _, name := range missing {
+	for _, name := range inSourceOrder(missing, cols) {
 		col, ok := described[name]
 		if ok && col.Was != "" {
 			if _, has := t.types[col.Was]; has {
