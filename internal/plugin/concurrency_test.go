@@ -365,16 +365,17 @@ func TestAckOrderSendsInJobOrder(t *testing.T) {
 }
 
 // TestLimiterAddsOneAWindowAndTakesATenthOff: an adaptive limit adds one
-// after a window of Writes that held their pace while batches waited for
-// it, takes a
-// tenth off (at least one) once a window when pushed back or when the
-// Writes slow down, and stays within 1 and Max; a fixed one never moves.
+// after a window of Writes that held their pace while full batches waited
+// for most of them, takes a tenth off (at least one) once a window when
+// pushed back or when the Writes slow down, and stays within 1 and Max; a
+// fixed one never moves.
 func TestLimiterAddsOneAWindowAndTakesATenthOff(t *testing.T) {
 	is := is.New(t)
 	l := newLimiter(Concurrency{Max: 3, Adaptive: true})
 	window := func(took time.Duration) {
 		for range windowWrites * l.current() {
 			l.waited()
+			l.started(false)
 			l.ended(took, false)
 		}
 	}
@@ -396,13 +397,60 @@ func TestLimiterAddsOneAWindowAndTakesATenthOff(t *testing.T) {
 
 	quiet := newLimiter(Concurrency{Max: 3, Adaptive: true})
 	for range windowWrites {
+		quiet.started(false)
 		quiet.ended(time.Millisecond, false) // no batch waited
 	}
 	is.Equal(quiet.current(), 1)
+	bursts := newLimiter(Concurrency{Max: 3, Adaptive: true})
+	for i := range windowWrites {
+		if i%3 == 0 { // a burst now and then: a third of the Writes had a batch waiting
+			bursts.waited()
+			bursts.waited() // noted again before the Write starts: still one
+		}
+		bursts.started(false)
+		bursts.ended(time.Millisecond, false)
+	}
+	is.Equal(bursts.current(), 1)
+	behind := newLimiter(Concurrency{Max: 3, Adaptive: true})
+	for range windowWrites {
+		behind.started(true) // records wait behind each Write's batch
+		behind.ended(time.Millisecond, false)
+	}
+	is.Equal(behind.current(), 2)
 
 	fixed := newLimiter(Concurrency{Max: 4})
 	fixed.pushed()
 	fixed.ended(time.Hour, false)
 	is.Equal(fixed.current(), 4)
 	is.Equal(newLimiter(Concurrency{}).current(), 1)
+}
+
+// TestKeptAcksWithWritesInFlight: short Writes whose acks the owner keeps
+// while it runs one Write at a time, then several once auto has grown the
+// limit, in bursts with pauses between, of several sizes: the kept acks go
+// alone, never beside a Write, and every record is acked once, in order.
+func TestKeptAcksWithWritesInFlight(t *testing.T) {
+	for burst := 2; burst <= 24; burst++ {
+		inBubble(t, func(t *testing.T, is *is.I) {
+			l := &lanes{delay: func([]opencdc.Record) time.Duration { return 20 * time.Microsecond }}
+			r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				for i := 1; i <= 1000; i++ {
+					r.send(i, i)
+					if i%burst == 0 && i < 1000 {
+						time.Sleep(time.Duration(burst) * 100 * time.Microsecond) // a pause: the kept acks go
+					}
+				}
+			}()
+			var acks []string
+			for len(acks) < 1000 {
+				acks = append(acks, ackTexts(<-r.st.out)...)
+			}
+			<-sent
+			is.Equal(acks, upTo(1000))
+			is.Equal(r.finish("1000"), []string(nil))
+		})
+	}
 }

@@ -150,6 +150,9 @@ func (o *owner) run() error {
 // ended it (the stream may still carry them); or due batches.
 func (o *owner) handOut() {
 	for {
+		if len(o.flights) > 0 && o.flights[0].kind == sendKept {
+			return // the kept acks go alone: nothing starts beside them (see worked)
+		}
 		reason, due := o.due()
 		if len(o.flights) >= o.limit.current() {
 			if due && !o.halted && fullBatch(reason) {
@@ -159,7 +162,9 @@ func (o *owner) handOut() {
 		}
 		switch {
 		case o.kept.count > 0 && (o.halted || !due): // acks are kept one job at a time
-			o.give(job{kind: sendKept}, nil)
+			if len(o.flights) == 0 { // and sent alone, also once the limit has grown
+				o.give(job{kind: sendKept}, nil)
+			}
 		case due && !o.halted && o.giveBatch(reason):
 			continue
 		}
@@ -182,7 +187,8 @@ func (o *owner) due() (reason string, due bool) {
 // records: it has sdk.batch.size records or sdk.batch.bytes bytes, or the
 // hold bound is reached. Batches grow before Writes multiply: a batch that
 // is not full when the Writes in flight end goes with what came meanwhile
-// (group commit), and only a full one that waits asks for another Write.
+// (group commit), and only full ones that wait for most Writes ask for
+// another Write.
 func fullBatch(reason string) bool {
 	return reason == metrics.FlushSize || reason == metrics.FlushBytes || reason == metrics.FlushHold
 }
@@ -216,6 +222,7 @@ func (o *owner) giveBatch(reason string) bool {
 	if o.keeper != nil && o.limit.current() == 1 && !o.draining && (o.batch.Len() > 0 || o.inbox.waiting()) && keepAcks(o.kept.waited(o.now), o.pace.last) {
 		kind = keepBatch
 	}
+	o.limit.started(o.batch.Len() > 0 || o.inbox.waiting())
 	o.give(job{kind: kind, batch: batch, seq: o.seq}, keys[:min(len(keys), len(batch))])
 	o.seq++
 	return true
