@@ -8,20 +8,23 @@ import (
 	"github.com/matryer/is"
 )
 
-// TestConduitTypesAndDefaultsFollowed runs standalone:postgres →
+// TestConduitSchemaChangesFollowed runs standalone:postgres →
 // standalone:postgres in real Conduit, both engines, with a dead-letter
 // queue, into an empty database, and changes the source's table while rows
-// stream, as TestConduitSchemaChangesFollowed does, then: a column added
-// with a constant default (which PostgreSQL gives the rows there without
-// writing them to the WAL), an enum created and a column of it added with
-// a default, a label added to the enum BEFORE another, a domain over int
-// with a check and an array of the enum, a domain over the enum and a
-// composite type holding it. The destination creates the
-// types and follows every change: no record goes to the queue, every row
-// equals the source's in every column as text (the defaults the rows
-// there before took included), the column types are the source's, and the
-// enum's labels are in the source's order.
-func TestConduitTypesAndDefaultsFollowed(t *testing.T) {
+// stream: a column added, one renamed, two widened (varchar(10) →
+// varchar(100), int → bigint), one retyped (int → text), one dropped; a
+// column added with a constant default (which PostgreSQL gives the rows
+// there without writing them to the WAL), an enum created and a column of
+// it added with a default, a label added to the enum BEFORE another, a
+// domain over int with a check and an array of the enum, a domain over the
+// enum and a composite type holding it; and rows written after each change
+// that need it. The destination creates the types and follows every
+// change: no record goes to the queue, every row equals the source's in
+// every column as text (the defaults the rows there before took included),
+// the column types are the source's, the enum's labels are in the
+// source's order, and the dropped column stays, NULL in the rows written
+// since.
+func TestConduitSchemaChangesFollowed(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
 			is := is.New(t)
@@ -79,6 +82,7 @@ func TestConduitTypesAndDefaultsFollowed(t *testing.T) {
 			is.Equal(column(t, to, `SELECT enum_range(NULL::stat)::text`), []string{"{new,held,paid}"})
 			is.Equal(count(t, to, `SELECT count(*) FROM e9 WHERE id <= 500 AND discount = 0 AND status = 'new'`), int64(500))
 			is.Equal(columnTypes(t, dst, "e9")[4], "gone text")
+			is.Equal(count(t, to, `SELECT count(*) FROM e9 WHERE id >= 6000 AND gone IS NULL`), int64(600))
 		})
 	}
 }
