@@ -2,7 +2,8 @@
 // each run of consecutive records for the same table and operation becomes
 // one statement over arrays of values or, from 100 rows on, a COPY (into
 // the table for plain inserts, else into a staging table the statement
-// reads).//
+// reads).
+//
 // # Tables created and evolved
 //
 // With auto.create and auto.evolve (both on by default), a table a record
@@ -14,7 +15,8 @@
 // renamed, one whose type it widens or changes retyped; one it drops is
 // left in place. The enums, domains and composite types the record's
 // postgres.types describes are created first where missing, and an
-// enum's missing labels added (usertypes.go).//
+// enum's missing labels added (usertypes.go).
+//
 // # Concurrent Writes
 //
 // The destination is an [sdk.ConcurrentDestination]: the SDK may keep
@@ -24,7 +26,8 @@
 // records need a change another Write made goes on without making it
 // (history.go keeps an older record of another lane from undoing it). In
 // the exactly-once mode each Write's rows still commit with their
-// positions (written.go).//
+// positions (written.go).
+//
 // # Exactly once
 //
 // By default a record may be written twice after a crash (at least once).
@@ -37,7 +40,8 @@
 // start anywhere within the newest exactlyOnce.window positions, which is
 // what the table keeps per connector. A replay that starts further back,
 // or a source that does not give a replayed record its earlier position,
-// writes the record again.//
+// writes the record again.
+//
 // # Lost connections
 //
 // The destination waits out a database that goes away for a while (a

@@ -7,7 +7,8 @@
 // the destination writes them to. Positions say where the source is (table
 // and key during the snapshot, transaction and change afterwards), so a
 // restart resumes right after the last acknowledged record; acknowledged
-// changes are confirmed to the server, which may then recycle their WAL.//
+// changes are confirmed to the server, which may then recycle their WAL.
+//
 // # Resumed snapshot
 //
 // A restart from a position of the snapshot reads the rest of it under a
