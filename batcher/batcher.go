@@ -133,6 +133,10 @@ const (
 	AtOnce                   // the policy has no delay: it goes at its first item (group commit)
 )
 
+// Complete reports whether r is a limit the batch reached (Size, Bytes or
+// Full): one that waits can take no more items.
+func (r Reason) Complete() bool { return r == Size || r == Bytes || r == Full }
+
 func (r Reason) String() string {
 	switch r {
 	case Size:
@@ -212,25 +216,13 @@ func (b *Batcher[T]) Take() []T { return b.TakeAtMost(b.Len()) }
 // TakeAtMost is [Batcher.Take] of at most n items; with n below 1 it takes
 // nothing and returns nil.
 func (b *Batcher[T]) TakeAtMost(n int) []T {
-	n = min(n, b.Len())
+	n = min(n, b.nextLen())
 	if n < 1 {
 		return nil
 	}
-	if b.policy.Count > 0 {
-		n = min(n, b.policy.Count)
-	}
-	bytes := b.sizes[b.head]
-	if b.policy.Bytes > 0 {
-		k := 1
-		for k < n && bytes+b.sizes[b.head+k] <= b.policy.Bytes {
-			bytes += b.sizes[b.head+k]
-			k++
-		}
-		n = k
-	} else {
-		for _, s := range b.sizes[b.head+1 : b.head+n] {
-			bytes += s
-		}
+	bytes := 0
+	for _, s := range b.sizes[b.head : b.head+n] {
+		bytes += s
 	}
 	batch := make([]T, n)
 	copy(batch, b.items[b.head:b.head+n])
@@ -244,11 +236,35 @@ func (b *Batcher[T]) TakeAtMost(n int) []T {
 	return batch
 }
 
-// Pending returns the items collected and not yet taken, oldest first,
-// without taking them: the next batch is their start. The slice is the
-// batcher's own, valid until the next Add or Take; the caller must not
-// change it.
-func (b *Batcher[T]) Pending() []T { return b.items[b.head:len(b.items):len(b.items)] }
+// Next returns the items [Batcher.Take] would take now, without taking
+// them: the oldest, as many as the policy's Count and Bytes allow. The
+// slice is the batcher's own, valid until the next Add or Take; the
+// caller must not change it.
+func (b *Batcher[T]) Next() []T {
+	return b.items[b.head : b.head+b.nextLen() : b.head+b.nextLen()]
+}
+
+// nextLen returns how many items the next batch has: the oldest, as many
+// as the policy's Count and Bytes allow, and at least one (an item larger
+// than Bytes travels alone), or none if nothing is collected.
+func (b *Batcher[T]) nextLen() int {
+	n := b.Len()
+	if n == 0 {
+		return 0
+	}
+	if b.policy.Count > 0 {
+		n = min(n, b.policy.Count)
+	}
+	if b.policy.Bytes > 0 {
+		k, bytes := 1, b.sizes[b.head]
+		for k < n && bytes+b.sizes[b.head+k] <= b.policy.Bytes {
+			bytes += b.sizes[b.head+k]
+			k++
+		}
+		n = k
+	}
+	return n
+}
 
 // compact drops the taken items' slots once they are the larger part.
 func (b *Batcher[T]) compact() {

@@ -358,8 +358,8 @@ func TestTakeAtMostTakesFewer(t *testing.T) {
 	}
 	is.Equal(b.TakeAtMost(0), nil)
 	is.Equal(b.TakeAtMost(2), []int{0, 1})
-	is.Equal(b.Pending(), []int{2, 3, 4})
+	is.Equal(b.Next(), []int{2, 3, 4})
 	b.Add(5, now)
 	is.Equal(b.TakeAtMost(10), []int{2, 3, 4}) // the policy's Count holds too
-	is.Equal(b.Pending(), []int{5})
+	is.Equal(b.Next(), []int{5})
 }

@@ -18,9 +18,9 @@ const (
 )
 
 // holdFor returns the bound on what a server holds under policy p while
-// the worker may have n batches at once: n+1 batches' worth, n being
+// its flow may have n batches at once: n+1 batches' worth, n being
 // handled while the next is collected, and no more bytes than
-// maxHoldBytes for more than one batch with the worker. A server passes it
+// maxHoldBytes for more than one batch in the flow. A server passes it
 // by what its reader's inbox may hold when the owner takes it, and again
 // by what the reader receives or reads after that: each less than 128
 // records and 128 KiB (inboxCount, inboxBytes) plus one message or Read.
@@ -51,16 +51,4 @@ const aheadTime = time.Millisecond
 // second: what it handles in aheadTime, at least a batch.
 func aheadOf(p batcher.Policy, perSecond float64) int {
 	return max(p.Count, int(perSecond*aheadTime.Seconds()+0.5))
-}
-
-// keepAcks reports whether the acks of the batch the worker takes now,
-// and those it kept (the first of them waiting for waited), may wait for
-// the next batch's, which is at hand, writes taking about last: only
-// while all of them go within aheadTime. So a busy destination that
-// writes small batches fast (sdk.batch.size 1 under load) sends its acks
-// a few writes at a time, not in a message per record, at a cost of less
-// than aheadTime; one whose writes take longer, or that has nothing more
-// at hand, sends them as each Write returns.
-func keepAcks(waited, last time.Duration) bool {
-	return waited+2*last < aheadTime
 }

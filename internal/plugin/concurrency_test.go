@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/batcher"
 	"github.com/matryer/is"
 )
@@ -20,12 +19,12 @@ import (
 // them run at once, and the records are acked in their order whatever
 // order the Writes end in.
 
-// lanes is a destination whose Writes may run together, each taking
+// concurrentDest is a destination whose Writes may run together, each taking
 // delay(first record), deciding its outcome with outcome; it notes how
 // many ran at once at most, every Write's records in the order they
 // began, and fails t if two Writes running together share a key when
 // byKey is set.
-type lanes struct {
+type concurrentDest struct {
 	t       *testing.T
 	byKey   bool
 	delay   func(batch []opencdc.Record) time.Duration
@@ -38,10 +37,10 @@ type lanes struct {
 	written []string // the positions written, in the order their Writes ended
 }
 
-func (l *lanes) Open(context.Context) error     { return nil }
-func (l *lanes) Teardown(context.Context) error { return nil }
+func (l *concurrentDest) Open(context.Context) error     { return nil }
+func (l *concurrentDest) Teardown(context.Context) error { return nil }
 
-func (l *lanes) Write(ctx context.Context, records []opencdc.Record) (int, error) {
+func (l *concurrentDest) Write(ctx context.Context, records []opencdc.Record) (int, error) {
 	l.mu.Lock()
 	if l.active == nil {
 		l.active = map[*[]opencdc.Record]bool{}
@@ -88,15 +87,15 @@ func (l *lanes) Write(ctx context.Context, records []opencdc.Record) (int, error
 
 // stats returns the most Writes that ran at once, how many ran, and the
 // positions written.
-func (l *lanes) stats() (most, writes int, written []string) {
+func (l *concurrentDest) stats() (most, writes int, written []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.most, l.writes, slices.Clone(l.written)
 }
 
-// runLanes runs a server of l under the batching policy and c, with
+// runConcurrent runs a server of l under the batching policy and c, with
 // retries after 100 ms.
-func runLanes(t *testing.T, l *lanes, p batcher.Policy, c Concurrency) *destinationRun {
+func runConcurrent(t *testing.T, l *concurrentDest, p batcher.Policy, c Concurrency) *destinationRun {
 	t.Helper()
 	l.t = t
 	d := testDestinationServer(func(map[string]string) (Destination, error) {
@@ -130,8 +129,8 @@ func unevenly(batch []opencdc.Record) time.Duration {
 // of order; every record is acked once, in record order.
 func TestWritesInFlightAreAckedInOrder(t *testing.T) {
 	inBubble(t, func(t *testing.T, is *is.I) {
-		l := &lanes{delay: unevenly}
-		r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 4})
+		l := &concurrentDest{delay: unevenly}
+		r := runConcurrent(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 		r.sendEach(1, 40)
 		acks := r.finish("40")
 		is.Equal(acks, upTo(40))
@@ -156,7 +155,7 @@ func TestAFailingWriteAmongOthers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			inBubble(t, func(t *testing.T, is *is.I) {
-				l := &lanes{delay: unevenly, outcome: func(batch []opencdc.Record, _ int) (int, error) {
+				l := &concurrentDest{delay: unevenly, outcome: func(batch []opencdc.Record, _ int) (int, error) {
 					for i, r := range batch {
 						if string(r.Position) == "5" {
 							return i, tt.fail
@@ -164,7 +163,7 @@ func TestAFailingWriteAmongOthers(t *testing.T) {
 					}
 					return len(batch), nil
 				}}
-				r := runLanes(t, l, batcher.Policy{Count: 2}, Concurrency{Max: 4})
+				r := runConcurrent(t, l, batcher.Policy{Count: 2}, Concurrency{Max: 4})
 				for i := 1; i < 20; i += 2 {
 					r.send(i, i+1) // in pairs, so that 5 and 6 go in one Write
 				}
@@ -182,14 +181,14 @@ func TestAFailingWriteAmongOthers(t *testing.T) {
 func TestARetryHoldsLaterAcks(t *testing.T) {
 	inBubble(t, func(t *testing.T, is *is.I) {
 		failed := false
-		l := &lanes{outcome: func(batch []opencdc.Record, _ int) (int, error) {
+		l := &concurrentDest{outcome: func(batch []opencdc.Record, _ int) (int, error) {
 			if string(batch[0].Position) == "3" && !failed {
 				failed = true
 				return 0, retryable("connection reset")
 			}
 			return len(batch), nil
 		}, delay: func([]opencdc.Record) time.Duration { return 10 * time.Millisecond }}
-		r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 4})
+		r := runConcurrent(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 		r.sendEach(1, 12)
 		acks := r.finish("12")
 		is.Equal(acks, upTo(12))
@@ -202,8 +201,8 @@ func TestARetryHoldsLaterAcks(t *testing.T) {
 // never share a key, and each key's records are written in their order.
 func TestKeyedRecordsKeepTheirLane(t *testing.T) {
 	inBubble(t, func(t *testing.T, is *is.I) {
-		l := &lanes{byKey: true, delay: unevenly}
-		r := runLanes(t, l, batcher.Policy{Count: 2}, Concurrency{Max: 4, ByKey: true})
+		l := &concurrentDest{byKey: true, delay: unevenly}
+		r := runConcurrent(t, l, batcher.Policy{Count: 2}, Concurrency{Max: 4, ByKey: true})
 		const n = 60
 		for i := 1; i <= n; i++ {
 			rec := opencdc.Record{Position: opencdc.Position(strconv.Itoa(i)), Key: opencdc.RawData("k" + strconv.Itoa(i%5))}
@@ -234,7 +233,7 @@ func TestKeyedRecordsKeepTheirLane(t *testing.T) {
 func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 	t.Run("Stop", func(t *testing.T) {
 		inBubble(t, func(t *testing.T, is *is.I) {
-			r := runLanes(t, &lanes{delay: unevenly}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
+			r := runConcurrent(t, &concurrentDest{delay: unevenly}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 			r.sendEach(1, 8)
 			time.Sleep(5 * time.Millisecond) // four Writes in flight
 			is.NoErr(r.stop("8"))
@@ -244,7 +243,7 @@ func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 	})
 	t.Run("Teardown", func(t *testing.T) {
 		inBubble(t, func(t *testing.T, is *is.I) {
-			r := runLanes(t, &lanes{delay: func([]opencdc.Record) time.Duration { return time.Hour }}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
+			r := runConcurrent(t, &concurrentDest{delay: func([]opencdc.Record) time.Duration { return time.Hour }}, batcher.Policy{Count: 1}, Concurrency{Max: 4})
 			r.sendEach(1, 8)
 			synctest.Wait() // four Writes in flight, for an hour
 			err := r.teardown()
@@ -258,8 +257,8 @@ func TestStopAndTeardownWithWritesInFlight(t *testing.T) {
 // Writes take as long as before, keeps adding one.
 func TestAdaptiveConcurrencyClimbs(t *testing.T) {
 	inBubble(t, func(t *testing.T, is *is.I) {
-		l := &lanes{delay: func([]opencdc.Record) time.Duration { return 20 * time.Millisecond }}
-		r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
+		l := &concurrentDest{delay: func([]opencdc.Record) time.Duration { return 20 * time.Millisecond }}
+		r := runConcurrent(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
 		is.Equal(drive(r, 3000), upTo(3000))
 		is.Equal(r.finish("3000"), []string(nil))
 		most, _, _ := l.stats()
@@ -273,8 +272,8 @@ func TestAdaptiveConcurrencyClimbs(t *testing.T) {
 // full batch waits (TestAdaptiveConcurrencyClimbs).
 func TestAdaptiveConcurrencyGrowsBatchesFirst(t *testing.T) {
 	inBubble(t, func(t *testing.T, is *is.I) {
-		l := &lanes{delay: func([]opencdc.Record) time.Duration { return 1500 * time.Microsecond }}
-		r := runLanes(t, l, batcher.Policy{}, Concurrency{Max: 16, Adaptive: true})
+		l := &concurrentDest{delay: func([]opencdc.Record) time.Duration { return 1500 * time.Microsecond }}
+		r := runConcurrent(t, l, batcher.Policy{}, Concurrency{Max: 16, Adaptive: true})
 		go func() {
 			for i := 1; i <= 1000; i++ {
 				if i > 1 {
@@ -302,7 +301,7 @@ func TestAdaptiveConcurrencyGrowsBatchesFirst(t *testing.T) {
 func TestAdaptiveConcurrencySettlesUnderPushBack(t *testing.T) {
 	inBubble(t, func(t *testing.T, is *is.I) {
 		var refused int
-		l := &lanes{delay: func([]opencdc.Record) time.Duration { return 20 * time.Millisecond }}
+		l := &concurrentDest{delay: func([]opencdc.Record) time.Duration { return 20 * time.Millisecond }}
 		l.outcome = func(batch []opencdc.Record, active int) (int, error) {
 			if active > 4 {
 				refused++
@@ -310,7 +309,7 @@ func TestAdaptiveConcurrencySettlesUnderPushBack(t *testing.T) {
 			}
 			return len(batch), nil
 		}
-		r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
+		r := runConcurrent(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
 		is.Equal(drive(r, 3000), upTo(3000))
 		is.Equal(r.finish("3000"), []string(nil))
 		most, writes, _ := l.stats()
@@ -321,126 +320,118 @@ func TestAdaptiveConcurrencySettlesUnderPushBack(t *testing.T) {
 	})
 }
 
-// TestAckOrderSendsInJobOrder: jobs that settle out of order have their
-// acks sent in job order, each once, a job's acks as soon as every job
-// before it is done, and kept acks with the next send.
-func TestAckOrderSendsInJobOrder(t *testing.T) {
-	is := is.New(t)
-	var sent [][]string
-	a := newAckOrder(func(acks []pconnector.DestinationRunResponseAck) error {
-		sent = append(sent, ackTexts(pconnector.DestinationRunResponse{Acks: acks}))
-		return nil
-	})
-	ack := func(positions ...string) []pconnector.DestinationRunResponseAck {
-		var out []pconnector.DestinationRunResponseAck
-		for _, p := range positions {
-			out = append(out, pconnector.DestinationRunResponseAck{Position: opencdc.Position(p)})
+// sinkWindows drives an adaptive limiter through windows of busy Writes
+// of 10 records against a sink whose Write takes took(n) with n in flight,
+// and returns the limit after each window.
+func sinkWindows(l *limiter, windows int, took func(n int) time.Duration) []int {
+	var limits []int
+	for range windows {
+		n := l.current()
+		for range windowWrites * n {
+			l.ended(10, took(n), true, false)
 		}
-		return out
+		limits = append(limits, l.current())
 	}
-	is.NoErr(a.settled(2, ack("5", "6")))
-	is.NoErr(a.done(2))
-	is.NoErr(a.settled(1, ack("3"))) // job 1 settles part of its records...
-	is.Equal(len(sent), 0)           // ...and they wait for job 0
-	is.NoErr(a.settled(0, ack("1", "2")))
-	is.Equal(sent, [][]string{{"1", "2"}}) // the oldest job's acks go at once
-	is.NoErr(a.done(0))
-	is.Equal(sent, [][]string{{"1", "2"}, {"3"}}) // job 1's settled ones, not job 2's yet
-	is.NoErr(a.settled(1, ack("4")))
-	is.NoErr(a.done(1))
-	is.Equal(sent, [][]string{{"1", "2"}, {"3"}, {"4"}, {"5", "6"}})
-	is.Equal(a.through(), 6)
-
-	a.keep(3, ack("7"))
-	is.NoErr(a.done(3))
-	is.Equal(a.through(), 6) // kept
-	is.NoErr(a.settled(4, ack("8")))
-	is.Equal(sent[len(sent)-1], []string{"7", "8"}) // with the next send
-	is.NoErr(a.done(4))
-	a.keep(5, ack("9"))
-	is.NoErr(a.done(5))
-	is.NoErr(a.flush())
-	is.Equal(sent[len(sent)-1], []string{"9"})
-	is.Equal(a.through(), 9)
+	return limits
 }
 
-// TestLimiterAddsOneAWindowAndTakesATenthOff: an adaptive limit adds one
-// after a window of Writes that held their pace while full batches waited
-// for most of them, takes a tenth off (at least one) once a window when
-// pushed back or when the Writes slow down, and stays within 1 and Max; a
-// fixed one never moves.
-func TestLimiterAddsOneAWindowAndTakesATenthOff(t *testing.T) {
+// TestLimiterStopsAtTheKnee: against a sink of four workers that queues
+// what is beyond them, the limit climbs to four and stays within one of
+// it, where more Writes bring no more records but would wait longer; with
+// no queue, it climbs to Max.
+func TestLimiterStopsAtTheKnee(t *testing.T) {
 	is := is.New(t)
-	l := newLimiter(Concurrency{Max: 3, Adaptive: true})
-	window := func(took time.Duration) {
-		for range windowWrites * l.current() {
-			l.waited()
-			l.started(false)
-			l.ended(took, false)
+	queueing := func(n int) time.Duration { return 20 * time.Millisecond * time.Duration(max(n, 4)) / 4 }
+	limits := sinkWindows(newLimiter(Concurrency{Max: 32, Adaptive: true}), 200, queueing)
+	is.Equal(limits[:3], []int{2, 3, 4}) // one a window while no Write waits
+	for _, n := range limits[3:] {
+		if n < 4 || n > 6 {
+			t.Fatalf("limits %v: expected 4 to 6 past the knee", limits)
 		}
 	}
-	is.Equal(l.current(), 1)
-	window(10 * time.Millisecond)
-	is.Equal(l.current(), 2)
-	window(10 * time.Millisecond)
-	window(10 * time.Millisecond)
-	is.Equal(l.current(), 3) // no more than Max
+	plain := sinkWindows(newLimiter(Concurrency{Max: 32, Adaptive: true}), 40, func(int) time.Duration { return 20 * time.Millisecond })
+	is.Equal(plain[len(plain)-1], 32)
+}
+
+// TestLimiterBacksOffASinkThatDegrades: a sink that takes a second for
+// one Write in every few once more than two are in flight (a listen
+// backlog overflowing) brings the limit back to two, never far above.
+func TestLimiterBacksOffASinkThatDegrades(t *testing.T) {
+	is := is.New(t)
+	l := newLimiter(Concurrency{Max: 32, Adaptive: true})
+	i := 0
+	limits := sinkWindows(l, 100, func(n int) time.Duration {
+		if i++; n > 2 && i%5 == 0 {
+			return time.Second
+		}
+		return 20 * time.Millisecond
+	})
+	over := 0
+	for _, n := range limits {
+		is.True(n <= 3)
+		if n > 2 {
+			over++
+		}
+	}
+	if over*2 > len(limits) {
+		t.Errorf("limits %v: above two in more than half of the windows", limits)
+	}
+}
+
+// TestLimiterPushBackAndIdle: a retryable error takes a tenth off (at
+// least one) once a window, and a window pushed back adds nothing; Writes
+// that started with nothing waiting behind them add nothing either; the
+// limit stays within 1 and Max; a fixed one never moves.
+func TestLimiterPushBackAndIdle(t *testing.T) {
+	is := is.New(t)
+	l := newLimiter(Concurrency{Max: 3, Adaptive: true})
+	steady := func(int) time.Duration { return 10 * time.Millisecond }
+	is.Equal(sinkWindows(l, 3, steady), []int{2, 3, 3}) // no more than Max
 	l.pushed()
 	l.pushed() // the same window: one push
 	is.Equal(l.current(), 2)
-	window(10 * time.Millisecond) // a window pushed back adds nothing
-	is.Equal(l.current(), 2)
-	window(50 * time.Millisecond) // slower
-	is.Equal(l.current(), 1)
-	l.pushed()
+	for range windowWrites * 2 {
+		l.ended(10, 10*time.Millisecond, true, false)
+	}
+	is.Equal(l.current(), 2) // a window pushed back adds nothing
+	for range 3 {
+		l.pushed()
+		sinkWindows(l, 0, steady)
+		for range windowWrites * l.current() {
+			l.ended(10, 10*time.Millisecond, true, true) // pushed back Writes say nothing of the pace
+		}
+	}
 	is.Equal(l.current(), 1) // at least one
 
 	quiet := newLimiter(Concurrency{Max: 3, Adaptive: true})
 	for range windowWrites {
-		quiet.started(false)
-		quiet.ended(time.Millisecond, false) // no batch waited
+		quiet.ended(10, time.Millisecond, false, false) // nothing waited behind them
 	}
 	is.Equal(quiet.current(), 1)
-	bursts := newLimiter(Concurrency{Max: 3, Adaptive: true})
-	for i := range windowWrites {
-		if i%3 == 0 { // a burst now and then: a third of the Writes had a batch waiting
-			bursts.waited()
-			bursts.waited() // noted again before the Write starts: still one
-		}
-		bursts.started(false)
-		bursts.ended(time.Millisecond, false)
-	}
-	is.Equal(bursts.current(), 1)
-	behind := newLimiter(Concurrency{Max: 3, Adaptive: true})
-	for range windowWrites {
-		behind.started(true) // records wait behind each Write's batch
-		behind.ended(time.Millisecond, false)
-	}
-	is.Equal(behind.current(), 2)
 
 	fixed := newLimiter(Concurrency{Max: 4})
 	fixed.pushed()
-	fixed.ended(time.Hour, false)
+	fixed.ended(10, time.Hour, true, false)
 	is.Equal(fixed.current(), 4)
 	is.Equal(newLimiter(Concurrency{}).current(), 1)
 }
 
-// TestKeptAcksWithWritesInFlight: short Writes whose acks the owner keeps
-// while it runs one Write at a time, then several once auto has grown the
-// limit, in bursts with pauses between, of several sizes: the kept acks go
-// alone, never beside a Write, and every record is acked once, in order.
-func TestKeptAcksWithWritesInFlight(t *testing.T) {
+// TestAcksOfShortWritesInBursts: short Writes, one at a time and then
+// several once auto has grown the limit, in bursts with pauses between,
+// of several sizes, whose acks become ready while a Send is in flight:
+// every record is acked once, in order.
+func TestAcksOfShortWritesInBursts(t *testing.T) {
 	for burst := 2; burst <= 24; burst++ {
 		inBubble(t, func(t *testing.T, is *is.I) {
-			l := &lanes{delay: func([]opencdc.Record) time.Duration { return 20 * time.Microsecond }}
-			r := runLanes(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
+			l := &concurrentDest{delay: func([]opencdc.Record) time.Duration { return 20 * time.Microsecond }}
+			r := runConcurrent(t, l, batcher.Policy{Count: 1}, Concurrency{Max: 16, Adaptive: true})
 			sent := make(chan struct{})
 			go func() {
 				defer close(sent)
 				for i := 1; i <= 1000; i++ {
 					r.send(i, i)
 					if i%burst == 0 && i < 1000 {
-						time.Sleep(time.Duration(burst) * 100 * time.Microsecond) // a pause: the kept acks go
+						time.Sleep(time.Duration(burst) * 100 * time.Microsecond) // a pause
 					}
 				}
 			}()

@@ -12,10 +12,10 @@ import (
 // destinationServer serves one destination connector instance to Conduit.
 //
 // Its Run is an owner loop (see owner) with a reader that receives
-// Conduit's messages and a writer, the loop's worker, that calls Write and
-// sends the acks (those of short Writes in a row together, see
-// keepAcks): whenever the writer is free, everything received so far,
-// up to the batching limits, is written in one call (group commit). What
+// Conduit's messages and writers, the loop's flow, that call Write and
+// send the acks in record order (see writers): whenever a Write may
+// start, everything received so far, up to the batching limits, is
+// written in one call (group commit). What
 // has been received and not yet acked is bounded; while the bound is
 // reached, the reader's messages wait in its inbox, Recv is not called
 // once the inbox is full, and gRPC's flow control pushes back on Conduit.
@@ -64,14 +64,13 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	defer endLoop()
 	defer context.AfterFunc(d.writes, endLoop)()
 
-	w := &writer{ctx: writeCtx, outcomes: outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set}, acks: newAckOrder(func(acks []pconnector.DestinationRunResponseAck) error {
-		if err := stream.Send(pconnector.DestinationRunResponse{Acks: acks}); err != nil {
-			return fmt.Errorf("send acks to Conduit: %w", err)
-		}
-		return nil
-	})}
-	o, err := newOwner(loopCtx, dst.Batch, dst.Concurrency, dst.Metrics.Set, w, d.stops, d.halt.stopping())
+	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, func(acks []ack) error {
+		return stream.Send(pconnector.DestinationRunResponse{Acks: acks})
+	})
+	hold := holdFor(dst.Batch, w.limit.max)
+	o, err := newOwner(loopCtx, dst.Batch, hold, dst.Metrics.Set, w, d.stops, d.halt.stopping())
 	if err != nil {
+		w.close()
 		return err
 	}
 	// The reader receives messages into the inbox, which the owner empties
@@ -93,32 +92,6 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	}()
 	return o.run()
 }
-
-// writer is a destination's worker: it writes each batch and settles each
-// record with one ack (see [outcomes]), which go to Conduit in record order
-// with the other batches' (see ackOrder), or, for a keepBatch job, with
-// the next batch's (see keepAcks).
-type writer struct {
-	ctx      context.Context
-	outcomes outcomes // but send and keep, which are each job's
-	acks     *ackOrder
-}
-
-func (w *writer) handle(j job) (pushedBack bool, err error) {
-	o := w.outcomes
-	o.pushedBack = j.pushedBack
-	o.send = func(acks []pconnector.DestinationRunResponseAck) error { return w.acks.settled(j.seq, acks) }
-	if j.kind == keepBatch {
-		o.keep = func(acks []pconnector.DestinationRunResponseAck) { w.acks.keep(j.seq, acks) }
-	}
-	pushedBack, err = o.writeAll(w.ctx, j.batch)
-	if err != nil {
-		return pushedBack, err
-	}
-	return pushedBack, w.acks.done(j.seq)
-}
-
-func (w *writer) sendKept() error { return w.acks.flush() }
 
 // Stop returns once the record at req.LastPosition has been written and
 // acked (or nacked), once Run has ended, or when ctx is done or Teardown

@@ -23,9 +23,10 @@ var discard = slog.New(slog.DiscardHandler)
 // stream is an in-memory Run stream: the server sends on out and receives
 // from in. Closing in is Conduit closing its side.
 type stream[In, Out any] struct {
-	ctx context.Context
-	in  chan In
-	out chan Out
+	ctx       context.Context
+	in        chan In
+	out       chan Out
+	sendDelay time.Duration // how long each Send takes
 }
 
 func newStream[In, Out any](ctx context.Context) *stream[In, Out] {
@@ -36,6 +37,7 @@ func (s *stream[In, Out]) Send(v Out) error {
 	if err := s.ctx.Err(); err != nil {
 		return err // a closed stream sends nothing, even with room in out
 	}
+	time.Sleep(s.sendDelay)
 	select {
 	case s.out <- v:
 		return nil

@@ -1,37 +1,65 @@
 package plugin
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // limiter is how many Writes a destination may have in flight together. A
-// fixed one is its Concurrency's Max. An adaptive one finds the limit the
-// way Vector's adaptive request concurrency does, additive increase and
-// multiplicative decrease on what the Writes show: it starts at one Write
-// and, window by window, adds one while their mean duration holds and
-// most of them started with a full batch that had waited for the limit or
-// with records waiting behind it (the destination is busy, not merely
-// caught now and then by a burst),
-// and takes a tenth off (at least one) when it rises or the destination
-// pushes back with a retryable error. A window is
-// windowWrites Writes for each one of the limit, so that a limit one too
-// high is tried once in that many Writes. It is a pure policy: the owner
-// loop tells it what happened, and asks it.
+// fixed one is its Concurrency's Max. An adaptive one looks for the knee,
+// as TCP Vegas and Netflix's Vegas limit do: the most Writes that still
+// bring more records per second, past which more only wait longer. It
+// starts at one Write and, window by window, compares the time the
+// window's Writes took per record with a baseline, the least of the
+// recent windows' (which the windows below the knee set, so that it does
+// not rise with the limit). From the two it estimates how many of the
+// Writes in flight were queued at the sink, not served:
+//
+//	queued = limit × (1 − baseline / per record)
+//
+// While that is under one Write and the destination is busy (most Writes
+// started with records waiting behind them), it adds one; once more wait,
+// it comes down to the Writes the sink served, which the baseline
+// explains; a Write refused with a retryable error (the sink pushing back)
+// takes a tenth off at once, and the limit holds for a few windows. A
+// sink that gets slower under load (a Write now and then taking seconds)
+// so brings it back towards one Write at a time.
+//
+// It is a pure policy: the owner loop tells it what happened, and asks it.
 type limiter struct {
 	max      int
 	adaptive bool
 	limit    int
 
-	mean, dev float64 // the Writes' durations in seconds, smoothed over windows; mean is 0 until the first window ends
+	// The window: its Writes, their records and durations.
+	writes     int
+	records    int
+	took       time.Duration
+	busy       int  // Writes that started with records waiting behind them
+	pushedBack bool // a Write met a retryable error in the window
 
-	writes     int           // in the window
-	took       time.Duration // their durations, summed
-	waiting    bool          // a full batch waits for the limit now
-	queued     int           // Writes of the window that started with a batch that had waited, or with records behind it
-	pushedBack bool          // a Write met a retryable error in the window, and the limit came down
+	calm int // windows to go after a push-back before the limit grows again
+
+	recent []float64 // the time per record of the last baselineWindows windows, in seconds
 }
 
-// windowWrites is how many Writes, for each one of the limit, make a
-// window.
-const windowWrites = 8
+const (
+	// windowWrites is how many Writes, for each one of the limit, make a
+	// window: a limit one too high is tried for that many Writes.
+	windowWrites = 8
+	// baselineWindows is how many windows the baseline is the least of.
+	// It is long enough that the limit, which probes one above the knee
+	// and comes back, has visited the knee's lower side within it; a sink
+	// that has become slower for good sets it after that many windows.
+	baselineWindows = 16
+	// queueAllowance is how many Writes may wait at the sink before the
+	// limit comes down.
+	queueAllowance = 1.0
+	// calmWindows is how many windows the limit holds after a push-back
+	// before it grows again: each try past what the sink takes costs a
+	// refusal and its retry.
+	calmWindows = 3
+)
 
 func newLimiter(c Concurrency) *limiter {
 	l := &limiter{max: max(c.Max, 1), adaptive: c.Adaptive}
@@ -45,63 +73,61 @@ func newLimiter(c Concurrency) *limiter {
 // current returns how many Writes may be in flight together now.
 func (l *limiter) current() int { return l.limit }
 
-// waited notes a full batch that is due while the limit's Writes are in
-// flight: one more would start it.
-func (l *limiter) waited() { l.waiting = true }
-
-// started notes a Write handed a batch that had waited for the limit (if
-// waited was called since the last) or that more records wait behind
-// (backlog).
-func (l *limiter) started(backlog bool) {
-	if l.waiting || backlog {
-		l.queued++
-	}
-	l.waiting = false
-}
-
 // pushed notes a Write's retryable error, at once: a Write that is
 // refused stays in flight while it waits to be tried again.
 func (l *limiter) pushed() {
 	if l.adaptive && !l.pushedBack { // once a window: a burst of refusals is one push
-		l.pushedBack = true
-		l.decrease()
+		l.pushedBack, l.calm = true, calmWindows
+		l.limit = max(1, min(l.limit-1, l.limit*9/10))
 	}
 }
 
-// ended notes a Write that took took, unless it was pushed back, which
-// says nothing of the destination's pace.
-func (l *limiter) ended(took time.Duration, pushedBack bool) {
-	if !l.adaptive || pushedBack {
+// ended notes a Write of records that took took, busy if it started with
+// records waiting behind it, unless it was pushed back, which says
+// nothing of the sink's pace.
+func (l *limiter) ended(records int, took time.Duration, busy, pushedBack bool) {
+	if !l.adaptive || pushedBack || records == 0 {
 		return
 	}
 	l.writes++
+	l.records += records
 	l.took += took
+	if busy {
+		l.busy++
+	}
 	if l.writes < windowWrites*l.limit {
 		return
 	}
-	mean := l.took.Seconds() / float64(l.writes)
-	switch {
-	case l.pushedBack:
-	case l.mean > 0 && mean > l.mean+max(2.5*l.dev, l.mean/4):
-		l.decrease()
-	case 2*l.queued > l.writes:
-		l.limit = min(l.max, l.limit+1)
+	perRecord := l.took.Seconds() / float64(l.records)
+	l.recent = append(l.recent, perRecord)
+	if len(l.recent) > baselineWindows {
+		l.recent = l.recent[1:]
 	}
-	if l.mean == 0 {
-		l.mean = mean
-	} else {
-		const alpha = 0.4
-		l.dev += alpha * (abs(mean-l.mean) - l.dev)
-		l.mean += alpha * (mean - l.mean)
+	if !l.pushedBack {
+		l.limit = l.next(perRecord, slices.Min(l.recent))
 	}
-	l.writes, l.took, l.queued, l.pushedBack = 0, 0, 0, false
+	l.writes, l.records, l.took, l.busy, l.pushedBack = 0, 0, 0, 0, false
 }
 
-func (l *limiter) decrease() { l.limit = max(1, min(l.limit-1, l.limit*9/10)) }
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
+// next returns the limit after a window whose Writes took perRecord a
+// record, against baseline.
+func (l *limiter) next(perRecord, baseline float64) int {
+	if perRecord <= 0 {
+		return l.limit
 	}
-	return f
+	queued := float64(l.limit) * (1 - baseline/perRecord)
+	switch {
+	case queued > queueAllowance:
+		// Down to the Writes the sink served, which the baseline
+		// explains (Little's law): the knee's lower side, which keeps
+		// the baseline from drifting up; a Write that took seconds in a
+		// window of tens of milliseconds cuts deep.
+		served := int(float64(l.limit) * baseline / perRecord)
+		return max(1, min(l.limit-1, served))
+	case l.calm > 0:
+		l.calm--
+	case 2*l.busy > l.writes:
+		return min(l.max, l.limit+1)
+	}
+	return l.limit
 }

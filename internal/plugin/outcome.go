@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/internal/metrics"
 )
 
@@ -34,21 +33,15 @@ type outcomes struct {
 	halt     *retryHalt        // nil: retries end only with ctx
 	log      *slog.Logger
 	metrics  *metrics.Set // counts the Writes, acks, nacks and retries; nil: nothing
-	// send delivers settled acks to Conduit, in order; writeAll calls it
-	// before each backoff and once at the end, unless keep is set.
-	send func([]pconnector.DestinationRunResponseAck) error
-	// keep, if set, takes the acks settled last instead of send, for a
-	// later send to deliver before its own.
-	keep func([]pconnector.DestinationRunResponseAck)
 	// pushedBack, if set, is called when a Write fails with a retryable
-	// error, before the wait to retry it.
-	pushedBack func()
+	// error, before the wait to retry it, with the acks settled since the
+	// last call: they need not wait for the retry.
+	pushedBack func(settled []ack)
 }
 
-// writeAll writes records and settles them, and reports whether the
-// destination pushed back (a Write failed with a retryable error); its
-// error is send's.
-func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) (pushedBack bool, err error) {
+// writeAll writes records and settles every one of them, in order, and
+// returns the acks settled since the last pushedBack.
+func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) []ack {
 	// The positions are taken before Write, which may not change them but
 	// could.
 	s := settlement{positions: positionsOf(records), log: o.log, metrics: o.metrics}
@@ -64,12 +57,8 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) (pushe
 			if !o.settleFailure(ctx, &s, &r, err) {
 				continue
 			}
-			pushedBack = true
 			if o.pushedBack != nil {
-				o.pushedBack()
-			}
-			if err := s.flush(o.send); err != nil {
-				return pushedBack, err
+				o.pushedBack(s.take())
 			}
 			if why := o.pause(ctx, &r, s.positions[s.next], err); why != "" {
 				s.nackRest(metrics.NackRetriesExhausted, fmt.Sprintf("not written: %s: %s", why, errorText(err)))
@@ -88,11 +77,7 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) (pushe
 			o.log.Warn("Write wrote every record but returned an error", "error", err)
 		}
 	}
-	if o.keep != nil {
-		o.keep(s.settled)
-		return pushedBack, nil
-	}
-	return pushedBack, s.flush(o.send)
+	return s.take()
 }
 
 // call makes one Write, guarded, and measures it.
@@ -150,7 +135,7 @@ func (o outcomes) settleFailure(ctx context.Context, s *settlement, r *retrying,
 type settlement struct {
 	positions []opencdc.Position
 	next      int
-	settled   []pconnector.DestinationRunResponseAck
+	settled   []ack
 	log       *slog.Logger
 	metrics   *metrics.Set
 }
@@ -158,7 +143,7 @@ type settlement struct {
 // ack acks the records from next up to to.
 func (s *settlement) ack(to int) {
 	for _, p := range s.positions[s.next:to] {
-		s.settled = append(s.settled, pconnector.DestinationRunResponseAck{Position: p})
+		s.settled = append(s.settled, ack{Position: p})
 	}
 	s.metrics.Acked(to - s.next)
 	s.next = to
@@ -179,7 +164,7 @@ func (s *settlement) nack(to int, kind, msg string) {
 		s.log.Error("records not written", "position", string(s.positions[s.next]), "count", n, "error", msg)
 	}
 	for _, p := range s.positions[s.next:to] {
-		s.settled = append(s.settled, pconnector.DestinationRunResponseAck{Position: p, Error: msg})
+		s.settled = append(s.settled, ack{Position: p, Error: msg})
 	}
 	s.metrics.Nacked(kind, to-s.next)
 	s.next = to
@@ -188,14 +173,11 @@ func (s *settlement) nack(to int, kind, msg string) {
 // nackRest nacks every record from next on.
 func (s *settlement) nackRest(kind, msg string) { s.nack(len(s.positions), kind, msg) }
 
-// flush sends what is settled, if anything.
-func (s *settlement) flush(send func([]pconnector.DestinationRunResponseAck) error) error {
-	if len(s.settled) == 0 {
-		return nil
-	}
+// take returns the acks settled since the last take.
+func (s *settlement) take() []ack {
 	acks := s.settled
 	s.settled = nil
-	return send(acks)
+	return acks
 }
 
 // retrying is what the retries of a Write's failing records have done

@@ -452,23 +452,25 @@ func ackMessages(r *destinationRun) (messages int, positions []string) {
 	}
 }
 
-// TestAcksGoTogetherUnderLoad: at batch size 1, while records wait and
-// each Write is short, a destination sends the acks of several Writes in
-// one message; each record is acked once, in order, and Stop returns once
-// the last ack is sent.
+// TestAcksGoTogetherUnderLoad: at batch size 1, while each Send of acks
+// takes ten times a Write, a destination sends the acks of the Writes that
+// end during a Send together in the next; each record is acked once, in
+// order, and Stop returns once the last ack is sent.
 func TestAcksGoTogetherUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
 		const n = 200
-		r := loggedDestination(t, batcher.Policy{Count: 1}, &writeLog{delay: 100 * time.Microsecond}).run()
+		r := loggedDestination(t, batcher.Policy{Count: 1}, &writeLog{delay: 100 * time.Microsecond})
+		r.st.sendDelay = time.Millisecond
+		r.run()
 		go r.sendEach(1, n)
-		time.Sleep(n * 100 * time.Microsecond) // the Writes
+		time.Sleep(n*100*time.Microsecond + 10*time.Millisecond) // the Writes, and the last Sends
 		synctest.Wait()
 		messages, positions := ackMessages(r)
 		is.Equal(positions, upTo(n))
 		is.Equal(len(r.log.got()), n) // a Write per record
 		if messages > n/5 {
-			t.Errorf("%d records acked in %d messages, expected a message per 5 Writes or fewer (Writes of 0.1 ms, %v together)", n, messages, aheadTime)
+			t.Errorf("%d records acked in %d messages, expected a message per 5 Writes or fewer (Writes of 0.1 ms, Sends of 1 ms)", n, messages)
 		}
 		is.NoErr(r.stop(strconv.Itoa(n)))
 		r.end()
@@ -476,8 +478,8 @@ func TestAcksGoTogetherUnderLoad(t *testing.T) {
 }
 
 // TestAcksAloneWhenNothingWaits: a record that comes alone is acked at
-// once, and so is each record behind Writes longer than aheadTime, even
-// under load: holding acks never costs more than aheadTime.
+// once, and so is each record behind Writes longer than a Send, even under
+// load: no ack waits for another.
 func TestAcksAloneWhenNothingWaits(t *testing.T) {
 	for _, tt := range []struct {
 		name  string

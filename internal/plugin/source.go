@@ -63,8 +63,10 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	// out of order.
 	loopCtx, endLoop := context.WithCancelCause(ctx)
 	defer endLoop(nil)
-	o, err := newOwner(loopCtx, src.Batch, Concurrency{}, src.Metrics.Set, sender{stream}, s.stops, nil)
+	snd := newSender(stream)
+	o, err := newOwner(loopCtx, src.Batch, holdFor(src.Batch, 1), src.Metrics.Set, snd, s.stops, nil)
 	if err != nil {
+		snd.close()
 		return nil, err
 	}
 	readCtx, stopRead := context.WithCancel(metrics.NewContext(loopCtx, src.Metrics.Set))
@@ -95,18 +97,6 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	stopRead()
 	<-readDone
 	return ackDone, err
-}
-
-// sender is a source's worker: it sends each batch to Conduit.
-type sender struct {
-	stream pconnector.SourceRunStreamServer
-}
-
-func (s sender) handle(j job) (pushedBack bool, err error) {
-	if err := s.stream.Send(pconnector.SourceRunResponse{Records: j.batch}); err != nil {
-		return false, fmt.Errorf("send records to Conduit: %w", err)
-	}
-	return false, nil
 }
 
 // read hands every record the source reads to deliver, as each Read or

@@ -8,43 +8,46 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 )
 
-// A job is what the owner hands the worker: a batch to handle, or the
-// acks kept to send.
-type job struct {
-	kind  jobKind
-	batch []opencdc.Record // nil for sendKept
-	seq   uint64           // the batch's place among the batches handed out, from 0 on
-	// pushedBack tells the owner at once that a Write met a retryable
-	// error; nil: nobody listens.
-	pushedBack func()
+// lanes keep each key's records in order among Writes in flight together:
+// a record goes to a Write only once no Write in flight holds its key. A
+// record without a key has no lane.
+type lanes struct {
+	held map[uint64]int // the records of the Writes in flight, by key hash
 }
 
-type jobKind uint8
-
-const (
-	handleBatch jobKind = iota // handle the batch, sending its acks and any kept
-	keepBatch                  // handle the batch, keeping its acks and any kept (an ackKeeper's)
-	sendKept                   // send the acks kept (an ackKeeper's)
-)
-
-// A worker handles the batches the owner hands out, on goroutines that
-// the owner keeps for the next (see owner.workOn): one at a time, unless
-// the destination's Concurrency allows more. A source's sends each to
-// Conduit: the transport takes it at once while Conduit keeps up, and
-// makes the worker wait while Conduit does not, so that a busy Conduit
-// gets what was read meanwhile in one message. A destination's writes each and acks its records in order
-// with the other jobs' (see ackOrder). handle reports whether the
-// destination pushed back (a Write met a retryable error).
-type worker interface {
-	handle(j job) (pushedBack bool, err error)
+// free returns how many records of next, from the oldest on, have a key
+// that no Write in flight holds, and each one's key hash (0: none).
+func (l *lanes) free(next []opencdc.Record) (n int, keys []uint64) {
+	keys = make([]uint64, 0, len(next))
+	for _, r := range next {
+		h := keyHash(r)
+		if h != 0 && l.held[h] > 0 {
+			break
+		}
+		keys = append(keys, h)
+	}
+	return len(keys), keys
 }
 
-// An ackKeeper is a worker that can keep the acks of a batch (a keepBatch
-// job) and send them with the next batch's, in one message (a
-// destination's, see keepAcks).
-type ackKeeper interface {
-	worker
-	sendKept() error
+// hold notes a Write in flight with records of these key hashes.
+func (l *lanes) hold(keys []uint64) {
+	for _, h := range keys {
+		if h != 0 {
+			l.held[h]++
+		}
+	}
+}
+
+// release notes the end of a Write that hold noted.
+func (l *lanes) release(keys []uint64) {
+	for _, h := range keys {
+		if h == 0 {
+			continue
+		}
+		if l.held[h]--; l.held[h] == 0 {
+			delete(l.held, h)
+		}
+	}
 }
 
 // keySeed seeds the key hashes of the process.

@@ -1,0 +1,187 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/conduitio/conduit-commons/opencdc"
+	"github.com/connkit/connkit/internal/metrics"
+)
+
+// writers is a destination's flow: it writes each batch the owner hands
+// out and settles every record with one ack (see [outcomes]), as many
+// Writes at once as the limiter allows, a record only once no Write in
+// flight holds its key (with ByKey), and sends the acks to Conduit in
+// record order, one Send at a time (see ledger).
+type writers struct {
+	ctx      context.Context
+	outcomes outcomes
+	sendAcks func([]ack) error
+	metrics  *metrics.Set
+
+	limit  *limiter
+	ledger ledger
+	lanes  *lanes // nil: any record may go in any Write
+	writes map[uint64]*write
+	free   []uint64 // the key hashes of the records the last room allowed, with lanes
+
+	work    *workers[writeJob]
+	sends   chan []ack    // to the goroutine that sends acks
+	sent    chan struct{} // closed once that goroutine has returned
+	sendErr error         // a Send failed: no more go
+	reports chan writeEvent
+}
+
+// write is a Write in flight.
+type write struct {
+	size       int
+	began      time.Time
+	keys       []uint64 // its records' key hashes, with lanes
+	backlog    bool     // records waited behind its batch when it started
+	pushedBack bool     // it met a retryable error
+}
+
+// writeJob is a batch to write, the seq-th Write.
+type writeJob struct {
+	seq   uint64
+	batch []opencdc.Record
+}
+
+// writeEvent is what a Write settled, or the end of a Send.
+type writeEvent struct {
+	seq        uint64
+	acks       []ack
+	ended      bool // the Write ended: acks are its last
+	pushedBack bool // it met a retryable error, and waits to try again
+	sent       bool // not a Write's: the Send in flight ended, with err
+	err        error
+}
+
+func newWriters(ctx context.Context, o outcomes, c Concurrency, m *metrics.Set, sendAcks func([]ack) error) *writers {
+	w := &writers{ctx: ctx, outcomes: o, sendAcks: sendAcks, metrics: m, limit: newLimiter(c), writes: map[uint64]*write{}}
+	if c.ByKey && w.limit.max > 1 {
+		w.lanes = &lanes{held: map[uint64]int{}}
+	}
+	// Every Write may report before it ends, a Send at once.
+	w.reports = make(chan writeEvent, w.limit.max+1)
+	w.sends, w.sent = make(chan []ack, 1), make(chan struct{})
+	w.work = newWorkers(w.limit.max, w.do)
+	go func() {
+		defer close(w.sent)
+		for acks := range w.sends {
+			w.reports <- writeEvent{sent: true, err: w.sendAcks(acks)}
+		}
+	}()
+	return w
+}
+
+// do writes job's batch, on a goroutine of the workers.
+func (w *writers) do(job writeJob) {
+	o := w.outcomes
+	o.pushedBack = func(settled []ack) {
+		w.reports <- writeEvent{seq: job.seq, acks: settled, pushedBack: true}
+	}
+	acks := o.writeAll(w.ctx, job.batch)
+	w.reports <- writeEvent{seq: job.seq, acks: acks, ended: true}
+}
+
+func (w *writers) room(next []opencdc.Record) int {
+	if w.ledger.inFlight >= w.limit.current() {
+		return 0
+	}
+	if w.lanes == nil {
+		return len(next)
+	}
+	n, keys := w.lanes.free(next)
+	w.free = keys
+	return n
+}
+
+func (w *writers) start(batch []opencdc.Record, backlog bool, now time.Time) {
+	seq := w.ledger.open(len(batch))
+	wr := &write{size: len(batch), began: now, backlog: backlog}
+	if w.lanes != nil {
+		wr.keys = w.free[:len(batch)]
+		w.lanes.hold(wr.keys)
+	}
+	w.writes[seq] = wr
+	w.metrics.Flight(w.ledger.inFlight, w.limit.current())
+	w.work.start(writeJob{seq: seq, batch: batch})
+}
+
+func (w *writers) events() <-chan writeEvent { return w.reports }
+
+func (w *writers) handle(e writeEvent, now time.Time) progress {
+	if e.sent {
+		return w.sentAcks(e.err)
+	}
+	return w.settled(e, now)
+}
+
+// settled takes what a Write settled: its acks into the ledger, and, if
+// it ended, its keys free and its duration for the limit and the pace.
+func (w *writers) settled(e writeEvent, now time.Time) progress {
+	wr := w.writes[e.seq]
+	done, err := w.ledger.settle(e.seq, e.acks, e.ended)
+	if err != nil {
+		return progress{err: err}
+	}
+	p := progress{done: done}
+	switch {
+	case e.pushedBack:
+		wr.pushedBack = true
+		w.limit.pushed()
+	case e.ended:
+		w.work.finished()
+		delete(w.writes, e.seq)
+		if w.lanes != nil {
+			w.lanes.release(wr.keys)
+		}
+		took := now.Sub(wr.began)
+		w.limit.ended(wr.size, took, wr.backlog, wr.pushedBack)
+		// The pace is the flow's: the Writes' records per second with as
+		// many in flight as the limit allows.
+		p.paced, p.took = wr.size*w.limit.current(), took
+	}
+	w.metrics.Flight(w.ledger.inFlight, w.limit.current())
+	w.sendReady()
+	return p
+}
+
+// sentAcks takes the end of the Send in flight: its records are through,
+// and the acks ready meanwhile go next.
+func (w *writers) sentAcks(err error) progress {
+	if err != nil {
+		w.sendErr = fmt.Errorf("send acks to Conduit: %w", err)
+		return progress{err: w.sendErr}
+	}
+	p := progress{through: w.ledger.sentAll()}
+	w.sendReady()
+	return p
+}
+
+// sendReady starts a Send of the acks ready, unless one is in flight.
+func (w *writers) sendReady() {
+	if w.sendErr != nil {
+		return
+	}
+	if acks, ok := w.ledger.next(); ok {
+		w.sends <- acks // never waits: at most one Send is in flight
+	}
+}
+
+// idle reports whether no Write is in flight and every ack ready is sent,
+// or can no longer be.
+func (w *writers) idle() bool {
+	if w.sendErr != nil {
+		return w.ledger.inFlight == 0
+	}
+	return w.ledger.idle() && !w.ledger.sendingNow()
+}
+
+func (w *writers) close() {
+	w.work.close()
+	close(w.sends)
+	<-w.sent
+}
