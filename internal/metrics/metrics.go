@@ -29,12 +29,12 @@ type Labels struct {
 // Why a batch went to the connector (a destination's Write) or to Conduit
 // (a source's message).
 const (
-	FlushSize        = "size"         // it reached sdk.batch.size
-	FlushBytes       = "bytes"        // it reached sdk.batch.bytes
-	FlushHold        = "hold"         // what the plugin holds reached its bound: nothing more could come
-	FlushDelay       = "delay"        // its oldest record waited sdk.batch.delay
-	FlushStop        = "stop"         // Stop, or the end of the stream, sent what was held
-	FlushGroupCommit = "group_commit" // the worker was free, and took what had arrived
+	ReasonSize        = "size"         // it reached sdk.batch.size
+	ReasonBytes       = "bytes"        // it reached sdk.batch.bytes
+	ReasonHold        = "hold"         // what the plugin holds reached its bound: nothing more could come
+	ReasonDelay       = "delay"        // its oldest record waited sdk.batch.delay
+	ReasonStop        = "stop"         // Stop, or the end of the stream, sent what was held
+	ReasonGroupCommit = "group_commit" // the connector (or Conduit) was free, and the batch is what had arrived
 )
 
 // Why records were nacked.
@@ -173,9 +173,9 @@ func (s *Set) Nacked(kind string, n int) {
 	}
 }
 
-// Flushed notes a batch of records and bytes that went for reason, its
+// Batched notes a batch of records and bytes that went for reason, its
 // oldest record having waited wait.
-func (s *Set) Flushed(reason string, records, bytes int, wait time.Duration) {
+func (s *Set) Batched(reason string, records, bytes int, wait time.Duration) {
 	if s == nil {
 		return
 	}

@@ -26,14 +26,14 @@ import (
 // it, as Conduit may send Stop right behind the records it sent.
 type destinationServer struct {
 	instance[Destination]
-	halt         *retryHalt         // Stop and Teardown; ends retries and waits
+	shutdown     *shutdown          // Stop and Teardown; ends retries and waits
 	writes       context.Context    // done once Teardown is called: the writes end
 	cancelWrites context.CancelFunc //
 }
 
 func newDestinationServer(c Connector, log *slog.Logger) *destinationServer {
 	writes, cancel := context.WithCancel(context.Background())
-	return &destinationServer{instance: newInstance[Destination]("destination", c, log), halt: newRetryHalt(), writes: writes, cancelWrites: cancel}
+	return &destinationServer{instance: newInstance[Destination]("destination", c, log), shutdown: newShutdown(), writes: writes, cancelWrites: cancel}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
@@ -64,11 +64,11 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	defer endLoop()
 	defer context.AfterFunc(d.writes, endLoop)()
 
-	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, halt: d.halt, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, func(acks []ack) error {
+	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, shutdown: d.shutdown, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, func(acks []ack) error {
 		return stream.Send(pconnector.DestinationRunResponse{Acks: acks})
 	})
 	hold := holdFor(dst.Batch, w.limit.max)
-	o, err := newOwner(loopCtx, dst.Batch, hold, dst.Metrics.Set, w, d.stops, d.halt.stopping())
+	o, err := newOwner(loopCtx, dst.Batch, hold, dst.Metrics.Set, w, d.stops, d.shutdown.stopping())
 	if err != nil {
 		w.close()
 		return err
@@ -100,7 +100,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 // before Run has started waits for it; one without a position returns at
 // once, as there is nothing to wait for.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
-	d.halt.Stop()
+	d.shutdown.Stop()
 	if len(req.LastPosition) == 0 {
 		return pconnector.DestinationStopResponse{}, nil
 	}
@@ -109,7 +109,7 @@ func (d *destinationServer) Stop(ctx context.Context, req pconnector.Destination
 	}
 	select {
 	case <-d.started:
-	case <-d.halt.aborted():
+	case <-d.shutdown.aborted():
 		return pconnector.DestinationStopResponse{}, nil
 	case <-ctx.Done():
 		return fail("was never acked, as Run never started", ctx.Err())
@@ -130,7 +130,7 @@ func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.Destinati
 
 // abort ends retries and writes in progress.
 func (d *destinationServer) abort() {
-	d.halt.Abort()
+	d.shutdown.Abort()
 	d.cancelWrites()
 }
 

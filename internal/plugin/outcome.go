@@ -30,7 +30,7 @@ type outcomes struct {
 	write    func(ctx context.Context, records []opencdc.Record) (int, error)
 	retry    Retry
 	classify func(error) Fault // nil: every error is unclassified
-	halt     *retryHalt        // nil: retries end only with ctx
+	shutdown *shutdown         // nil: retries end only with ctx
 	log      *slog.Logger
 	metrics  *metrics.Set // counts the Writes, acks, nacks and retries; nil: nothing
 	// pushedBack, if set, is called when a Write fails with a retryable
@@ -120,7 +120,7 @@ func (o outcomes) settleFailure(ctx context.Context, s *settlement, r *retrying,
 	case RecordFault:
 		s.nack(s.next+1, metrics.NackRecordFault, fmt.Sprintf("record at position %q: %s", failed, reason))
 		*r = retrying{}
-		if ctx.Err() != nil || o.halt.isAborted() {
+		if ctx.Err() != nil || o.shutdown.isAborted() {
 			s.nackRest(metrics.NackNotAttempted, "not attempted: the destination is tearing down")
 		}
 	default:
@@ -205,15 +205,15 @@ func (o outcomes) wait(ctx context.Context, retries int, stopRetried *bool, pos 
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Sprintf("retrying ended after %d retries (%v)", retries, ctx.Err())
-	case o.halt.isAborted():
+	case o.shutdown.isAborted():
 		return fmt.Sprintf("retrying ended after %d retries as the destination is torn down", retries)
 	case o.retry.Attempts == 0:
 		return "the destination failed and retries are off (sdk.retry.attempts is 0)"
 	case retries >= o.retry.Attempts:
 		return fmt.Sprintf("the destination still failed after %d retries", retries)
-	case o.halt.isStopping() && *stopRetried:
+	case o.shutdown.isStopping() && *stopRetried:
 		return fmt.Sprintf("retrying ended after %d retries as the destination was stopped", retries)
-	case o.halt.isStopping():
+	case o.shutdown.isStopping():
 		*stopRetried = true
 		o.log.Warn("Write failed; retrying once more at once, as the destination is stopping", "position", string(pos), "error", err)
 		return ""
@@ -225,10 +225,10 @@ func (o outcomes) wait(ctx context.Context, retries int, stopRetried *bool, pos 
 	select {
 	case <-timer.C:
 		return ""
-	case <-o.halt.stopping():
+	case <-o.shutdown.stopping():
 		*stopRetried = true
 		return ""
-	case <-o.halt.aborted():
+	case <-o.shutdown.aborted():
 		return fmt.Sprintf("retrying ended after %d retries as the destination is torn down", retries)
 	case <-ctx.Done():
 		return fmt.Sprintf("retrying ended after %d retries (%v)", retries, ctx.Err())

@@ -260,11 +260,11 @@ func TestWriteOutcomesContract(t *testing.T) {
 // records after it are not attempted once the destination is torn down.
 func TestRecordFaultAfterTeardownLeavesTheRest(t *testing.T) {
 	is := is.New(t)
-	halt := newRetryHalt()
+	halt := newShutdown()
 	w := scripted(t, map[string]string{"a": "fault"})
 	fail := w.outcome
 	w.outcome = func(r []opencdc.Record) (int, error) { halt.Abort(); return fail(r) } // torn down during the Write
-	acks := writeAllTexts(t, t.Context(), outcomes{write: w.Write, classify: testClassify, halt: halt}, records("a", "b"))
+	acks := writeAllTexts(t, t.Context(), outcomes{write: w.Write, classify: testClassify, shutdown: halt}, records("a", "b"))
 	is.Equal(acks, []string{`a!record at position "a": record a is bad`, "b!not attempted: the destination is tearing down"})
 	is.Equal(len(w.got()), 1)
 }
@@ -340,7 +340,7 @@ const (
 func checkOutcomes(t *testing.T, kinds, batches []byte, retry Retry, endAt int, endHow byte) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	halt := newRetryHalt()
+	halt := newShutdown()
 	ended := false // Stop, Teardown or the context's end happened
 	var (
 		calls   int
@@ -394,7 +394,7 @@ func checkOutcomes(t *testing.T, kinds, batches []byte, retry Retry, endAt int, 
 	}
 
 	var acks []pconnector.DestinationRunResponseAck
-	o := outcomes{write: write, retry: retry, classify: testClassify, halt: halt, log: discard, pushedBack: func(a []ack) {
+	o := outcomes{write: write, retry: retry, classify: testClassify, shutdown: halt, log: discard, pushedBack: func(a []ack) {
 		acks = append(acks, a...)
 	}}
 	all := make([]opencdc.Record, len(kinds))
@@ -624,15 +624,15 @@ func TestBackoffBounds(t *testing.T) {
 func TestRetryEndsPromptly(t *testing.T) {
 	tests := []struct {
 		name  string
-		end   func(halt *retryHalt, cancel context.CancelFunc)
+		end   func(halt *shutdown, cancel context.CancelFunc)
 		calls int    // Writes, all at 0s
 		nack  string // what the unwritten records' nacks say
 	}{
-		{"Stop makes the last attempt at once", func(h *retryHalt, _ context.CancelFunc) { h.Stop() }, 2,
+		{"Stop makes the last attempt at once", func(h *shutdown, _ context.CancelFunc) { h.Stop() }, 2,
 			"not written: retrying ended after 1 retries as the destination was stopped: connection lost at b"},
-		{"Teardown ends retries", func(h *retryHalt, _ context.CancelFunc) { h.Abort() }, 1,
+		{"Teardown ends retries", func(h *shutdown, _ context.CancelFunc) { h.Abort() }, 1,
 			"not written: retrying ended after 0 retries as the destination is torn down: connection lost at b"},
-		{"the context ends retries", func(_ *retryHalt, cancel context.CancelFunc) { cancel() }, 1,
+		{"the context ends retries", func(_ *shutdown, cancel context.CancelFunc) { cancel() }, 1,
 			"not written: retrying ended after 0 retries (context canceled): connection lost at b"},
 	}
 	for _, tt := range tests {
@@ -640,11 +640,11 @@ func TestRetryEndsPromptly(t *testing.T) {
 			inBubble(t, func(t *testing.T, is *is.I) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				halt := newRetryHalt()
+				halt := newShutdown()
 				w := scripted(t, map[string]string{"b": "retry"})
 				done := make(chan []string)
 				go func() {
-					done <- writeAllTexts(t, ctx, outcomes{write: w.Write, classify: testClassify, retry: hourly, halt: halt}, records("a", "b", "c"))
+					done <- writeAllTexts(t, ctx, outcomes{write: w.Write, classify: testClassify, retry: hourly, shutdown: halt}, records("a", "b", "c"))
 				}()
 				synctest.Wait() // waiting an hour before the first retry
 				tt.end(halt, cancel)
@@ -663,10 +663,10 @@ func TestRetryEndsPromptly(t *testing.T) {
 func TestRetryAfterStopRetriesOnceWithoutWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		halt := newRetryHalt()
+		halt := newShutdown()
 		halt.Stop()
 		w := scripted(t, map[string]string{"b": "retry1"})
-		acks := writeAllTexts(t, t.Context(), outcomes{write: w.Write, classify: testClassify, retry: hourly, halt: halt}, records("a", "b", "c"))
+		acks := writeAllTexts(t, t.Context(), outcomes{write: w.Write, classify: testClassify, retry: hourly, shutdown: halt}, records("a", "b", "c"))
 		is.Equal(acks, []string{"a", "b", "c"})
 		is.Equal(w.got(), []string{"[a b c]@0s", "[b c]@0s"})
 	})

@@ -35,7 +35,7 @@ type owner[E any] struct {
 	now     time.Time
 
 	pace     pace
-	halted   bool  // hand out nothing more: ctx is done, or the flow failed
+	quitting bool  // hand out nothing more: ctx is done, or the flow failed
 	draining bool  // hand out without waiting: Stop was called, or the reader ended
 	ended    bool  // the reader has ended, with endErr
 	endErr   error //
@@ -113,7 +113,7 @@ func (o *owner[E]) run() error {
 			return err
 		}
 		var collect chan struct{}
-		if !o.ended && !o.halted && o.batch.Room() {
+		if !o.ended && !o.quitting && o.batch.Room() {
 			collect = o.inbox.ready
 		}
 		select {
@@ -127,7 +127,7 @@ func (o *owner[E]) run() error {
 		case <-o.drain:
 			o.drain, o.draining = nil, true
 		case <-ctxDone:
-			ctxDone, o.halted = nil, true
+			ctxDone, o.quitting = nil, true
 		case <-o.delay():
 		}
 		o.now = time.Now()
@@ -136,7 +136,7 @@ func (o *owner[E]) run() error {
 
 // handOut hands the flow due batches while it has room for them.
 func (o *owner[E]) handOut() {
-	for !o.halted {
+	for !o.quitting {
 		why, stopped, due := o.due()
 		if !due {
 			return
@@ -153,7 +153,7 @@ func (o *owner[E]) handOut() {
 		collected := o.batch.Bytes()
 		batch := o.batch.TakeAtMost(n)
 		if o.metrics != nil {
-			o.metrics.Flushed(reasonLabel(why, stopped), len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
+			o.metrics.Batched(reasonLabel(why, stopped), len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
 		}
 		backlog := o.waited || o.batch.Len() > 0 || o.inbox.waiting()
 		o.waited = false
@@ -176,17 +176,17 @@ func (o *owner[E]) due() (why batcher.Reason, stopped, due bool) {
 func reasonLabel(why batcher.Reason, stopped bool) string {
 	switch {
 	case stopped:
-		return metrics.FlushStop
+		return metrics.ReasonStop
 	case why == batcher.Size:
-		return metrics.FlushSize
+		return metrics.ReasonSize
 	case why == batcher.Bytes:
-		return metrics.FlushBytes
+		return metrics.ReasonBytes
 	case why == batcher.Full:
-		return metrics.FlushHold
+		return metrics.ReasonHold
 	case why == batcher.Delay:
-		return metrics.FlushDelay
+		return metrics.ReasonDelay
 	}
-	return metrics.FlushGroupCommit
+	return metrics.ReasonGroupCommit
 }
 
 // finished reports whether the loop ends, and with what (see run).
@@ -196,7 +196,7 @@ func (o *owner[E]) finished() (bool, error) {
 		return false, nil
 	case o.failed != nil:
 		return true, o.failed
-	case o.halted:
+	case o.quitting:
 		return true, context.Cause(o.ctx)
 	case o.ended && o.endErr != nil && o.batch.Len() == 0:
 		return true, o.endErr
@@ -208,7 +208,7 @@ func (o *owner[E]) finished() (bool, error) {
 // nil if nothing waits so. A batch due already waits for the flow's room,
 // which an event brings.
 func (o *owner[E]) delay() <-chan time.Time {
-	if o.halted || o.draining {
+	if o.quitting || o.draining {
 		return nil
 	}
 	d, ok := o.batch.Wait(o.now)
@@ -231,12 +231,12 @@ func (o *owner[E]) collect() {
 		o.metrics.Held(o.batch.Held())
 		o.arrivals.add(len(recs), o.now)
 	}
-	o.stopping.took(recs)
+	o.stopping.collected(recs)
 	if end {
 		// What was delivered goes on while ctx lasts; once it is done,
 		// acks and records can no longer reach Conduit.
 		o.ended, o.endErr, o.draining = true, err, true
-		o.halted = o.halted || o.ctx.Err() != nil
+		o.quitting = o.quitting || o.ctx.Err() != nil
 	}
 }
 
@@ -259,7 +259,7 @@ func (o *owner[E]) progressed(p progress) {
 		}
 	}
 	if p.err != nil && o.failed == nil {
-		o.failed, o.halted = p.err, true
+		o.failed, o.quitting = p.err, true
 	}
 }
 

@@ -42,40 +42,41 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d-d/2+1)
 }
 
-// retryHalt tells retries in progress that the destination is stopping
-// (wait no more: one last attempt, then nack) or being torn down (no more
-// attempts). A nil *retryHalt never halts.
-type retryHalt struct {
+// shutdown tells retries in progress, and the owner loop, that the
+// destination is stopping (wait no more: one last attempt, then nack;
+// batches go without waiting) or being torn down (no more attempts). A nil
+// *shutdown never tells.
+type shutdown struct {
 	stopOnce, abortOnce sync.Once
 	stop, abort         chan struct{}
 }
 
-func newRetryHalt() *retryHalt {
-	return &retryHalt{stop: make(chan struct{}), abort: make(chan struct{})}
+func newShutdown() *shutdown {
+	return &shutdown{stop: make(chan struct{}), abort: make(chan struct{})}
 }
 
 // Stop marks the destination as stopping; it is safe to call more than once.
-func (h *retryHalt) Stop() { h.stopOnce.Do(func() { close(h.stop) }) }
+func (h *shutdown) Stop() { h.stopOnce.Do(func() { close(h.stop) }) }
 
 // Abort marks the destination as torn down; it is safe to call more than once.
-func (h *retryHalt) Abort() { h.abortOnce.Do(func() { close(h.abort) }) }
+func (h *shutdown) Abort() { h.abortOnce.Do(func() { close(h.abort) }) }
 
-func (h *retryHalt) stopping() <-chan struct{} {
+func (h *shutdown) stopping() <-chan struct{} {
 	if h == nil {
 		return nil
 	}
 	return h.stop
 }
 
-func (h *retryHalt) aborted() <-chan struct{} {
+func (h *shutdown) aborted() <-chan struct{} {
 	if h == nil {
 		return nil
 	}
 	return h.abort
 }
 
-func (h *retryHalt) isStopping() bool { return closed(h.stopping()) }
-func (h *retryHalt) isAborted() bool  { return closed(h.aborted()) }
+func (h *shutdown) isStopping() bool { return closed(h.stopping()) }
+func (h *shutdown) isAborted() bool  { return closed(h.aborted()) }
 
 func closed(c <-chan struct{}) bool {
 	select {
