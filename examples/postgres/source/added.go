@@ -100,7 +100,7 @@ type tableState struct {
 	Low string `json:"low,omitempty"`
 }
 
-// adder snapshots the added tables from the stream's goroutine; its holds
+// adder snapshots the added tables from the stream's goroutine; its pins
 // are also read by Ack.
 type adder struct {
 	s     *Source
@@ -119,15 +119,15 @@ type adder struct {
 	view       string                     // the snapshot exportSeen exported, until recorded
 	consistent pglogrepl.LSN              // its consistent point
 	early      map[string]map[uint32]bool // by table: transactions streamed before consistent, until recorded
-	replayHold *hold                      // keeps the slot where it was at Open until the replay is acknowledged
+	replayPin  *pin                       // keeps the slot where it was at Open until the replay is acknowledged
 
-	mu    sync.Mutex
-	holds []*hold
+	mu   sync.Mutex
+	pins []*pin
 }
 
-// hold keeps the slot's confirmed LSN at or before lsn until release
+// pin keeps the slot's confirmed LSN at or before lsn until release
 // records are acknowledged.
-type hold struct {
+type pin struct {
 	lsn     uint64
 	release int64 // math.MaxInt64 until known
 }
@@ -143,7 +143,7 @@ type liveChunk struct {
 	done    bool
 	last    []string
 	low     pglogrepl.LSN
-	hold    *hold
+	pin     *pin
 }
 
 // replayed is a chunk of an earlier run whose window the stream is in.
@@ -249,8 +249,8 @@ func (s *Source) startAdding(ctx context.Context, confirmed pglogrepl.LSN) error
 	_, _ = rand.Read(id[:])
 	a.run = hex.EncodeToString(id[:])
 	s.start = 0
-	a.replayHold = &hold{lsn: uint64(confirmed), release: math.MaxInt64}
-	a.holds = []*hold{a.replayHold}
+	a.replayPin = &pin{lsn: uint64(confirmed), release: math.MaxInt64}
+	a.pins = []*pin{a.replayPin}
 	if err := a.emit(ctx, s.conn, watermark{Kind: "start"}); err != nil {
 		return err
 	}
@@ -336,25 +336,25 @@ func (s *Source) capped(lsn uint64) uint64 {
 	acked := s.acked.Load()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.holds = slices.DeleteFunc(a.holds, func(h *hold) bool { return h.release <= acked })
-	for _, h := range a.holds {
+	a.pins = slices.DeleteFunc(a.pins, func(h *pin) bool { return h.release <= acked })
+	for _, h := range a.pins {
 		lsn = min(lsn, h.lsn)
 	}
 	return lsn
 }
 
-// hold keeps the slot at its confirmed LSN from now on, until released.
-func (a *adder) hold() *hold {
-	h := &hold{lsn: a.s.confirmed.Load(), release: math.MaxInt64}
+// pinSlot keeps the slot at its confirmed LSN from now on, until released.
+func (a *adder) pinSlot() *pin {
+	h := &pin{lsn: a.s.confirmed.Load(), release: math.MaxInt64}
 	a.mu.Lock()
-	a.holds = append(a.holds, h)
+	a.pins = append(a.pins, h)
 	a.mu.Unlock()
 	return h
 }
 
 // releaseAfterQueued releases h once every record queued so far is
 // acknowledged.
-func (a *adder) releaseAfterQueued(h *hold) {
+func (a *adder) releaseAfterQueued(h *pin) {
 	a.mu.Lock()
 	h.release = a.s.produced.Load()
 	a.mu.Unlock()
@@ -434,10 +434,10 @@ func (a *adder) watermark(ctx context.Context, r *replicator, w watermark) error
 		if err := a.recordSeen(ctx); err != nil {
 			return err
 		}
-		if err := r.flush(ctx); err != nil {
+		if err := r.queuePending(ctx); err != nil {
 			return err
 		}
-		a.releaseAfterQueued(a.replayHold)
+		a.releaseAfterQueued(a.replayPin)
 		if a.s.measured && len(a.todo) > 0 {
 			a.progress = a.estimate(ctx)
 		}
@@ -451,7 +451,7 @@ func (a *adder) watermark(ctx context.Context, r *replicator, w watermark) error
 			c.open = true
 			return nil
 		}
-		if err := r.flush(ctx); err != nil {
+		if err := r.queuePending(ctx); err != nil {
 			return err
 		}
 		var recs []sdk.Record
@@ -464,7 +464,7 @@ func (a *adder) watermark(ctx context.Context, r *replicator, w watermark) error
 		if err := a.queue(ctx, r, recs); err != nil {
 			return err
 		}
-		a.releaseAfterQueued(c.hold)
+		a.releaseAfterQueued(c.pin)
 		if c.done {
 			a.progress.tableDone(a.finished)
 			a.todo = a.todo[1:]
@@ -481,7 +481,7 @@ func (a *adder) watermark(ctx context.Context, r *replicator, w watermark) error
 			return nil // its low watermark is before the slot's confirmed LSN: the chunk was acknowledged
 		}
 		delete(a.windows, id)
-		if err := r.flush(ctx); err != nil {
+		if err := r.queuePending(ctx); err != nil {
 			return err
 		}
 		return a.replay(ctx, r, win, w)
@@ -564,7 +564,7 @@ func (a *adder) next(ctx context.Context) error {
 	}
 	s, t := a.s, a.todo[0]
 	a.seq++
-	c := &liveChunk{seq: a.seq, table: t, dropped: map[string]bool{}, hold: a.hold()}
+	c := &liveChunk{seq: a.seq, table: t, dropped: map[string]bool{}, pin: a.pinSlot()}
 	after := a.state[t.ident].After
 	low, err := a.emitLSN(ctx, s.conn, watermark{Kind: "low", Seq: c.seq, Table: t.ident, After: after})
 	if err != nil {

@@ -220,7 +220,7 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		r.commit, r.first = m.CommitTime, r.at // a BEGIN comes at the transaction's first LSN
 	case *pglogrepl.CommitMessage:
 		r.inTx = false
-		return r.flush(ctx)
+		return r.queuePending(ctx)
 	case *pglogrepl.InsertMessage:
 		if rel := r.relation(m.RelationID); rel != nil {
 			r.markChanged(rel, m.Tuple)
@@ -246,7 +246,7 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 		}
 	}
 	if len(r.pending) >= 1000 {
-		return r.flush(ctx)
+		return r.queuePending(ctx)
 	}
 	return nil
 }
@@ -308,9 +308,9 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key sdk.StructuredDat
 	})
 }
 
-// flush queues the pending records, keeping the connection alive while the
+// queuePending queues the pending records, keeping the connection alive while the
 // queue is full.
-func (r *replicator) flush(ctx context.Context) error {
+func (r *replicator) queuePending(ctx context.Context) error {
 	if len(r.pending) == 0 {
 		return nil
 	}
