@@ -46,7 +46,7 @@ type (
 			MaxDelay time.Duration `param:"maxDelay" default:"10s" validate:"gt=-1" desc:"The longest wait between two attempts; at least sdk.retry.delay."`
 		} `param:"sdk.retry"`
 		Write struct {
-			Concurrency string `param:"concurrency" default:"auto" desc:"How many Writes may be in flight together, their records acknowledged in order: auto finds how many the destination takes, from how long each Write takes and its push-back, up to 32; a number fixes it; 1 writes one batch at a time. A destination that does not take concurrent Writes writes one at a time with auto, and refuses another number."`
+			Concurrency string `param:"concurrency" default:"auto" desc:"How many Writes may be in flight together, their records acknowledged in order: auto adds Writes while they bring more records per second and stops where more would only wait longer, backing off when the destination pushes back, up to 32; a number fixes it; 1 writes one batch at a time. A destination that does not take concurrent Writes writes one at a time with auto, and refuses another number."`
 		} `param:"sdk.write"`
 		Schema struct {
 			Payload bool `param:"payload.enabled" default:"true" desc:"Whether to decode the record payload with the schema its metadata names (opencdc.payload.schema.subject and .version)."`

@@ -3,8 +3,9 @@ package connector
 // ConcurrentDestination is a [Destination] whose Write is safe to call
 // while other Writes of it run, on other records. The SDK then keeps
 // several Writes in flight together (the sdk.write.concurrency parameter:
-// a fixed number, or auto, which finds how many the destination takes from
-// how long each Write takes and from the errors it marks [Retryable]),
+// a fixed number, or auto, which adds Writes while they bring more records
+// per second, stops where more would only wait longer, and backs off on
+// the errors the destination marks [Retryable]),
 // hands them records as WriteSplit says, and acknowledges records in their
 // order, whatever order the Writes end in: a record is acknowledged once
 // every record before it is settled. Everything else about Write holds as
