@@ -164,10 +164,11 @@ func TestBenchHTTP(t *testing.T) {
 	args := []string{"http", "-conduit", conduitPath, "-plugin", binary("connkit-http"), "-out", dir,
 		"-max-concurrent", "3", "-warmup", "1s", "-duration", "2s"}
 	report := runBench(t, bench, args...)
-	// setting, rows/s, mean, ratio, limit (in flight), requests, refused,
-	// max in flight, records at Conduit and the server, duplicates.
+	// setting, rows/s, mean, ratio, mean Write, limit (in flight),
+	// requests, refused, max in flight, records at Conduit and the server,
+	// duplicates.
 	row := func(setting string) []string {
-		m := regexp.MustCompile(`\| default \| ` + setting + ` \| [\d,]+ \| [\d.,]+ ms \| [\d.]+x \| (\d+) \(\d+\) \| [\d,]+ \| [\d.]+% \| (\d+) \| ([\d,]+) / ([\d,]+) \| 0 \| yes \|`).FindStringSubmatch(report)
+		m := regexp.MustCompile(`\| default \| ` + setting + ` \| [\d,]+ \| [\d.,]+ ms \| [\d.]+x \| [\d.,]+ ms \| (\d+) \(\d+\) \| [\d,]+ \| [\d.]+% \| (\d+) \| ([\d,]+) / ([\d,]+) \| 0 \| yes \|`).FindStringSubmatch(report)
 		is.True(m != nil)    // a row of the setting, no duplicates, acks in order
 		is.Equal(m[3], m[4]) // as many records at Conduit as at the server
 		return m

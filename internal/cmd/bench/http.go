@@ -37,8 +37,9 @@ type httpCell struct {
 
 	// What the plugin's own metrics said at the end of the window: its
 	// connkit_write_concurrency_limit and connkit_writes_in_flight
-	// gauges, and connkit_records_nacked_total; -1 if unread.
-	limit, inFlight, nacked float64
+	// gauges, and connkit_records_nacked_total; and over the window, the
+	// mean of its connkit_write_seconds, in seconds. -1 if unread.
+	limit, inFlight, nacked, meanWrite float64
 	// counted is how many records Conduit counted through the pipeline,
 	// from its start to its graceful stop; -1 if unread, stopErr saying
 	// why if the pipeline did not stop gracefully.
@@ -51,7 +52,7 @@ func newHTTPCell(engine, concurrency string, serverLimit int, path string) *http
 	return &httpCell{
 		conduitCell: conduitCell{engine: engine, plugin: plugin{name: "connkit", path: path}},
 		concurrency: concurrency, serverLimit: serverLimit,
-		limit: -1, inFlight: -1, nacked: -1, counted: -1,
+		limit: -1, inFlight: -1, nacked: -1, meanWrite: -1, counted: -1,
 	}
 }
 
@@ -164,13 +165,25 @@ func (c *httpCell) runPipeline(ctx context.Context, set httpSetup, url string) {
 		return
 	}
 	defer stop()
-	if !c.windowIn(ctx, s, dir, 0, set.warmup, set.duration, 0) {
+	if !c.warmIn(ctx, s, set.warmup) {
+		return
+	}
+	// Read just before Conduit's histogram, at the window's start.
+	start, startErr := scrapePlugin(s)
+	if !c.measureIn(ctx, s, dir, 0, set.duration, 0) {
 		return
 	}
 	// The window is measured; what follows is checked.
 	var notes []string
-	if err := c.readPlugin(s); err != nil {
+	if end, err := scrapePlugin(s); err != nil {
 		notes = append(notes, "the plugin's metrics: "+oneLine(err))
+	} else {
+		c.readPlugin(end)
+		if startErr != nil {
+			notes = append(notes, "the plugin's metrics at the window's start: "+oneLine(startErr))
+		} else if w := writeSeconds(end).minus(writeSeconds(start)); w.count > 0 {
+			c.meanWrite = w.mean()
+		}
 	}
 	if c.stopErr = s.StopPipeline(measuredPipeline, 30*time.Second); c.stopErr == nil {
 		c.counted, _ = s.Latency(measuredPipeline)
@@ -216,17 +229,19 @@ func httpPipeline(url string, batch int, rate float64, concurrency string) strin
 // metrics, with the address it serves them at.
 var servingMetrics = regexp.MustCompile(`serving metrics at http://([^/"\s]+)/metrics`)
 
-// readPlugin reads the plugin's metrics where its line in Conduit's log
+// scrapePlugin reads the plugin's metrics where its line in Conduit's log
 // says it serves them.
-func (c *httpCell) readPlugin(s *conduit.Server) error {
+func scrapePlugin(s *conduit.Server) (metricstest.Samples, error) {
 	m := servingMetrics.FindStringSubmatch(s.Log())
 	if m == nil {
-		return errors.New("no line in Conduit's log says where the plugin serves them")
+		return nil, errors.New("no line in Conduit's log says where the plugin serves them")
 	}
-	samples, err := metricstest.Scrape(m[1])
-	if err != nil {
-		return err
-	}
+	return metricstest.Scrape(m[1])
+}
+
+// readPlugin reads what the cell reports of the plugin's metrics at the
+// end of the window from samples.
+func (c *httpCell) readPlugin(samples metricstest.Samples) {
 	read := func(name string) float64 {
 		if v, n := samples.Sum(name); n > 0 {
 			return v
@@ -236,7 +251,15 @@ func (c *httpCell) readPlugin(s *conduit.Server) error {
 	c.limit, c.inFlight = read("connkit_write_concurrency_limit"), read("connkit_writes_in_flight")
 	// A series for each kind of nack, once there is one: none is 0.
 	c.nacked, _ = samples.Sum("connkit_records_nacked_total")
-	return nil
+}
+
+// writeSeconds returns the count and sum of the plugin's
+// connkit_write_seconds in samples: its Writes so far, and how long they
+// took together.
+func writeSeconds(samples metricstest.Samples) histogram {
+	count, _ := samples.Sum("connkit_write_seconds_count")
+	sum, _ := samples.Sum("connkit_write_seconds_sum")
+	return histogram{count: count, sum: sum}
 }
 
 // serveLoopback serves h on a loopback port the kernel picks; url is
@@ -313,6 +336,7 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 	}
 	t.WriteString(".\n\n")
 	fmt.Fprintf(&t, "One Conduit per cell, the settings alternating; a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): rows/s is its count over the window, mean its sum over its count, and × 1 its rows/s over the row with concurrency 1. ", set.duration, set.warmup)
+	t.WriteString("Mean Write is the plugin's own connkit_write_seconds over the same window, read from its metrics at the window's start and end: the difference of its sum over the difference of its count, how long one call of the connector's Write took, from connecting to the answer (here one request; a retry is a Write of its own). ")
 	t.WriteString("The limit is the plugin's connkit_write_concurrency_limit at the end of the window, its connkit_writes_in_flight then in parentheses. ")
 	t.WriteString("The pipeline is then stopped gracefully through Conduit's API, and Conduit after it. The server's counts cover the cell's whole run, from Conduit's start to its exit: requests, the share it refused, the most in flight together, and the distinct positions of the records it accepted beside the records Conduit counted through the pipeline from its start to its stop; a duplicate is a position accepted again. ")
 	t.WriteString("Conduit fails a pipeline whose destination acknowledges records out of order, and runs here with --pipelines.error-recovery.max-retries 0, so that a failure is not hidden by a restart: acks in order is yes when the pipeline ran until its graceful stop without degrading, the plugin nacked nothing, and Conduit counted as many records as the server accepted distinct positions. ")
@@ -321,7 +345,7 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 		t.WriteString("The v2 engine (Conduit v0.14.0's, at least) writes a batch of the source's to the destination and waits for all its acks before it reads the next: with no batch settings on the source, as here, each request holds one record, and one is in flight, whatever sdk.write.concurrency says.\n\n")
 	}
 
-	writeTableHead(&t, "| engine | sdk.write.concurrency | rows/s | mean | × 1 | limit (in flight) | requests | refused | max in flight | records: Conduit / server | duplicates | acks in order |")
+	writeTableHead(&t, "| engine | sdk.write.concurrency | rows/s | mean | × 1 | mean Write | limit (in flight) | requests | refused | max in flight | records: Conduit / server | duplicates | acks in order |")
 	var notes []string
 	for _, c := range cells {
 		fmt.Fprintf(&t, "| %s | %s |", c.engine, c.label())
@@ -334,6 +358,11 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 			fmt.Fprintf(&t, " %.2fx |", c.rate()/b.rate())
 		} else {
 			t.WriteString(" |")
+		}
+		if c.meanWrite >= 0 {
+			fmt.Fprintf(&t, " %s |", millis(c.meanWrite))
+		} else {
+			t.WriteString(" – |")
 		}
 		if c.limit >= 0 && c.inFlight >= 0 {
 			fmt.Fprintf(&t, " %g (%g) |", c.limit, c.inFlight)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/connkit/connkit/internal/metrics/metricstest"
 	"github.com/matryer/is"
 )
 
@@ -20,7 +22,7 @@ func TestHTTPReportRows(t *testing.T) {
 		c := newHTTPCell("default", concurrency, serverLimit, "bin/connkit-http")
 		records := rowsPerSecond * 10
 		c.window = window{records: records, elapsed: 10, hist: histogram{count: records, sum: records * 0.05}}
-		c.limit, c.inFlight, c.nacked, c.counted = 12, 11, 0, 20000
+		c.limit, c.inFlight, c.nacked, c.meanWrite, c.counted = 12, 11, 0, 0.0234, 20000
 		c.served = sinkStats{requests: 2000, accepted: 2000, maxInFlight: 12, records: 20000, distinct: 20000}
 		return c
 	}
@@ -33,6 +35,7 @@ func TestHTTPReportRows(t *testing.T) {
 	nacked := cell("auto", 4, 1500)
 	nacked.nacked = 3
 	degraded := newHTTPCell("default", "auto", 4, "bin/connkit-http")
+	degraded.meanWrite = -1 // unread
 	degraded.err = errors.New("pipeline degraded during the measurement: acks\nout of order")
 	degraded.served = sinkStats{requests: 40, accepted: 30, refused: 10, maxInFlight: 4, records: 300, distinct: 300}
 
@@ -50,12 +53,12 @@ func TestHTTPReportRows(t *testing.T) {
 		}
 	}
 	is.Equal(rows, []string{
-		"| default | auto | 2,500 | 50 ms | 5.00x | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 20,000 | 0 | yes |",
-		"| default | 1 | 500 | 50 ms | 1.00x | 1 (1) | 2,000 | 0.0% | 1 | 20,000 / 20,000 | 0 | yes |",
-		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 12 (11) | 2,200 | 9.1% | 12 | 20,000 / 20,000 | 0 | yes |",
-		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 19,980 | 10 | no: Conduit counted 20,000 records, the server accepted 19,980 |",
-		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 20,000 | 0 | no: the plugin nacked 3 records |",
-		"| default | auto, server takes 4 | – | – | | – | 40 | 25.0% | 4 | – / 300 | 0 | no: pipeline degraded during the measurement: acks out of order |",
+		"| default | auto | 2,500 | 50 ms | 5.00x | 23 ms | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 20,000 | 0 | yes |",
+		"| default | 1 | 500 | 50 ms | 1.00x | 23 ms | 1 (1) | 2,000 | 0.0% | 1 | 20,000 / 20,000 | 0 | yes |",
+		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 23 ms | 12 (11) | 2,200 | 9.1% | 12 | 20,000 / 20,000 | 0 | yes |",
+		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 23 ms | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 19,980 | 10 | no: Conduit counted 20,000 records, the server accepted 19,980 |",
+		"| default | auto, server takes 4 | 1,500 | 50 ms | 3.00x | 23 ms | 12 (11) | 2,000 | 0.0% | 12 | 20,000 / 20,000 | 0 | no: the plugin nacked 3 records |",
+		"| default | auto, server takes 4 | – | – | | – | – | 40 | 25.0% | 4 | – / 300 | 0 | no: pipeline degraded during the measurement: acks out of order |",
 	})
 }
 
@@ -71,4 +74,22 @@ func TestHTTPPipelineConcurrency(t *testing.T) {
 	one := httpPipeline("http://127.0.0.1:1/records", 10, 500, "1")
 	is.True(strings.Contains(one, `sdk.write.concurrency: "1"`))
 	is.True(strings.Contains(one, `rate: "500"`))
+}
+
+// The mean Write over a window is what the plugin's connkit_write_seconds
+// added between two scrapes: the difference of its sums over the
+// difference of its counts, whatever Writes came before.
+func TestWriteSecondsOverAWindow(t *testing.T) {
+	is := is.New(t)
+	scrape := func(count, sum string) metricstest.Samples {
+		s, err := metricstest.Parse(`connkit_write_seconds_bucket{connector_id="x",le="0.0256"} ` + count + "\n" +
+			`connkit_write_seconds_count{connector_id="x"} ` + count + "\n" +
+			`connkit_write_seconds_sum{connector_id="x"} ` + sum + "\n" +
+			`connkit_writes_in_flight{connector_id="x"} 3` + "\n")
+		is.NoErr(err)
+		return s
+	}
+	w := writeSeconds(scrape("150", "7.5")).minus(writeSeconds(scrape("50", "5.5")))
+	is.Equal(w.count, 100.0)
+	is.True(math.Abs(w.mean()-0.02) < 1e-9) // 2 s over 100 Writes
 }
