@@ -142,7 +142,7 @@ func httpMode(ctx context.Context, args []string) error {
 // run measures the cell against a server of its own, whose counts then
 // cover the cell alone.
 func (c *httpCell) run(ctx context.Context, set httpSetup) {
-	srv := newSinkServer(set.latency, c.serverLimit)
+	srv := newSinkServer(set.latency, c.serverLimit, 0)
 	url, closeServer, err := serveLoopback(srv)
 	if err != nil {
 		c.err = err
