@@ -11,8 +11,10 @@
 #                   destination (schemas off and on) and source runs, connkit's
 #                   plugins side by side with the incumbent's, and the batching
 #                   experiment in real Conduit with its ceiling (about 30 minutes
-#                   of it), the http destination against a loopback server
-#                   answering in 20 ms, Postgres → Postgres in real Conduit, and a source's
+#                   of it), the http destination against loopback servers
+#                   answering in 20 ms (one serving any number, one refusing
+#                   beyond 4, one queueing beyond 4 workers, one dropping
+#                   connections), Postgres → Postgres in real Conduit, and a source's
 #                   latency below capacity in each Conduit of BENCH_CONDUITS,
 #                   into bench/results/
 #

@@ -152,33 +152,49 @@ func TestBenchConduit(t *testing.T) {
 }
 
 // TestBenchHTTP runs the bench command's http mode, real Conduit into
-// connkit's http destination against the bench's own server, for a 2 s
-// window per cell, and checks that every cell ran with its acks in order,
-// every record at the server once, auto with more than one Write in
-// flight and the server's limit kept: never how fast.
+// connkit's http destination against the bench's own servers (the plain
+// one, the one that refuses beyond a limit, and the dropping one with a
+// single worker), for a 2 s window per cell, and checks that every cell
+// ran with its acks in order, every record at the server once, auto with
+// more than one Write in flight and the servers' limits kept: never how
+// fast.
 func TestBenchHTTP(t *testing.T) {
 	is := is.New(t)
 	conduitPath := conduitBin(t)
 	bench := buildCommand(t, "bench")
 	dir := t.TempDir()
 	args := []string{"http", "-conduit", conduitPath, "-plugin", binary("connkit-http"), "-out", dir,
-		"-max-concurrent", "3", "-warmup", "1s", "-duration", "2s"}
+		"-sinks", "plain,limit,dropping", "-max-concurrent", "3", "-workers", "1", "-warmup", "1s", "-duration", "2s"}
 	report := runBench(t, bench, args...)
-	// setting, rows/s, mean, ratio, limit (in flight), requests, refused,
-	// max in flight, records at Conduit and the server, duplicates.
-	row := func(setting string) []string {
-		m := regexp.MustCompile(`\| default \| ` + setting + ` \| [\d,]+ \| [\d.,]+ ms \| [\d.]+x \| (\d+) \(\d+\) \| [\d,]+ \| [\d.]+% \| (\d+) \| ([\d,]+) / ([\d,]+) \| 0 \| yes \|`).FindStringSubmatch(report)
-		is.True(m != nil)    // a row of the setting, no duplicates, acks in order
-		is.Equal(m[3], m[4]) // as many records at Conduit as at the server
+	// The table under each kind of server.
+	tables := map[string]string{}
+	for _, section := range strings.Split(report, "\n**")[1:] {
+		kind, table, _ := strings.Cut(section, "**:")
+		tables[kind] = table
+	}
+	// setting, rows/s, mean, ratio, mean Write, limit (in flight),
+	// requests, refused, max in flight, (the dropping server's) listen
+	// overflows, records at Conduit and the server, duplicates.
+	row := func(kind, setting string) []string {
+		t.Helper()
+		m := regexp.MustCompile(`\| default \| ` + setting + ` \| [\d,]+ \| [\d.,]+ ms \| [\d.]+x \| [\d.,]+ ms \| (\d+) \(\d+\) \| [\d,]+ \| [\d.]+% \| (\d+) \|( [\d,]+ \|)? ([\d,]+) / ([\d,]+) \| 0 \| yes \|`).FindStringSubmatch(tables[kind])
+		is.True(m != nil)                        // a row of the setting, no duplicates, acks in order
+		is.Equal(m[4], m[5])                     // as many records at Conduit as at the server
+		is.Equal(m[3] != "", kind == "dropping") // listen overflows in the dropping server's table alone
 		return m
 	}
-	auto := row("auto")
+	auto := row("plain", "auto")
 	is.True(auto[1] != "1" && auto[2] != "1") // auto raised its limit, and the server saw it
-	one := row("1")
+	one := row("plain", "1")
 	is.Equal(one[1:3], []string{"1", "1"}) // one Write at a time
-	limited := row("auto, server takes 3")
+	limited := row("limit", "auto")
 	n, _ := strconv.Atoi(limited[2])
 	is.True(n <= 3) // the server's limit held
+	for _, setting := range []string{"1", "auto"} {
+		dropped := row("dropping", setting)
+		is.Equal(dropped[2], "1") // one worker, the server's only concurrency
+	}
+	is.Equal(len(tables), 3)
 	md, err := os.ReadFile(filepath.Join(dir, "http.md"))
 	is.NoErr(err)
 	is.True(strings.Contains(report, string(md)))

@@ -235,8 +235,8 @@ func conduitMode(ctx context.Context, args []string) error {
 }
 
 // runIn starts Conduit with the pipeline (its ID measuredPipeline) and
-// plugins alone in its connectors directory, measures a window in it (see
-// windowIn), and stops Conduit gracefully.
+// plugins alone in its connectors directory, measures a window in it after
+// the warm-up (see warmIn and measureIn), and stops Conduit gracefully.
 func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, warmup, duration time.Duration, records int64) {
 	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins)
 	if err != nil {
@@ -244,7 +244,7 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins [
 		return
 	}
 	defer stop()
-	if !c.windowIn(ctx, s, dir, pgServer, warmup, duration, records) {
+	if !c.warmIn(ctx, s, warmup) || !c.measureIn(ctx, s, dir, pgServer, duration, records) {
 		return
 	}
 	// The window is measured; what follows is only reported.
@@ -253,54 +253,26 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins [
 	}
 }
 
-// windowIn waits in the running Conduit s, started in dir, for the first
-// record and the warm-up, and measures the window as the difference of two
-// readings of Conduit's histogram, so that start-up and warm-up are left
-// out, and what Conduit, the plugins and the PostgreSQL server pgServer
-// (0: not measured) used between them. The window lasts duration, or until
-// records records (0: no limit) have gone through. It returns false, with
-// c.err saying why, if the pipeline degrades, Conduit exits, ctx ends or
-// no record comes; Conduit is left running either way.
-func (c *conduitCell) windowIn(ctx context.Context, s *conduit.Server, dir string, pgServer int, warmup, duration time.Duration, records int64) bool {
-	fail := func(err error) {
-		status, errText := s.PipelineState(measuredPipeline)
-		if errText != "" {
-			err = fmt.Errorf("%w (pipeline %s: %s)", err, status, errText)
-		}
-		c.err = err
-	}
-	// wait polls until done says so, failing if the pipeline degrades or
-	// Conduit exits.
-	wait := func(what string, limit time.Duration, done func() bool) bool {
-		deadline := time.Now().Add(limit)
-		for !done() {
-			if status, errText := s.PipelineState(measuredPipeline); status == "STATUS_DEGRADED" {
-				c.err = fmt.Errorf("pipeline degraded %s: %s", what, errText)
-				return false
-			}
-			select {
-			case <-s.Done():
-				fail(fmt.Errorf("conduit exited %s: %v", what, s.Err()))
-				return false
-			case <-ctx.Done():
-				c.err = ctx.Err()
-				return false
-			case <-time.After(200 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				fail(fmt.Errorf("nothing after %v %s", limit, what))
-				return false
-			}
-		}
-		return true
-	}
-	if !wait("waiting for the first record", time.Minute, func() bool { count, _ := s.Latency(measuredPipeline); return count > 0 }) {
+// warmIn waits in the running Conduit s for the pipeline's first record,
+// then for warmup, which the window that follows leaves out. It returns
+// false, with c.err saying why, if the pipeline degrades, Conduit exits,
+// ctx ends or no record comes; Conduit is left running either way.
+func (c *conduitCell) warmIn(ctx context.Context, s *conduit.Server, warmup time.Duration) bool {
+	if !c.waitIn(ctx, s, "waiting for the first record", time.Minute, func() bool { count, _ := s.Latency(measuredPipeline); return count > 0 }) {
 		return false
 	}
 	warmEnd := time.Now().Add(warmup)
-	if !wait("during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) }) {
-		return false
-	}
+	return c.waitIn(ctx, s, "during the warm-up", warmup+time.Second, func() bool { return !time.Now().Before(warmEnd) })
+}
+
+// measureIn measures a window in the running Conduit s, started in dir,
+// as the difference of two readings of Conduit's histogram, so that what
+// came before is left out, and what Conduit, the plugins and the
+// PostgreSQL server pgServer (0: not measured) used between them. The
+// window lasts duration, or until records records (0: no limit) have gone
+// through. It returns false, with c.err saying why, as warmIn does, and
+// if no record went through the window.
+func (c *conduitCell) measureIn(ctx context.Context, s *conduit.Server, dir string, pgServer int, duration time.Duration, records int64) bool {
 	sampling := startSampling(100*time.Millisecond, cellGroups(s, dir, pgServer)...)
 	before, t0, err := readHistogram(s.URL, measuredPipeline)
 	if err != nil {
@@ -319,7 +291,7 @@ func (c *conduitCell) windowIn(ctx context.Context, s *conduit.Server, dir strin
 		count, _ := s.Latency(measuredPipeline)
 		return count-before.count >= float64(records)
 	}
-	if !wait("during the measurement", duration+time.Second, done) {
+	if !c.waitIn(ctx, s, "during the measurement", duration+time.Second, done) {
 		sampling.finish()
 		return false
 	}
@@ -330,6 +302,40 @@ func (c *conduitCell) windowIn(ctx context.Context, s *conduit.Server, dir strin
 	if c.records == 0 {
 		c.err = errors.New("no records in the measurement window")
 		return false
+	}
+	return true
+}
+
+// waitIn polls the running Conduit s until done says so, what saying when
+// in the cell's error, and returns true; or false, with c.err saying why,
+// if the pipeline degrades, Conduit exits, ctx ends or limit passes first.
+func (c *conduitCell) waitIn(ctx context.Context, s *conduit.Server, what string, limit time.Duration, done func() bool) bool {
+	fail := func(err error) {
+		status, errText := s.PipelineState(measuredPipeline)
+		if errText != "" {
+			err = fmt.Errorf("%w (pipeline %s: %s)", err, status, errText)
+		}
+		c.err = err
+	}
+	deadline := time.Now().Add(limit)
+	for !done() {
+		if status, errText := s.PipelineState(measuredPipeline); status == "STATUS_DEGRADED" {
+			c.err = fmt.Errorf("pipeline degraded %s: %s", what, errText)
+			return false
+		}
+		select {
+		case <-s.Done():
+			fail(fmt.Errorf("conduit exited %s: %v", what, s.Err()))
+			return false
+		case <-ctx.Done():
+			c.err = ctx.Err()
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			fail(fmt.Errorf("nothing after %v %s", limit, what))
+			return false
+		}
 	}
 	return true
 }

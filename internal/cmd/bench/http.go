@@ -25,43 +25,46 @@ type httpSetup struct {
 	batch            int           // sdk.batch.size
 	rate             float64       // records per second the generator makes; 0: as fast as it can
 	warmup, duration time.Duration
+	sinks            []sink // the kinds of server measured against
+	maxConcurrent    int    // the limit server's: the most requests in flight it takes
+	workers          int    // the queueing and dropping servers': requests served together
+	backlog          int    // the dropping server's listen backlog
 }
 
 // httpCell is one pipeline of httpMode: the http destination with a
-// sdk.write.concurrency setting, against a server that may take a limited
-// number of requests in flight.
+// sdk.write.concurrency setting, against a kind of server.
 type httpCell struct {
 	conduitCell
+	sink        sink
 	concurrency string // sdk.write.concurrency: a number, or auto, for which the parameter is left unset
-	serverLimit int    // the most requests the server takes in flight together; 0: any number
 
 	// What the plugin's own metrics said at the end of the window: its
 	// connkit_write_concurrency_limit and connkit_writes_in_flight
-	// gauges, and connkit_records_nacked_total; -1 if unread.
-	limit, inFlight, nacked float64
+	// gauges, and connkit_records_nacked_total; and over the window, the
+	// mean of its connkit_write_seconds, in seconds. -1 if unread.
+	limit, inFlight, nacked, meanWrite float64
 	// counted is how many records Conduit counted through the pipeline,
 	// from its start to its graceful stop; -1 if unread, stopErr saying
 	// why if the pipeline did not stop gracefully.
 	counted float64
 	stopErr error
 	served  sinkStats // what the server counted, from Conduit's start to its exit
+	// overflows is what the kernel's ListenOverflows counted over the
+	// same time; -1 if unread.
+	overflows int64
 }
 
-func newHTTPCell(engine, concurrency string, serverLimit int, path string) *httpCell {
+func newHTTPCell(engine string, k sink, concurrency string, path string) *httpCell {
 	return &httpCell{
 		conduitCell: conduitCell{engine: engine, plugin: plugin{name: "connkit", path: path}},
-		concurrency: concurrency, serverLimit: serverLimit,
-		limit: -1, inFlight: -1, nacked: -1, counted: -1,
+		sink:        k, concurrency: concurrency,
+		limit: -1, inFlight: -1, nacked: -1, meanWrite: -1, counted: -1, overflows: -1,
 	}
 }
 
-// label is the cell's sdk.write.concurrency, with the server's limit if it
-// has one.
-func (c *httpCell) label() string {
-	if c.serverLimit > 0 {
-		return fmt.Sprintf("%s, server takes %d", c.concurrency, c.serverLimit)
-	}
-	return c.concurrency
+// name says which cell c is, in progress lines and notes.
+func (c *httpCell) name() string {
+	return fmt.Sprintf("%s engine, %s server, sdk.write.concurrency %s", c.engine, c.sink, c.concurrency)
 }
 
 // noRecovery makes Conduit fail a pipeline at its first error instead of
@@ -72,13 +75,17 @@ var noRecovery = []string{"--pipelines.error-recovery.max-retries", "0"}
 
 // httpMode measures connkit's http destination, bound by latency, in real
 // Conduit: Conduit's builtin generator into it as fast as it can, against
-// a server on loopback that answers each batch after a fixed latency, with
-// sdk.write.concurrency auto and 1, and, with -max-concurrent, auto
-// against a server that refuses requests beyond that many in flight with
-// 429. It reports rows per second and mean latency from Conduit's own
-// metrics over a window after a warm-up, the limit auto settled at, and
-// what the server saw: requests, refusals, the most in flight, and whether
-// every record Conduit counted reached it once, its acks in order.
+// servers on loopback that answer each batch after a fixed latency (see
+// sink): one that serves any number together, with sdk.write.concurrency
+// auto and 1; one that refuses requests beyond -max-concurrent in flight
+// with 429, with auto; and with 1, -workers and auto, one of -workers
+// workers that queues the requests beyond them, and one of HTTP/1.0 with
+// a connection per request whose short listen backlog drops connections.
+// It reports rows per second and mean latency from Conduit's own metrics
+// over a window after a warm-up, the plugin's mean Write over the window
+// and the limit auto settled at, and what the server saw: requests,
+// refusals, the most in flight, and whether every record Conduit counted
+// reached it once, its acks in order.
 func httpMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("http", flag.ExitOnError)
 	var set httpSetup
@@ -87,7 +94,10 @@ func httpMode(ctx context.Context, args []string) error {
 	cf.define(fs, "default")
 	fs.DurationVar(&set.latency, "latency", 20*time.Millisecond, "how long the server takes to answer each request")
 	fs.IntVar(&set.batch, "batch", 10, "sdk.batch.size of the destination: records per request")
-	maxConcurrent := fs.Int("max-concurrent", 4, "in a third cell, auto against a server that refuses with 429 a request that would make more than this many in flight; 0 leaves that cell out")
+	sinkNames := fs.String("sinks", "plain,limit,queueing,dropping", "comma-separated kinds of server to measure against: plain (auto and 1), limit (auto; see -max-concurrent), queueing and dropping (1, -workers and auto; see -workers and -backlog)")
+	fs.IntVar(&set.maxConcurrent, "max-concurrent", 4, "the limit server refuses with 429 a request that would make more than this many in flight; 0 leaves its cell out")
+	fs.IntVar(&set.workers, "workers", 4, "requests the queueing and dropping servers serve together, also the sdk.write.concurrency measured against them between 1 and auto")
+	fs.IntVar(&set.backlog, "backlog", 5, "the dropping server's listen backlog")
 	fs.Float64Var(&set.rate, "rate", 0, "records per second the generator makes; 0: as fast as it can")
 	fs.DurationVar(&set.warmup, "warmup", 3*time.Second, "time after the first record that a cell leaves out of its measurement")
 	fs.DurationVar(&set.duration, "duration", 10*time.Second, "measurement window of a cell")
@@ -107,30 +117,41 @@ func httpMode(ctx context.Context, args []string) error {
 		return errors.New("-latency: expected a duration of at least 0")
 	case set.batch < 1:
 		return errors.New("-batch: expected at least 1")
-	case *maxConcurrent < 0:
+	case set.maxConcurrent < 0:
 		return errors.New("-max-concurrent: expected 0 (no such cell) or more")
+	case set.workers < 1:
+		return errors.New("-workers: expected at least 1")
+	case set.backlog < 0:
+		return errors.New("-backlog: expected 0 or more")
 	case set.rate < 0:
 		return errors.New("-rate: expected 0 (as fast as it can) or more")
+	}
+	if set.sinks, err = parseSinks(*sinkNames); err != nil {
+		return err
 	}
 
 	// The settings alternate cell by cell, so that whatever the machine
 	// does meanwhile falls on each alike.
 	var cells []*httpCell
 	for _, e := range engines {
-		cells = append(cells, newHTTPCell(e, "auto", 0, set.plugin), newHTTPCell(e, "1", 0, set.plugin))
-		if *maxConcurrent > 0 {
-			cells = append(cells, newHTTPCell(e, "auto", *maxConcurrent, set.plugin))
+		for _, k := range set.sinks {
+			for _, concurrency := range set.concurrencies(k) {
+				cells = append(cells, newHTTPCell(e, k, concurrency, set.plugin))
+			}
 		}
+	}
+	if len(cells) == 0 {
+		return errors.New("no cells: -sinks limit alone with -max-concurrent 0")
 	}
 	start := time.Now()
 	for i, c := range cells {
-		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s engine, sdk.write.concurrency %s ...", i+1, len(cells), time.Since(start).Round(time.Second), c.engine, c.label())
+		fmt.Fprintf(os.Stderr, "\r\033[K[%d/%d %s] %s ...", i+1, len(cells), time.Since(start).Round(time.Second), c.name())
 		c.run(ctx, set)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if c.err != nil {
-			fmt.Fprintf(os.Stderr, "\n%s engine, sdk.write.concurrency %s: %v\n", c.engine, c.label(), c.err)
+			fmt.Fprintf(os.Stderr, "\n%s: %v\n", c.name(), c.err)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
@@ -141,15 +162,18 @@ func httpMode(ctx context.Context, args []string) error {
 // run measures the cell against a server of its own, whose counts then
 // cover the cell alone.
 func (c *httpCell) run(ctx context.Context, set httpSetup) {
-	srv := newSinkServer(set.latency, c.serverLimit)
-	url, closeServer, err := serveLoopback(srv)
+	srv, url, closeServer, err := set.serve(c.sink)
 	if err != nil {
 		c.err = err
 		return
 	}
+	overflows, read := listenOverflows()
 	c.runPipeline(ctx, set, url)
 	closeServer()
 	c.served = srv.stats()
+	if after, ok := listenOverflows(); read && ok {
+		c.overflows = after - overflows
+	}
 }
 
 // runPipeline runs the cell's pipeline in Conduit, into the server at url:
@@ -164,13 +188,25 @@ func (c *httpCell) runPipeline(ctx context.Context, set httpSetup, url string) {
 		return
 	}
 	defer stop()
-	if !c.windowIn(ctx, s, dir, 0, set.warmup, set.duration, 0) {
+	if !c.warmIn(ctx, s, set.warmup) {
+		return
+	}
+	// Read just before Conduit's histogram, at the window's start.
+	start, startErr := scrapePlugin(s)
+	if !c.measureIn(ctx, s, dir, 0, set.duration, 0) {
 		return
 	}
 	// The window is measured; what follows is checked.
 	var notes []string
-	if err := c.readPlugin(s); err != nil {
+	if end, err := scrapePlugin(s); err != nil {
 		notes = append(notes, "the plugin's metrics: "+oneLine(err))
+	} else {
+		c.readPlugin(end)
+		if startErr != nil {
+			notes = append(notes, "the plugin's metrics at the window's start: "+oneLine(startErr))
+		} else if w := writeSeconds(end).minus(writeSeconds(start)); w.count > 0 {
+			c.meanWrite = w.mean()
+		}
 	}
 	if c.stopErr = s.StopPipeline(measuredPipeline, 30*time.Second); c.stopErr == nil {
 		c.counted, _ = s.Latency(measuredPipeline)
@@ -216,17 +252,19 @@ func httpPipeline(url string, batch int, rate float64, concurrency string) strin
 // metrics, with the address it serves them at.
 var servingMetrics = regexp.MustCompile(`serving metrics at http://([^/"\s]+)/metrics`)
 
-// readPlugin reads the plugin's metrics where its line in Conduit's log
+// scrapePlugin reads the plugin's metrics where its line in Conduit's log
 // says it serves them.
-func (c *httpCell) readPlugin(s *conduit.Server) error {
+func scrapePlugin(s *conduit.Server) (metricstest.Samples, error) {
 	m := servingMetrics.FindStringSubmatch(s.Log())
 	if m == nil {
-		return errors.New("no line in Conduit's log says where the plugin serves them")
+		return nil, errors.New("no line in Conduit's log says where the plugin serves them")
 	}
-	samples, err := metricstest.Scrape(m[1])
-	if err != nil {
-		return err
-	}
+	return metricstest.Scrape(m[1])
+}
+
+// readPlugin reads what the cell reports of the plugin's metrics at the
+// end of the window from samples.
+func (c *httpCell) readPlugin(samples metricstest.Samples) {
 	read := func(name string) float64 {
 		if v, n := samples.Sum(name); n > 0 {
 			return v
@@ -236,7 +274,15 @@ func (c *httpCell) readPlugin(s *conduit.Server) error {
 	c.limit, c.inFlight = read("connkit_write_concurrency_limit"), read("connkit_writes_in_flight")
 	// A series for each kind of nack, once there is one: none is 0.
 	c.nacked, _ = samples.Sum("connkit_records_nacked_total")
-	return nil
+}
+
+// writeSeconds returns the count and sum of the plugin's
+// connkit_write_seconds in samples: its Writes so far, and how long they
+// took together.
+func writeSeconds(samples metricstest.Samples) histogram {
+	count, _ := samples.Sum("connkit_write_seconds_count")
+	sum, _ := samples.Sum("connkit_write_seconds_sum")
+	return histogram{count: count, sum: sum}
 }
 
 // serveLoopback serves h on a loopback port the kernel picks; url is
@@ -284,16 +330,21 @@ func (c *httpCell) inOrder() (ok bool, why string) {
 	return true, ""
 }
 
-// baseline returns the cell of engine that writes one batch at a time
-// against a server without a limit, the one the others are compared with,
-// or nil.
-func baseline(cells []*httpCell, engine string) *httpCell {
-	for _, c := range cells {
-		if c.engine == engine && c.concurrency == "1" && c.serverLimit == 0 {
-			return c
+// baseline returns the cell c is compared with: the cell of c's engine
+// that writes one batch at a time against c's kind of server, else
+// against the plain server; or nil.
+func baseline(cells []*httpCell, c *httpCell) *httpCell {
+	var plain *httpCell
+	for _, b := range cells {
+		switch {
+		case b.engine != c.engine || b.concurrency != "1":
+		case b.sink == c.sink:
+			return b
+		case b.sink == sinkPlain:
+			plain = b
 		}
 	}
-	return nil
+	return plain
 }
 
 func httpReport(release string, cells []*httpCell, engines []string, set httpSetup) string {
@@ -302,17 +353,11 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 	if set.rate > 0 {
 		source = fmt.Sprintf("at %g records/s", set.rate)
 	}
-	fmt.Fprintf(&t, "connkit's http destination, bound by latency, in real %s (%s engine): Conduit's builtin generator (structured id, first_name, last_name; %s) → the standalone http destination, sdk.batch.size %d and no delay, POSTing each batch as a JSON array of OpenCDC JSON records to a server on loopback that answers each request with 200 after %v. ",
+	fmt.Fprintf(&t, "connkit's http destination, bound by latency, in real %s (%s engine): Conduit's builtin generator (structured id, first_name, last_name; %s) → the standalone http destination, sdk.batch.size %d and no delay, POSTing each batch as a JSON array of OpenCDC JSON records to a server on loopback that answers each request with 200 after %v, of one of the kinds below, a table for each. ",
 		release, strings.Join(engines, " and "), source, set.batch, set.latency)
-	t.WriteString("sdk.write.concurrency is auto (left unset: from one Write in flight, additive increase and multiplicative decrease up to 32) or 1 (one Write at a time)")
-	for _, c := range cells {
-		if c.serverLimit > 0 {
-			fmt.Fprintf(&t, "; \"server takes %d\" is auto against a server that refuses with 429 and Retry-After: 0 a request that would make more than %d in flight", c.serverLimit, c.serverLimit)
-			break
-		}
-	}
-	t.WriteString(".\n\n")
-	fmt.Fprintf(&t, "One Conduit per cell, the settings alternating; a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): rows/s is its count over the window, mean its sum over its count, and × 1 its rows/s over the row with concurrency 1. ", set.duration, set.warmup)
+	t.WriteString("sdk.write.concurrency is auto (left unset: from one Write in flight, additive increase and multiplicative decrease up to 32) or the most Writes in flight together (1: one at a time).\n\n")
+	fmt.Fprintf(&t, "One Conduit per cell, the settings alternating; a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): rows/s is its count over the window, mean its sum over its count, and × 1 its rows/s over the row with concurrency 1 in the same table. ", set.duration, set.warmup)
+	t.WriteString("Mean Write is the plugin's own connkit_write_seconds over the same window, read from its metrics at the window's start and end: the difference of its sum over the difference of its count, how long one call of the connector's Write took, from connecting to the answer (here one request; a retry is a Write of its own). ")
 	t.WriteString("The limit is the plugin's connkit_write_concurrency_limit at the end of the window, its connkit_writes_in_flight then in parentheses. ")
 	t.WriteString("The pipeline is then stopped gracefully through Conduit's API, and Conduit after it. The server's counts cover the cell's whole run, from Conduit's start to its exit: requests, the share it refused, the most in flight together, and the distinct positions of the records it accepted beside the records Conduit counted through the pipeline from its start to its stop; a duplicate is a position accepted again. ")
 	t.WriteString("Conduit fails a pipeline whose destination acknowledges records out of order, and runs here with --pipelines.error-recovery.max-retries 0, so that a failure is not hidden by a restart: acks in order is yes when the pipeline ran until its graceful stop without degrading, the plugin nacked nothing, and Conduit counted as many records as the server accepted distinct positions. ")
@@ -321,42 +366,34 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 		t.WriteString("The v2 engine (Conduit v0.14.0's, at least) writes a batch of the source's to the destination and waits for all its acks before it reads the next: with no batch settings on the source, as here, each request holds one record, and one is in flight, whatever sdk.write.concurrency says.\n\n")
 	}
 
-	writeTableHead(&t, "| engine | sdk.write.concurrency | rows/s | mean | × 1 | limit (in flight) | requests | refused | max in flight | records: Conduit / server | duplicates | acks in order |")
+	tables := 0
+	for _, k := range sinks {
+		i := slices.IndexFunc(cells, func(c *httpCell) bool { return c.sink == k })
+		if i < 0 {
+			continue
+		}
+		if tables++; tables > 1 {
+			t.WriteString("\n")
+		}
+		t.WriteString(set.describe(k) + "\n\n")
+		head := "| engine | sdk.write.concurrency | rows/s | mean | × 1 | mean Write | limit (in flight) | requests | refused | max in flight |"
+		if k == sinkDropping {
+			head += " listen overflows |"
+		}
+		writeTableHead(&t, head+" records: Conduit / server | duplicates | acks in order |")
+		for _, c := range cells[i:] {
+			if c.sink == k {
+				writeHTTPRow(&t, c, baseline(cells, c))
+			}
+		}
+	}
 	var notes []string
 	for _, c := range cells {
-		fmt.Fprintf(&t, "| %s | %s |", c.engine, c.label())
-		if c.err == nil {
-			fmt.Fprintf(&t, " %s | %s |", thousands(c.rate()), millis(c.hist.mean()))
-		} else {
-			t.WriteString(" – | – |")
-		}
-		if b := baseline(cells, c.engine); b != nil && b.err == nil && c.err == nil {
-			fmt.Fprintf(&t, " %.2fx |", c.rate()/b.rate())
-		} else {
-			t.WriteString(" |")
-		}
-		if c.limit >= 0 && c.inFlight >= 0 {
-			fmt.Fprintf(&t, " %g (%g) |", c.limit, c.inFlight)
-		} else {
-			t.WriteString(" – |")
-		}
-		s := c.served
-		fmt.Fprintf(&t, " %s | %.1f%% | %d |", thousands(float64(s.requests)), 100*s.refusedShare(), s.maxInFlight)
-		counted := "–"
-		if c.counted >= 0 {
-			counted = thousands(c.counted)
-		}
-		fmt.Fprintf(&t, " %s / %s | %s |", counted, thousands(float64(s.distinct)), thousands(float64(s.duplicates())))
-		if ok, why := c.inOrder(); ok {
-			t.WriteString(" yes |\n")
-		} else {
-			fmt.Fprintf(&t, " no: %s |\n", why)
-		}
-		if s.malformed > 0 {
-			notes = append(notes, fmt.Sprintf("%s engine, %s: the server could not read %d requests", c.engine, c.label(), s.malformed))
+		if c.served.malformed > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the server could not read %d requests", c.name(), c.served.malformed))
 		}
 		if c.note != "" {
-			notes = append(notes, fmt.Sprintf("%s engine, %s: %s", c.engine, c.label(), c.note))
+			notes = append(notes, fmt.Sprintf("%s: %s", c.name(), c.note))
 		}
 	}
 	if len(notes) > 0 {
@@ -366,4 +403,49 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 		}
 	}
 	return t.String()
+}
+
+// writeHTTPRow writes the row of a cell, its rows/s compared with the
+// cell b (nil: none).
+func writeHTTPRow(t *strings.Builder, c, b *httpCell) {
+	fmt.Fprintf(t, "| %s | %s |", c.engine, c.concurrency)
+	if c.err == nil {
+		fmt.Fprintf(t, " %s | %s |", thousands(c.rate()), millis(c.hist.mean()))
+	} else {
+		t.WriteString(" – | – |")
+	}
+	if b != nil && b.err == nil && c.err == nil {
+		fmt.Fprintf(t, " %.2fx |", c.rate()/b.rate())
+	} else {
+		t.WriteString(" |")
+	}
+	if c.meanWrite >= 0 {
+		fmt.Fprintf(t, " %s |", millis(c.meanWrite))
+	} else {
+		t.WriteString(" – |")
+	}
+	if c.limit >= 0 && c.inFlight >= 0 {
+		fmt.Fprintf(t, " %g (%g) |", c.limit, c.inFlight)
+	} else {
+		t.WriteString(" – |")
+	}
+	s := c.served
+	fmt.Fprintf(t, " %s | %.1f%% | %d |", thousands(float64(s.requests)), 100*s.refusedShare(), s.maxInFlight)
+	if c.sink == sinkDropping {
+		if c.overflows >= 0 {
+			fmt.Fprintf(t, " %s |", thousands(float64(c.overflows)))
+		} else {
+			t.WriteString(" – |")
+		}
+	}
+	counted := "–"
+	if c.counted >= 0 {
+		counted = thousands(c.counted)
+	}
+	fmt.Fprintf(t, " %s / %s | %s |", counted, thousands(float64(s.distinct)), thousands(float64(s.duplicates())))
+	if ok, why := c.inOrder(); ok {
+		t.WriteString(" yes |\n")
+	} else {
+		fmt.Fprintf(t, " no: %s |\n", why)
+	}
 }

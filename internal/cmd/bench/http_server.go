@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,10 +16,14 @@ import (
 // keeps account of the positions of the records it accepted, so that a
 // cell can check that each arrived once. With a limit above 0, it refuses
 // a request that would make more than limit requests in flight together at
-// once with 429 and Retry-After: 0 (see ServeHTTP).
+// once with 429 and Retry-After: 0 (see ServeHTTP). With workers above 0,
+// it serves that many requests together, each for the latency, and a
+// request beyond them waits in a queue, first come first served, for a
+// worker to be free: more in flight only wait longer.
 type sinkServer struct {
 	latency time.Duration
 	limit   int
+	workers chan struct{} // a token for each busy worker; nil: any number
 
 	mu        sync.Mutex
 	inFlight  int
@@ -32,7 +37,7 @@ type sinkStats struct {
 	accepted    int64 // answered 200: their records are accepted
 	refused     int64 // answered 429, at once: too many requests in flight
 	malformed   int64 // answered 400: the body was not a JSON array of records
-	maxInFlight int   // the most requests in flight together (refused ones never are)
+	maxInFlight int   // the most requests in flight together, queued or served (refused ones never are)
 	records     int64 // records in the accepted requests
 	distinct    int64 // distinct positions among them
 }
@@ -49,13 +54,21 @@ func (s sinkStats) refusedShare() float64 {
 	return float64(s.refused) / float64(s.requests)
 }
 
-func newSinkServer(latency time.Duration, limit int) *sinkServer {
-	return &sinkServer{latency: latency, limit: limit, positions: map[string]int{}}
+// newSinkServer returns a server answering after latency, refusing beyond
+// limit requests in flight (0: never) and queueing beyond workers (0:
+// serving any number together).
+func newSinkServer(latency time.Duration, limit, workers int) *sinkServer {
+	s := &sinkServer{latency: latency, limit: limit, positions: map[string]int{}}
+	if workers > 0 {
+		s.workers = make(chan struct{}, workers)
+	}
+	return s
 }
 
 // ServeHTTP takes a POST in if the limit leaves room, reads the positions
-// of its records, and answers 200 once the latency has passed, the records
-// then accepted; a request whose client gives up first is not. It refuses
+// of its records, and answers 200 once a worker has served it for the
+// latency, the records then accepted; a request whose client gives up
+// first is not. It refuses
 // a request beyond the limit at once, without reading it, with 429 and
 // Retry-After: 0. The header counts in whole seconds, and 1 would hold
 // each refused batch for 50 times a 20 ms latency, measuring the wait
@@ -89,18 +102,37 @@ func (s *sinkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, rec := range records {
 		positions[i] = string(rec.Position)
 	}
+	if !s.work(r.Context()) {
+		s.end(abandoned, nil)
+		return
+	}
+	// Settled, and the worker free, before the answer is written, so that
+	// a client that sends its next request on receiving it finds the room
+	// this one left.
+	s.end(accepted, positions)
+	w.WriteHeader(http.StatusOK)
+}
+
+// work serves a request for the latency, first waiting in the queue for a
+// worker if the server has a number of them; it returns false if ctx, the
+// request's, ends first.
+func (s *sinkServer) work(ctx context.Context) bool {
+	if s.workers != nil {
+		select {
+		case s.workers <- struct{}{}: // a channel's waiting senders go in the order they came
+			defer func() { <-s.workers }()
+		case <-ctx.Done():
+			return false
+		}
+	}
 	wait := time.NewTimer(s.latency)
 	defer wait.Stop()
 	select {
 	case <-wait.C:
-	case <-r.Context().Done():
-		s.end(abandoned, nil)
-		return
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	// Settled before the answer is written, so that a client that sends
-	// its next request on receiving it finds the room this one left.
-	s.end(accepted, positions)
-	w.WriteHeader(http.StatusOK)
 }
 
 // admit counts a request in, and says whether it may be in flight: not if
@@ -124,7 +156,7 @@ type ending int
 const (
 	accepted  ending = iota // answered 200: its records are accepted
 	malformed               // answered 400: its body was not a JSON array of records
-	abandoned               // its client gave up before the latency passed: nothing is accepted
+	abandoned               // its client gave up before it was served: nothing is accepted
 )
 
 // end ends an admitted request, as how says; positions are those of its

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -30,7 +31,7 @@ func postBody(positions ...string) string {
 // One request at a time never meets a limit of one.
 func TestSinkServerCountsThePositionsItAccepted(t *testing.T) {
 	is := is.New(t)
-	srv := newSinkServer(0, 1)
+	srv := newSinkServer(0, 1, 0)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	post := func(body string) *http.Response {
@@ -61,7 +62,7 @@ func TestSinkServerCountsThePositionsItAccepted(t *testing.T) {
 // not accepted, and no position of any of them is counted.
 func TestSinkServerRefusesRequestsBeyondItsLimit(t *testing.T) {
 	is := is.New(t)
-	srv := newSinkServer(time.Hour, 2) // the admitted ones stay in flight until abandoned
+	srv := newSinkServer(time.Hour, 2, 0) // the admitted ones stay in flight until abandoned
 	ts := httptest.NewServer(srv)
 	ctx, abandon := context.WithCancel(t.Context())
 	type answer struct {
@@ -95,4 +96,59 @@ func TestSinkServerRefusesRequestsBeyondItsLimit(t *testing.T) {
 	is.Equal(got.refusedShare(), 0.6)
 	is.Equal(len(srv.positions), 0)
 	is.Equal(srv.inFlight, 0)
+}
+
+// With two workers and no limit, of five requests sent together two are
+// served at once and three wait their turn, none refused: answered in the
+// order they came, at 20, 20, 40, 40 and 60 ms. A queued request whose
+// client gives up leaves the queue unserved.
+func TestSinkServerQueuesRequestsBeyondItsWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		is := is.New(t)
+		srv := newSinkServer(20*time.Millisecond, 0, 2)
+		start := time.Now()
+		type answer struct {
+			request int
+			status  int
+			after   time.Duration
+		}
+		answers := make(chan answer, 5)
+		for i := range 5 {
+			go func() {
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/records", strings.NewReader(postBody(string(rune('a'+i))))))
+				answers <- answer{i, w.Code, time.Since(start)}
+			}()
+			synctest.Wait() // each in the queue before the next comes
+		}
+		is.Equal(srv.stats().maxInFlight, 5) // two served, three queued
+		for i, after := range []time.Duration{20, 20, 40, 40, 60} {
+			a := <-answers
+			is.Equal(a.status, http.StatusOK)
+			is.Equal(a.after, after*time.Millisecond)
+			is.Equal(a.request/2, i/2) // a and b first, then c and d, then e
+		}
+		got := srv.stats()
+		is.Equal(got, sinkStats{requests: 5, accepted: 5, maxInFlight: 5, records: 5, distinct: 5})
+
+		// Both workers busy, a third request queued and given up.
+		ctx, giveUp := context.WithCancel(t.Context())
+		for _, p := range []string{"f", "g"} {
+			go srv.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/records", strings.NewReader(postBody(p))))
+		}
+		done := make(chan int)
+		go func() {
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/records", strings.NewReader(postBody("h"))).WithContext(ctx))
+			done <- len(srv.workers)
+		}()
+		synctest.Wait()
+		giveUp()
+		is.Equal(<-done, 2) // it left without a worker
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		is.Equal(srv.stats().accepted, int64(7))
+		is.Equal(srv.positions["h"], 0)
+		is.Equal(srv.inFlight, 0)
+	})
 }

@@ -10,7 +10,7 @@
 //	bench replicate   -plugin BIN [-vs-plugin BIN] [-conduit BIN] [-url URL] [-out DIR] ...
 //	bench acks        [-source BIN] [-destination BIN] [-rate N] [-store D] [-runs N] [-out DIR]
 //	bench latency     [-conduit BIN,...] [-vs-generator BIN] [-vs-postgres BIN] [-rate N] [-cdc-rate N] [-out DIR]
-//	bench http        [-plugin BIN] [-conduit BIN] [-latency D] [-batch N] [-max-concurrent N] [-rate N] [-out DIR] ...
+//	bench http        [-plugin BIN] [-conduit BIN] [-sinks plain,limit,queueing,dropping] [-latency D] [-batch N] [-max-concurrent N] [-workers N] [-backlog N] [-rate N] [-out DIR] ...
 //
 // source reads N records, acking as Conduit does, and reports records/s and
 // records per message. destination sends N generated records and reports
@@ -43,12 +43,15 @@
 // both engines of each Conduit binary given, and reports the mean latency
 // from Conduit's own metrics. http runs Conduit's builtin generator into
 // connkit's http destination, bound by latency, in real Conduit, against
-// a server on loopback that answers each batch after a fixed latency, with
-// sdk.write.concurrency auto and 1 (and auto against a server that refuses
-// with 429 beyond a number of requests in flight), and reports rows/s and
-// mean latency from Conduit's own metrics, the limit auto settled at, the
-// requests the server saw, and whether every record reached it once, the
-// pipeline running with its acks in order.
+// servers on loopback that answer each batch after a fixed latency, with
+// several sdk.write.concurrency settings: a server that serves any number
+// together (auto and 1), one that refuses with 429 beyond a number in
+// flight (auto), one of a few workers that queues the rest, and one of
+// HTTP/1.0 whose short listen backlog drops connections under load (1, as
+// many as their workers, and auto); it reports rows/s and mean latency
+// from Conduit's own metrics, the plugin's mean Write and the limit auto
+// settled at, the requests the server saw, and whether every record
+// reached it once, the pipeline running with its acks in order.
 package main
 
 import (
