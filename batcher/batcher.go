@@ -76,6 +76,18 @@ func New[T any](p Policy, h Hold, size func(T) int) (*Batcher[T], error) {
 	return &Batcher[T]{policy: p, hold: h, size: size}, nil
 }
 
+// SetHold changes the hold bound to h from now on: items already held stay
+// held. Items are measured for a byte bound only while one is set (or
+// Policy.Bytes is), so a byte bound set later counts none of those added
+// before it. A negative limit is an error, and leaves the bound as it was.
+func (b *Batcher[T]) SetHold(h Hold) error {
+	if h.Count < 0 || h.Bytes < 0 {
+		return fmt.Errorf("batcher: hold %+v has a negative limit", h)
+	}
+	b.hold = h
+	return nil
+}
+
 // Add collects item, which came at now. It accepts items beyond the hold
 // bound: checking [Batcher.Room] before taking items in is the owner's part.
 func (b *Batcher[T]) Add(item T, now time.Time) {

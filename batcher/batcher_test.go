@@ -363,3 +363,27 @@ func TestTakeAtMostTakesFewer(t *testing.T) {
 	is.Equal(b.TakeAtMost(10), []int{2, 3, 4}) // the policy's Count holds too
 	is.Equal(b.Next(), []int{5})
 }
+
+// TestSetHoldMovesTheBound: a lower bound leaves what is held held and
+// takes no more in until enough is done; a higher one takes more in at
+// once; a negative one is refused and changes nothing.
+func TestSetHoldMovesTheBound(t *testing.T) {
+	is := is.New(t)
+	b, err := New[int](Policy{Count: 2}, Hold{Count: 4}, nil)
+	is.NoErr(err)
+	now := time.Now()
+	for i := range 4 {
+		b.Add(i, now)
+	}
+	is.True(!b.Room())
+	is.NoErr(b.SetHold(Hold{Count: 6}))
+	is.True(b.Room())
+	is.NoErr(b.SetHold(Hold{Count: 2}))
+	is.True(!b.Room())
+	is.Equal(b.Take(), []int{0, 1})
+	is.True(!b.Room()) // taken, not done: still held
+	b.Done()
+	is.True(!b.Room()) // two collected: the bound
+	is.True(b.SetHold(Hold{Count: -1}) != nil)
+	is.True(!b.Room())
+}

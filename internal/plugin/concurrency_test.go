@@ -320,20 +320,26 @@ func TestAdaptiveConcurrencySettlesUnderPushBack(t *testing.T) {
 	})
 }
 
-// sinkWindows drives an adaptive limiter through windows of busy Writes
-// of 10 records against a sink whose Write takes took(n) with n in flight,
-// and returns the limit after each window.
+// sinkWindows drives an adaptive limiter through windows of Writes of 10
+// records, as many in flight as the limit allows, against a sink whose
+// Write takes took(n) with n in flight, on a clock of its own, and returns
+// the limit after each window.
 func sinkWindows(l *limiter, windows int, took func(n int) time.Duration) []int {
 	var limits []int
 	for range windows {
 		n := l.current()
 		for range windowWrites * n {
-			l.ended(10, took(n), true, false)
+			d := took(n)
+			sinkClock = sinkClock.Add(d / time.Duration(n)) // n end in each d
+			l.ended(10, d, sinkClock, true, false)
 		}
 		limits = append(limits, l.current())
 	}
 	return limits
 }
+
+// sinkClock is the clock sinkWindows advances.
+var sinkClock = time.Unix(0, 0)
 
 // TestLimiterStopsAtTheKnee: against a sink of four workers that queues
 // what is beyond them, the limit climbs to four and stays within one of
@@ -379,9 +385,10 @@ func TestLimiterBacksOffASinkThatDegrades(t *testing.T) {
 }
 
 // TestLimiterPushBackAndIdle: a retryable error takes a tenth off (at
-// least one) once a window, and a window pushed back adds nothing; Writes
-// that started with nothing waiting behind them add nothing either; the
-// limit stays within 1 and Max; a fixed one never moves.
+// least one) once a window, a window pushed back adds nothing, and the
+// limit holds for three windows after; Writes that leave the limit unused
+// (one in flight a tenth of the time) add nothing either; the limit stays
+// within 1 and Max; a fixed one never moves.
 func TestLimiterPushBackAndIdle(t *testing.T) {
 	is := is.New(t)
 	l := newLimiter(Concurrency{Max: 3, Adaptive: true})
@@ -390,28 +397,28 @@ func TestLimiterPushBackAndIdle(t *testing.T) {
 	l.pushed()
 	l.pushed() // the same window: one push
 	is.Equal(l.current(), 2)
-	for range windowWrites * 2 {
-		l.ended(10, 10*time.Millisecond, true, false)
-	}
+	sinkWindows(l, 1, steady)
 	is.Equal(l.current(), 2) // a window pushed back adds nothing
 	for range 3 {
 		l.pushed()
-		sinkWindows(l, 0, steady)
 		for range windowWrites * l.current() {
-			l.ended(10, 10*time.Millisecond, true, true) // pushed back Writes say nothing of the pace
+			l.ended(10, 10*time.Millisecond, sinkClock, true, true) // pushed back Writes say nothing of the pace
 		}
 	}
-	is.Equal(l.current(), 1) // at least one
+	is.Equal(l.current(), 1)                                  // at least one
+	is.Equal(sinkWindows(l, 5, steady), []int{1, 1, 1, 1, 2}) // the pushed window, then calm for three
 
 	quiet := newLimiter(Concurrency{Max: 3, Adaptive: true})
+	at := time.Unix(0, 0)
 	for range windowWrites {
-		quiet.ended(10, time.Millisecond, false, false) // nothing waited behind them
+		at = at.Add(10 * time.Millisecond)
+		quiet.ended(10, time.Millisecond, at, true, false) // a Write in flight a tenth of the time
 	}
 	is.Equal(quiet.current(), 1)
 
 	fixed := newLimiter(Concurrency{Max: 4})
 	fixed.pushed()
-	fixed.ended(10, time.Hour, true, false)
+	fixed.ended(10, time.Hour, at, true, false)
 	is.Equal(fixed.current(), 4)
 	is.Equal(newLimiter(Concurrency{}).current(), 1)
 }

@@ -67,8 +67,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, shutdown: d.shutdown, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, func(acks []ack) error {
 		return stream.Send(pconnector.DestinationRunResponse{Acks: acks})
 	})
-	hold := holdFor(dst.Batch, w.limit.max)
-	o, err := newOwner(loopCtx, dst.Batch, hold, dst.Metrics.Set, w, d.stops, d.shutdown.stopping())
+	o, err := newOwner(loopCtx, dst.Batch, dst.Metrics.Set, w, d.stops, d.shutdown.stopping())
 	if err != nil {
 		w.close()
 		return err

@@ -17,13 +17,15 @@ import (
 //
 //	queued = limit × (1 − baseline / per record)
 //
-// While that is under one Write and the destination is busy (most Writes
-// started with records waiting behind them), it adds one; once more wait,
-// it comes down to the Writes the sink served, which the baseline
-// explains; a Write refused with a retryable error (the sink pushing back)
-// takes a tenth off at once, and the limit holds for a few windows. A
-// sink that gets slower under load (a Write now and then taking seconds)
-// so brings it back towards one Write at a time.
+// While that is under one Write and the limit binds (the Writes in flight
+// averaged at least limit − ½ over the window, by Little's law their
+// durations over its length, and most batches were complete: batches grow
+// before Writes multiply), it adds one; once more wait, it comes down
+// to the Writes the sink served, which the baseline explains; a Write
+// refused with a retryable error (the sink pushing back) takes a tenth off
+// at once, and the limit holds for a few windows. A sink that gets slower
+// under load (a Write now and then taking seconds) so brings it back
+// towards one Write at a time.
 //
 // It is a pure policy: the owner loop tells it what happened, and asks it.
 type limiter struct {
@@ -31,15 +33,16 @@ type limiter struct {
 	adaptive bool
 	limit    int
 
-	// The window: its Writes, their records and durations.
+	// The window: when it began, and its Writes, their records and
+	// durations.
+	began      time.Time
 	writes     int
 	records    int
 	took       time.Duration
-	busy       int  // Writes that started with records waiting behind them
+	complete   int  // Writes whose batch was complete: it reached the batch size or bytes, or the hold bound
 	pushedBack bool // a Write met a retryable error in the window
 
-	calm int // windows to go after a push-back before the limit grows again
-
+	calm   int       // windows to go after a push-back before the limit grows again
 	recent []float64 // the time per record of the last baselineWindows windows, in seconds
 }
 
@@ -82,19 +85,22 @@ func (l *limiter) pushed() {
 	}
 }
 
-// ended notes a Write of records that took took, busy if it started with
-// records waiting behind it, unless it was pushed back, which says
+// ended notes a Write of records that took took and ended at now, and
+// whether its batch was complete, unless it was pushed back, which says
 // nothing of the sink's pace.
-func (l *limiter) ended(records int, took time.Duration, busy, pushedBack bool) {
+func (l *limiter) ended(records int, took time.Duration, now time.Time, complete, pushedBack bool) {
 	if !l.adaptive || pushedBack || records == 0 {
 		return
+	}
+	if complete {
+		l.complete++
+	}
+	if l.began.IsZero() {
+		l.began = now.Add(-took)
 	}
 	l.writes++
 	l.records += records
 	l.took += took
-	if busy {
-		l.busy++
-	}
 	if l.writes < windowWrites*l.limit {
 		return
 	}
@@ -103,15 +109,16 @@ func (l *limiter) ended(records int, took time.Duration, busy, pushedBack bool) 
 	if len(l.recent) > baselineWindows {
 		l.recent = l.recent[1:]
 	}
+	inFlight := l.took.Seconds() / now.Sub(l.began).Seconds() // Little's law
 	if !l.pushedBack {
-		l.limit = l.next(perRecord, slices.Min(l.recent))
+		l.limit = l.next(perRecord, slices.Min(l.recent), inFlight)
 	}
-	l.writes, l.records, l.took, l.busy, l.pushedBack = 0, 0, 0, 0, false
+	l.began, l.writes, l.records, l.took, l.complete, l.pushedBack = now, 0, 0, 0, 0, false
 }
 
 // next returns the limit after a window whose Writes took perRecord a
-// record, against baseline.
-func (l *limiter) next(perRecord, baseline float64) int {
+// record, against baseline, with inFlight of them in flight on average.
+func (l *limiter) next(perRecord, baseline, inFlight float64) int {
 	if perRecord <= 0 {
 		return l.limit
 	}
@@ -126,7 +133,7 @@ func (l *limiter) next(perRecord, baseline float64) int {
 		return max(1, min(l.limit-1, served))
 	case l.calm > 0:
 		l.calm--
-	case 2*l.busy > l.writes:
+	case inFlight >= float64(l.limit)-0.5 && 2*l.complete > l.writes:
 		return min(l.max, l.limit+1)
 	}
 	return l.limit

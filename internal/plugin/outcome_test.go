@@ -143,7 +143,8 @@ func writeAllTexts(t *testing.T, ctx context.Context, o outcomes, records []open
 	o.pushedBack = func(a []ack) {
 		acks = append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: a})...)
 	}
-	return append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: o.writeAll(ctx, records)})...)
+	last := o.writeAll(ctx, records) // before acks is read: pushedBack appends to it
+	return append(acks, ackTexts(pconnector.DestinationRunResponse{Acks: last})...)
 }
 
 // TestWriteOutcomes: a record fault nacks its record alone, an unmarked

@@ -35,12 +35,12 @@ type owner[E any] struct {
 	now     time.Time
 
 	pace     pace
+	slots    int   // the flow's slots, as the hold bound was last set for them
 	quitting bool  // hand out nothing more: ctx is done, or the flow failed
 	draining bool  // hand out without waiting: Stop was called, or the reader ended
 	ended    bool  // the reader has ended, with endErr
 	endErr   error //
 	failed   error // the flow's first error
-	waited   bool  // a complete batch was due while the flow had no room for it
 	stopping stopList
 	spare    []opencdc.Record // the records last taken from the inbox, done with at the next take
 	arrivals arrivals         // kept with metrics only
@@ -52,12 +52,17 @@ type owner[E any] struct {
 // writes each and sends their acks (see writers). Only the owner's loop
 // calls it.
 type flow[E any] interface {
-	// room returns how many records of next, the batch that is due, may
-	// go now, from the oldest on: 0 while no batch may start.
+	// free reports whether a batch may start now; room then returns how
+	// many records of next, the batch that is due, may go, from the
+	// oldest on (0: none yet).
+	free() bool
 	room(next []opencdc.Record) int
-	// start hands out batch, which the last room allowed; backlog says
-	// records wait behind it (or a complete batch waited for room).
-	start(batch []opencdc.Record, backlog bool, now time.Time)
+	// slots returns how many batches the flow may have at once now, which
+	// sets the hold bound (see holdFor).
+	slots() int
+	// start hands out batch, which the last room allowed; complete says
+	// it reached a limit of the batching policy or the hold bound.
+	start(batch []opencdc.Record, complete bool, now time.Time)
 	// events is where the flow's goroutines report; handle handles what
 	// they report, at now.
 	events() <-chan E
@@ -83,15 +88,15 @@ type progress struct {
 	err   error // the flow failed: nothing more is handed out
 }
 
-// newOwner returns the owner of a Run under policy p, holding no more
-// than h, with an empty inbox that holds a batch until the flow's pace is
-// measured. drain may be nil.
-func newOwner[E any](ctx context.Context, p batcher.Policy, h batcher.Hold, m *metrics.Set, f flow[E], stops <-chan stopRequest, drain <-chan struct{}) (*owner[E], error) {
-	b, err := batcher.New(p, h, recordSize)
+// newOwner returns the owner of a Run under policy p, holding what the
+// flow's slots need (see holdFor), with an empty inbox that holds a batch
+// until the flow's pace is measured. drain may be nil.
+func newOwner[E any](ctx context.Context, p batcher.Policy, m *metrics.Set, f flow[E], stops <-chan stopRequest, drain <-chan struct{}) (*owner[E], error) {
+	b, err := batcher.New(p, holdFor(p, f.slots()), recordSize)
 	if err != nil {
 		return nil, err
 	}
-	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, flow: f, metrics: m, stops: stops, drain: drain}, nil
+	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, drain: drain}, nil
 }
 
 // run returns once the reader has ended with an error and everything it
@@ -141,23 +146,19 @@ func (o *owner[E]) handOut() {
 		if !due {
 			return
 		}
-		n := o.flow.room(o.batch.Next())
+		n := 0
+		if o.flow.free() {
+			n = o.flow.room(o.batch.Next())
+		}
 		if n == 0 {
-			// Batches grow before Writes multiply: a batch that is not
-			// complete when room comes goes with what came meanwhile
-			// (group commit); only a complete one that waits says the
-			// flow is behind.
-			o.waited = o.waited || why.Complete()
-			return
+			return // an event of the flow brings room
 		}
 		collected := o.batch.Bytes()
 		batch := o.batch.TakeAtMost(n)
 		if o.metrics != nil {
 			o.metrics.Batched(reasonLabel(why, stopped), len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
 		}
-		backlog := o.waited || o.batch.Len() > 0 || o.inbox.waiting()
-		o.waited = false
-		o.flow.start(batch, backlog, o.now)
+		o.flow.start(batch, why.Complete(), o.now)
 	}
 }
 
@@ -260,6 +261,10 @@ func (o *owner[E]) progressed(p progress) {
 	}
 	if p.err != nil && o.failed == nil {
 		o.failed, o.quitting = p.err, true
+	}
+	if n := o.flow.slots(); n != o.slots {
+		o.slots = n
+		_ = o.batch.SetHold(holdFor(o.policy, n)) // holdFor's limits are never negative
 	}
 }
 

@@ -33,12 +33,9 @@ func newSender(stream pconnector.SourceRunStreamServer) *sender {
 	return s
 }
 
-func (s *sender) room(next []opencdc.Record) int {
-	if s.sending > 0 {
-		return 0
-	}
-	return len(next)
-}
+func (s *sender) free() bool                     { return s.sending == 0 }
+func (s *sender) room(next []opencdc.Record) int { return len(next) }
+func (s *sender) slots() int                     { return 1 }
 
 func (s *sender) start(batch []opencdc.Record, _ bool, now time.Time) {
 	s.sending, s.began = len(batch), now

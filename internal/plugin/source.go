@@ -64,7 +64,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	loopCtx, endLoop := context.WithCancelCause(ctx)
 	defer endLoop(nil)
 	snd := newSender(stream)
-	o, err := newOwner(loopCtx, src.Batch, holdFor(src.Batch, 1), src.Metrics.Set, snd, s.stops, nil)
+	o, err := newOwner(loopCtx, src.Batch, src.Metrics.Set, snd, s.stops, nil)
 	if err != nil {
 		snd.close()
 		return nil, err

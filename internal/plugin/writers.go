@@ -24,7 +24,8 @@ type writers struct {
 	ledger ledger
 	lanes  *lanes // nil: any record may go in any Write
 	writes map[uint64]*write
-	free   []uint64 // the key hashes of the records the last room allowed, with lanes
+	keys   []uint64 // the key hashes of the records the last room allowed; nil: none taken
+	solo   int      // Writes in flight started alone, their keys not in lanes
 
 	work    *workers[writeJob]
 	sends   chan []ack    // to the goroutine that sends acks
@@ -37,8 +38,8 @@ type writers struct {
 type write struct {
 	size       int
 	began      time.Time
-	keys       []uint64 // its records' key hashes, with lanes
-	backlog    bool     // records waited behind its batch when it started
+	keys       []uint64 // its records' key hashes, in lanes; nil: it started alone
+	complete   bool     // its batch reached a batching limit or the hold bound
 	pushedBack bool     // it met a retryable error
 }
 
@@ -86,24 +87,38 @@ func (w *writers) do(job writeJob) {
 	w.reports <- writeEvent{seq: job.seq, acks: acks, ended: true}
 }
 
+// free reports whether another Write may start: the limit has room, and
+// no Write that started alone (its keys not in lanes) is in flight.
+func (w *writers) free() bool {
+	return w.ledger.inFlight < w.limit.current() && w.solo == 0
+}
+
+// room returns how many records of next may go in a Write: with lanes,
+// while more than one Write may be in flight, those before the first whose
+// key a Write in flight holds; otherwise all of them. A Write that may be
+// the only one in flight goes alone, its keys not hashed: none can be
+// out of order behind it, and no Write starts beside it (see free).
 func (w *writers) room(next []opencdc.Record) int {
-	if w.ledger.inFlight >= w.limit.current() {
-		return 0
-	}
-	if w.lanes == nil {
+	w.keys = nil
+	if w.lanes == nil || w.limit.current() == 1 {
 		return len(next)
 	}
 	n, keys := w.lanes.free(next)
-	w.free = keys
+	w.keys = keys
 	return n
 }
 
-func (w *writers) start(batch []opencdc.Record, backlog bool, now time.Time) {
+func (w *writers) slots() int { return w.limit.current() }
+
+func (w *writers) start(batch []opencdc.Record, complete bool, now time.Time) {
 	seq := w.ledger.open(len(batch))
-	wr := &write{size: len(batch), began: now, backlog: backlog}
-	if w.lanes != nil {
-		wr.keys = w.free[:len(batch)]
+	wr := &write{size: len(batch), began: now, complete: complete}
+	switch {
+	case w.keys != nil:
+		wr.keys = w.keys[:len(batch)]
 		w.lanes.hold(wr.keys)
+	case w.lanes != nil:
+		w.solo++
 	}
 	w.writes[seq] = wr
 	w.metrics.Flight(w.ledger.inFlight, w.limit.current())
@@ -135,11 +150,14 @@ func (w *writers) settled(e writeEvent, now time.Time) progress {
 	case e.ended:
 		w.work.finished()
 		delete(w.writes, e.seq)
-		if w.lanes != nil {
+		switch {
+		case wr.keys != nil:
 			w.lanes.release(wr.keys)
+		case w.lanes != nil:
+			w.solo--
 		}
 		took := now.Sub(wr.began)
-		w.limit.ended(wr.size, took, wr.backlog, wr.pushedBack)
+		w.limit.ended(wr.size, took, now, wr.complete, wr.pushedBack)
 		// The pace is the flow's: the Writes' records per second with as
 		// many in flight as the limit allows.
 		p.paced, p.took = wr.size*w.limit.current(), took
