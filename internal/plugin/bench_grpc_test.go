@@ -38,52 +38,20 @@ func BenchmarkDestinationOverGRPC(b *testing.B) {
 }
 
 func benchmarkDestinationOverGRPC(b *testing.B, window int32) {
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	dst := destinationOverGRPC(b, window)
-	if _, err := dst.Configure(ctx, pconnector.DestinationConfigureRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := dst.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	stream := dst.NewStream()
-	if err := dst.Run(ctx, stream); err != nil {
-		b.Fatal(err)
-	}
+	stream, stop := destinationOverGRPC(b, window)
+	defer stop()
 	client := stream.Client()
-
 	payload := opencdc.RawData(strings.Repeat("x", 1024))
-	sentAt := make([]time.Time, b.N)
-	var mu sync.Mutex // guards sentAt between the sender and the ack reader
-	latencies := make([]time.Duration, 0, b.N)
+	timer := newAckTimer(b.N)
 	acked := make(chan error, 1)
-	go func() {
-		for len(latencies) < b.N {
-			resp, err := client.Recv()
-			if err != nil {
-				acked <- err
-				return
-			}
-			now := time.Now()
-			mu.Lock()
-			for _, a := range resp.Acks {
-				i, _ := strconv.Atoi(string(a.Position))
-				latencies = append(latencies, now.Sub(sentAt[i]))
-			}
-			mu.Unlock()
-		}
-		acked <- nil
-	}()
+	go func() { acked <- timer.readAcks(client) }()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(payload)))
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
 		r := opencdc.Record{Position: opencdc.Position(strconv.Itoa(i)), Operation: opencdc.OperationCreate, Payload: opencdc.Change{After: payload}}
-		mu.Lock()
-		sentAt[i] = time.Now()
-		mu.Unlock()
+		timer.sending(i)
 		if err := client.Send(pconnector.DestinationRunRequest{Records: []opencdc.Record{r}}); err != nil {
 			b.Fatal(err)
 		}
@@ -93,23 +61,84 @@ func benchmarkDestinationOverGRPC(b *testing.B, window int32) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	slices.Sort(latencies)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rec/s")
-	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "ack-p50-ms")
-	cancel()
-	if _, err := dst.Teardown(context.Background(), pconnector.DestinationTeardownRequest{}); err != nil {
-		b.Fatal(err)
+	b.ReportMetric(float64(timer.median().Microseconds())/1000, "ack-p50-ms")
+}
+
+// ackTimer times records, at positions 0 to n-1, from their Send to their
+// ack: the sender calls sending before each Send, and readAcks, in a
+// goroutine of its own, takes the acks.
+type ackTimer struct {
+	mu        sync.Mutex  // guards sentAt between the sender and the ack reader
+	sentAt    []time.Time // by position
+	latencies []time.Duration
+}
+
+// newAckTimer returns an ackTimer for n records.
+func newAckTimer(n int) *ackTimer {
+	return &ackTimer{sentAt: make([]time.Time, n), latencies: make([]time.Duration, 0, n)}
+}
+
+// sending notes that the record at position i is sent now.
+func (tm *ackTimer) sending(i int) {
+	tm.mu.Lock()
+	tm.sentAt[i] = time.Now()
+	tm.mu.Unlock()
+}
+
+// readAcks receives acks from client until every record has one, noting
+// each one's time since its sending, and returns the error that ended the
+// stream before that, if any.
+func (tm *ackTimer) readAcks(client pconnector.DestinationRunStreamClient) error {
+	for len(tm.latencies) < len(tm.sentAt) {
+		resp, err := client.Recv()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		tm.mu.Lock()
+		for _, a := range resp.Acks {
+			i, _ := strconv.Atoi(string(a.Position))
+			tm.latencies = append(tm.latencies, now.Sub(tm.sentAt[i]))
+		}
+		tm.mu.Unlock()
 	}
+	return nil
+}
+
+// median returns the median of the latencies; call it once readAcks has
+// returned nil.
+func (tm *ackTimer) median() time.Duration {
+	slices.Sort(tm.latencies)
+	return tm.latencies[len(tm.latencies)/2]
 }
 
 // destinationOverGRPC serves a destination that writes nothing, in
 // batches of up to 1000, on loopback with the given flow-control window,
-// and returns the protocol's client for it.
-func destinationOverGRPC(b *testing.B, window int32) *clientv2.DestinationPluginClient {
+// configured, opened and running; it returns the protocol's Run stream,
+// and stop, which tears it down.
+func destinationOverGRPC(b *testing.B, window int32) (stream *clientv2.DestinationRunStream, stop func()) {
+	ctx, cancel := context.WithCancel(b.Context())
 	conn := serveOverGRPC(b, window, func(s *grpc.Server) {
 		registerDestination(s, destinationServerOf(nopDestination{}, batcher.Policy{Count: 1000}, Retry{}), DefaultMaxReceiveSize)
 	})
-	return clientv2.NewDestinationPluginClient(conn)
+	plugin := clientv2.NewDestinationPluginClient(conn)
+	if _, err := plugin.Configure(ctx, pconnector.DestinationConfigureRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := plugin.Open(ctx, pconnector.DestinationOpenRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	stream = plugin.NewStream().(*clientv2.DestinationRunStream) // concrete, so that the compiler sees through Send and its records need not escape
+	if err := plugin.Run(ctx, stream); err != nil {
+		b.Fatal(err)
+	}
+	return stream, func() {
+		cancel()
+		if _, err := plugin.Teardown(context.Background(), pconnector.DestinationTeardownRequest{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkSourceOverGRPC measures the source path as Conduit drives it,

@@ -243,17 +243,24 @@ func TestWriteOutcomesContract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
 			call := 0
 			o := outcomes{write: func(_ context.Context, r []opencdc.Record) (int, error) { call++; return tt.write(call, r) }, classify: testClassify}
-			acks := writeAllTexts(t, t.Context(), o, records("a", "b", "c", "d"))
-			is.Equal(len(acks), len(tt.acks))
-			for i, want := range tt.acks {
-				if !strings.HasPrefix(acks[i], want) {
-					t.Errorf("ack %d: %q, want %q...", i, acks[i], want)
-				}
-			}
+			checkAckPrefixes(t, writeAllTexts(t, t.Context(), o, records("a", "b", "c", "d")), tt.acks)
 		})
+	}
+}
+
+// checkAckPrefixes checks that there are as many acks as wants, and that
+// each ack, as ackTexts renders it, starts with its want.
+func checkAckPrefixes(t *testing.T, acks, wants []string) {
+	t.Helper()
+	if len(acks) != len(wants) {
+		t.Fatalf("%d acks %q, want %d", len(acks), acks, len(wants))
+	}
+	for i, want := range wants {
+		if !strings.HasPrefix(acks[i], want) {
+			t.Errorf("ack %d: %q, want %q...", i, acks[i], want)
+		}
 	}
 }
 
@@ -338,161 +345,268 @@ const (
 	kindPanic
 )
 
+// How a fuzzed run is ended at its endAt-th Write, from a fuzz byte
+// (endHow).
+const (
+	endByStop     = iota // Stop
+	endByTeardown        // Teardown
+	endByContext         // the end of the Writes' context
+)
+
+// checkOutcomes writes records numbered from 1, one per kind, in batches
+// whose sizes batches gives, with retry, to a fuzzDestination that ends
+// the run at its endAt-th Write as endHow says; then it checks the acks
+// as FuzzWriteOutcomes says (outcomeCheck).
 func checkOutcomes(t *testing.T, kinds, batches []byte, retry Retry, endAt int, endHow byte) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	halt := newShutdown()
-	ended := false // Stop, Teardown or the context's end happened
-	var (
-		calls   int
-		written = map[string]bool{}
-		failed  = map[string]int{}
-	)
-	kindOf := func(pos string) (kind byte, lasts int) {
-		i, _ := strconv.Atoi(pos)
-		b := kinds[i-1]
-		return b % 6, int(b / 6 % 5)
-	}
-	outcome := func(records []opencdc.Record) (int, error) {
-		for i, r := range records {
-			pos := string(r.Position)
-			switch kind, lasts := kindOf(pos); kind {
-			case kindFault:
-				return i, fault("record " + pos + " is bad")
-			case kindRetry:
-				if lasts == 0 || failed[pos] < lasts {
-					failed[pos]++
-					return i, retryable("system down at " + pos)
-				}
-			case kindUnknown:
-				return i, errors.New("record " + pos + " failed")
-			case kindShort:
-				return i, nil
-			case kindPanic:
-				panic("boom at " + pos) // nothing is confirmed written
-			}
-		}
-		return len(records), nil
-	}
-	write := func(_ context.Context, records []opencdc.Record) (int, error) {
-		calls++
-		if calls == endAt {
-			ended = true
-			switch endHow {
-			case 0:
-				halt.Stop()
-			case 1:
-				halt.Abort()
-			default:
-				cancel()
-			}
-		}
-		n, err := outcome(records)
-		for _, r := range records[:n] {
-			written[string(r.Position)] = true
-		}
-		return n, err
-	}
+	d := &fuzzDestination{kinds: kinds, endAt: endAt, endHow: endHow, halt: newShutdown(), cancel: cancel,
+		written: map[string]bool{}, failed: map[string]int{}}
+	o := outcomes{write: d.Write, retry: retry, classify: testClassify, shutdown: d.halt, log: discard}
+	acks, batchOf := writeInBatches(ctx, o, len(kinds), batches)
+	outcomeCheck{dst: d, retry: retry, batchOf: batchOf}.check(t, acks)
+}
 
-	var acks []pconnector.DestinationRunResponseAck
-	o := outcomes{write: write, retry: retry, classify: testClassify, shutdown: halt, log: discard, pushedBack: func(a []ack) {
-		acks = append(acks, a...)
-	}}
-	all := make([]opencdc.Record, len(kinds))
+// fuzzDestination is FuzzWriteOutcomes's destination. Its records are
+// numbered from 1, and kinds[i-1] says what its Writes do with record i;
+// its endAt-th Write first ends the run as endHow says. It notes the
+// records it wrote and whether the run was ended.
+type fuzzDestination struct {
+	kinds  []byte
+	endAt  int
+	endHow byte
+	halt   *shutdown          // what Stop and Teardown go through
+	cancel context.CancelFunc // ends the Writes' context
+
+	calls   int
+	ended   bool            // Stop, Teardown or the context's end happened
+	written map[string]bool // positions written
+	failed  map[string]int  // system failures so far, by position
+}
+
+// kindOf returns the kind of the record at pos and how many attempts a
+// system failure of it lasts (0: every one).
+func (d *fuzzDestination) kindOf(pos string) (kind byte, lasts int) {
+	i, _ := strconv.Atoi(pos)
+	b := d.kinds[i-1]
+	return b % 6, int(b / 6 % 5)
+}
+
+// Write ends the run first if it is the endAt-th call, then writes records
+// as their kinds say and notes the ones written.
+func (d *fuzzDestination) Write(_ context.Context, records []opencdc.Record) (int, error) {
+	d.calls++
+	if d.calls == d.endAt {
+		d.end()
+	}
+	n, err := d.outcome(records)
+	for _, r := range records[:n] {
+		d.written[string(r.Position)] = true
+	}
+	return n, err
+}
+
+// end ends the run as endHow says: Stop, Teardown or the end of the
+// Writes' context.
+func (d *fuzzDestination) end() {
+	d.ended = true
+	switch d.endHow {
+	case endByStop:
+		d.halt.Stop()
+	case endByTeardown:
+		d.halt.Abort()
+	default: // endByContext
+		d.cancel()
+	}
+}
+
+// outcome writes records up to the first that fails this attempt as its
+// kind says: a record fault, a system failure that has not yet lasted its
+// attempts, an unmarked error, a short write without an error, or a panic
+// (which confirms nothing written).
+func (d *fuzzDestination) outcome(records []opencdc.Record) (int, error) {
+	for i, r := range records {
+		pos := string(r.Position)
+		switch kind, lasts := d.kindOf(pos); kind {
+		case kindFault:
+			return i, fault("record " + pos + " is bad")
+		case kindRetry:
+			if lasts == 0 || d.failed[pos] < lasts {
+				d.failed[pos]++
+				return i, retryable("system down at " + pos)
+			}
+		case kindUnknown:
+			return i, errors.New("record " + pos + " failed")
+		case kindShort:
+			return i, nil
+		case kindPanic:
+			panic("boom at " + pos)
+		}
+	}
+	return len(records), nil
+}
+
+// writeInBatches writes n records, numbered from 1, with o, in batches of
+// 1 to 16 records whose sizes batches gives in turn. It returns the acks o
+// settles in the order it settles them (those it pushes back before a
+// retry's wait included), and each position's batch: the index of the
+// batch's first record.
+func writeInBatches(ctx context.Context, o outcomes, n int, batches []byte) (acks []ack, batchOf map[string]int) {
+	o.pushedBack = func(a []ack) { acks = append(acks, a...) }
+	all := make([]opencdc.Record, n)
 	for i := range all {
 		all[i].Position = opencdc.Position(strconv.Itoa(i + 1))
 	}
-	batchOf := map[string]int{} // position → index of its batch's first record
+	batchOf = map[string]int{}
 	for i, next := 0, 0; next < len(all); i++ {
 		size := 1 + int(batches[i%len(batches)]%16)
 		batch := all[next:min(len(all), next+size)]
 		for _, r := range batch {
 			batchOf[string(r.Position)] = next
 		}
-		acks = append(acks, o.writeAll(ctx, batch)...)
+		settled := o.writeAll(ctx, batch) // before reading acks: pushedBack appends to them
+		acks = append(acks, settled...)
 		next += len(batch)
 	}
+	return acks, batchOf
+}
 
-	if len(acks) != len(all) {
-		t.Fatalf("%d acks for %d records", len(acks), len(all))
+// outcomeCheck checks the acks of one checkOutcomes run against what its
+// destination did, its retry policy and its batches.
+type outcomeCheck struct {
+	dst     *fuzzDestination
+	retry   Retry
+	batchOf map[string]int // position → index of its batch's first record
+}
+
+// check checks that every record has one ack, in order; that a record is
+// acked if and only if it was written; and that each nack says why in a
+// way that fits the run (checkNack), and would not keep a record from
+// being written without cause (checkRecoverable).
+func (c outcomeCheck) check(t *testing.T, acks []ack) {
+	if len(acks) != len(c.dst.kinds) {
+		t.Fatalf("%d acks for %d records", len(acks), len(c.dst.kinds))
 	}
 	for i, a := range acks {
 		pos := string(a.Position)
 		if pos != strconv.Itoa(i+1) {
 			t.Fatalf("ack %d is for position %s: out of order or twice", i+1, pos)
 		}
-		if (a.Error == "") != written[pos] {
-			t.Fatalf("position %s: nack %q, but written=%v", pos, a.Error, written[pos])
+		if (a.Error == "") != c.dst.written[pos] {
+			t.Fatalf("position %s: nack %q, but written=%v", pos, a.Error, c.dst.written[pos])
 		}
-		if a.Error == "" {
-			continue
-		}
-		kind, lasts := kindOf(pos)
-		blame := fmt.Sprintf("record at position %q: ", pos)
-		switch msg := a.Error; {
-		case strings.HasPrefix(msg, "record at position"):
-			want := map[byte]string{kindFault: "record " + pos + " is bad", kindUnknown: "record " + pos + " failed"}[kind]
-			if want == "" || msg != blame+want {
-				t.Fatalf("position %s (kind %d): nack %q blames a record, want %q", pos, kind, msg, blame+want)
-			}
-		case strings.HasPrefix(msg, "not attempted: the record at position"):
-			var other string
-			if _, err := fmt.Sscanf(msg, "not attempted: the record at position %q failed:", &other); err != nil {
-				t.Fatalf("position %s: nack %q: %v", pos, msg, err)
-			}
-			o, _ := strconv.Atoi(other)
-			if k, _ := kindOf(other); k != kindUnknown || o >= i+1 || batchOf[other] != batchOf[pos] || !strings.HasSuffix(msg, "failed: record "+other+" failed") {
-				t.Fatalf("position %s: nack %q names a record that did not fail before it in its batch", pos, msg)
-			}
-		case msg == "not attempted: the destination is tearing down":
-			if !ended || endHow == 0 {
-				t.Fatalf("position %s: %q, but the destination was not torn down", pos, msg)
-			}
-		case strings.HasPrefix(msg, "not written: "):
-			switch {
-			case strings.Contains(msg, "still failed after"):
-				if !strings.Contains(msg, fmt.Sprintf("after %d retries", retry.Attempts)) {
-					t.Fatalf("position %s: %q, but the budget is %d retries", pos, msg, retry.Attempts)
-				}
-			case strings.Contains(msg, "retries are off"):
-				if retry.Attempts != 0 {
-					t.Fatalf("position %s: %q, but the budget is %d retries", pos, msg, retry.Attempts)
-				}
-			case strings.Contains(msg, "retrying ended"):
-				if !ended {
-					t.Fatalf("position %s: %q, but nothing ended the retries", pos, msg)
-				}
-			default:
-				t.Fatalf("position %s: %q does not say why", pos, msg)
-			}
-			if !strings.Contains(msg, ": system down at ") {
-				t.Fatalf("position %s: %q does not carry the system's error", pos, msg)
-			}
-		case strings.HasPrefix(msg, "destination broke the Write contract"), strings.HasPrefix(msg, "connector panicked in Write"):
-		default:
-			t.Fatalf("position %s: nack %q", pos, msg)
-		}
-		// A record that would be written, with retries enough and nothing
-		// ended, is only nacked after an unmarked error, a broken contract
-		// or a system failure that outlasted the retries at a record before
-		// it in its batch.
-		recovers := kind == kindOK || kind == kindRetry && lasts > 0 && lasts <= retry.Attempts
-		if !recovers || ended {
-			continue
-		}
-		switch msg := a.Error; {
-		case strings.HasPrefix(msg, "not attempted: the record at position"),
-			strings.HasPrefix(msg, "destination broke"), strings.HasPrefix(msg, "connector panicked"):
-		case strings.HasPrefix(msg, "not written: "):
-			other := msg[strings.LastIndex(msg, "system down at ")+len("system down at "):]
-			o, _ := strconv.Atoi(other)
-			if o >= i+1 || batchOf[other] != batchOf[pos] {
-				t.Fatalf("position %s (kind %d, fails %d times, %d retries): nacked with %q", pos, kind, lasts, retry.Attempts, msg)
-			}
-		default:
-			t.Fatalf("position %s (kind %d, fails %d times, %d retries): nacked with %q", pos, kind, lasts, retry.Attempts, msg)
+		if a.Error != "" {
+			c.checkNack(t, pos, a.Error)
+			c.checkRecoverable(t, pos, a.Error)
 		}
 	}
+}
+
+// checkNack checks that the nack of the record at pos is one of the nacks
+// there are, and that what it says fits the run: a record it blames
+// (checkBlame), another record that failed first (checkNotAttempted), a
+// Teardown that did happen, a failure of the destination (checkNotWritten),
+// or the connector breaking its contract.
+func (c outcomeCheck) checkNack(t *testing.T, pos, msg string) {
+	switch {
+	case strings.HasPrefix(msg, "record at position"):
+		c.checkBlame(t, pos, msg)
+	case strings.HasPrefix(msg, "not attempted: the record at position"):
+		c.checkNotAttempted(t, pos, msg)
+	case msg == "not attempted: the destination is tearing down":
+		if !c.dst.ended || c.dst.endHow == endByStop {
+			t.Fatalf("position %s: %q, but the destination was not torn down", pos, msg)
+		}
+	case strings.HasPrefix(msg, "not written: "):
+		c.checkNotWritten(t, pos, msg)
+	case strings.HasPrefix(msg, "destination broke the Write contract"), strings.HasPrefix(msg, "connector panicked in Write"):
+		// TestWriteOutcomesContract checks these texts.
+	default:
+		t.Fatalf("position %s: nack %q", pos, msg)
+	}
+}
+
+// checkBlame checks a nack that blames its record: the record at pos is a
+// record fault or an unmarked error, and the nack names it once, with
+// its own error.
+func (c outcomeCheck) checkBlame(t *testing.T, pos, msg string) {
+	kind, _ := c.dst.kindOf(pos)
+	blame := fmt.Sprintf("record at position %q: ", pos)
+	want := map[byte]string{kindFault: "record " + pos + " is bad", kindUnknown: "record " + pos + " failed"}[kind]
+	if want == "" || msg != blame+want {
+		t.Fatalf("position %s (kind %d): nack %q blames a record, want %q", pos, kind, msg, blame+want)
+	}
+}
+
+// checkNotAttempted checks a nack that says another record failed: that
+// record failed with an unmarked error, before pos in its batch, and the
+// nack ends with its error.
+func (c outcomeCheck) checkNotAttempted(t *testing.T, pos, msg string) {
+	var other string
+	if _, err := fmt.Sscanf(msg, "not attempted: the record at position %q failed:", &other); err != nil {
+		t.Fatalf("position %s: nack %q: %v", pos, msg, err)
+	}
+	if k, _ := c.dst.kindOf(other); k != kindUnknown || !c.earlierInBatch(other, pos) || !strings.HasSuffix(msg, "failed: record "+other+" failed") {
+		t.Fatalf("position %s: nack %q names a record that did not fail before it in its batch", pos, msg)
+	}
+}
+
+// checkNotWritten checks a nack that says the destination failed: it says
+// why, and the reason fits the run (the retries ran out at the budget, the
+// budget is 0, or something did end the run), and it carries the
+// system's error.
+func (c outcomeCheck) checkNotWritten(t *testing.T, pos, msg string) {
+	switch {
+	case strings.Contains(msg, "still failed after"):
+		if !strings.Contains(msg, fmt.Sprintf("after %d retries", c.retry.Attempts)) {
+			t.Fatalf("position %s: %q, but the budget is %d retries", pos, msg, c.retry.Attempts)
+		}
+	case strings.Contains(msg, "retries are off"):
+		if c.retry.Attempts != 0 {
+			t.Fatalf("position %s: %q, but the budget is %d retries", pos, msg, c.retry.Attempts)
+		}
+	case strings.Contains(msg, "retrying ended"):
+		if !c.dst.ended {
+			t.Fatalf("position %s: %q, but nothing ended the retries", pos, msg)
+		}
+	default:
+		t.Fatalf("position %s: %q does not say why", pos, msg)
+	}
+	if !strings.Contains(msg, ": system down at ") {
+		t.Fatalf("position %s: %q does not carry the system's error", pos, msg)
+	}
+}
+
+// checkRecoverable checks the nack of a record that would be written (its
+// Write succeeds, or its system failure lasts no more attempts than the
+// retries allow) in a run nothing ended: only an unmarked error, a broken
+// contract or a system failure that outlasted the retries, at a record
+// before it in its batch, may have kept it from being written.
+func (c outcomeCheck) checkRecoverable(t *testing.T, pos, msg string) {
+	kind, lasts := c.dst.kindOf(pos)
+	recovers := kind == kindOK || kind == kindRetry && lasts > 0 && lasts <= c.retry.Attempts
+	if !recovers || c.dst.ended {
+		return
+	}
+	switch {
+	case strings.HasPrefix(msg, "not attempted: the record at position"),
+		strings.HasPrefix(msg, "destination broke"), strings.HasPrefix(msg, "connector panicked"):
+		return
+	case strings.HasPrefix(msg, "not written: "):
+		if other := msg[strings.LastIndex(msg, "system down at ")+len("system down at "):]; c.earlierInBatch(other, pos) {
+			return
+		}
+	}
+	t.Fatalf("position %s (kind %d, fails %d times, %d retries): nacked with %q", pos, kind, lasts, c.retry.Attempts, msg)
+}
+
+// earlierInBatch reports whether other is the position of a record before
+// the one at pos in pos's batch.
+func (c outcomeCheck) earlierInBatch(other, pos string) bool {
+	batch, ok := c.batchOf[other]
+	o, _ := strconv.Atoi(other)
+	p, _ := strconv.Atoi(pos)
+	return ok && o < p && batch == c.batchOf[pos]
 }
 
 type dbError struct{ msg string }

@@ -379,50 +379,8 @@ func FuzzDestinationAcks(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			policy := batcher.Policy{Count: int(count % 6), Bytes: int(bytes % 64), Delay: time.Duration(delay%4) * time.Millisecond}
 			durable := map[string]bool{}
-			calls := 0
-			r := loggedDestination(t, policy, &writeLog{outcome: func(batch []opencdc.Record) (int, error) {
-				var o byte
-				if len(outcomes) > 0 {
-					o = outcomes[calls%len(outcomes)]
-				}
-				calls++
-				if o&0x80 != 0 {
-					time.Sleep(time.Millisecond) // a slow write: records pile up and coalesce
-				}
-				n, err := len(batch), error(nil)
-				switch o % 6 {
-				case 1:
-					n, err = int(o/6)%(len(batch)+1), errors.New("failed")
-				case 2:
-					panic("write panicked")
-				case 3:
-					n = len(batch) + 1 // out of range
-				case 4:
-					n = int(o/6) % (len(batch) + 1) // maybe a short write without an error
-				}
-				if n >= 0 && n <= len(batch) {
-					for _, rec := range batch[:n] {
-						durable[string(rec.Position)] = true
-					}
-				}
-				return n, err
-			}}).run()
-			total := 0
-			if len(messages) > 100 {
-				messages = messages[:100] // the in-memory stream buffers 1000 ack messages
-			}
-			for _, m := range messages {
-				size := int(m % 8)
-				if size == 0 {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				r.send(total+1, total+size)
-				total += size
-				if m&0x80 == 0 {
-					synctest.Wait() // else the next message comes while this one is handled
-				}
-			}
+			r := loggedDestination(t, policy, &writeLog{outcome: fuzzedWrites(outcomes, durable)}).run()
+			total := sendFuzzedMessages(r, messages)
 			if total == 0 {
 				r.end()
 				return
@@ -434,6 +392,67 @@ func FuzzDestinationAcks(f *testing.F) {
 			}
 		})
 	})
+}
+
+// fuzzedWrites returns FuzzDestinationAcks's Write outcome, which plays
+// script, a byte o per Write in turn (none: every Write writes all): by
+// o%6, 1 writes o/6 records (modulo the batch's size + 1) and fails, 2
+// panics, 3 returns an n out of range, 4 writes o/6 records (modulo the
+// same) without an error, maybe a short write, and the others write all;
+// with the high bit set the Write first takes a millisecond. It marks in
+// durable the records a Write reports written, if its n is in range.
+func fuzzedWrites(script []byte, durable map[string]bool) func(batch []opencdc.Record) (int, error) {
+	calls := 0
+	return func(batch []opencdc.Record) (int, error) {
+		var o byte
+		if len(script) > 0 {
+			o = script[calls%len(script)]
+		}
+		calls++
+		if o&0x80 != 0 {
+			time.Sleep(time.Millisecond) // a slow write: records pile up and coalesce
+		}
+		n, err := len(batch), error(nil)
+		switch o % 6 {
+		case 1:
+			n, err = int(o/6)%(len(batch)+1), errors.New("failed")
+		case 2:
+			panic("write panicked")
+		case 3:
+			n = len(batch) + 1 // out of range
+		case 4:
+			n = int(o/6) % (len(batch) + 1) // maybe a short write without an error
+		}
+		if n >= 0 && n <= len(batch) {
+			for _, rec := range batch[:n] {
+				durable[string(rec.Position)] = true
+			}
+		}
+		return n, err
+	}
+}
+
+// sendFuzzedMessages sends r up to 100 messages, one per byte m, of m%8
+// records numbered on from 1 (0 records: a millisecond's pause instead);
+// unless m's high bit is set, r handles each before the next comes. It
+// returns how many records it sent.
+func sendFuzzedMessages(r *destinationRun, messages []byte) (total int) {
+	if len(messages) > 100 {
+		messages = messages[:100] // the in-memory stream buffers 1000 ack messages
+	}
+	for _, m := range messages {
+		size := int(m % 8)
+		if size == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		r.send(total+1, total+size)
+		total += size
+		if m&0x80 == 0 {
+			synctest.Wait() // else the next message comes while this one is handled
+		}
+	}
+	return total
 }
 
 // ackMessages takes every ack message r has sent so far and returns how
