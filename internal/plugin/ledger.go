@@ -127,6 +127,9 @@ func (l *ledger) forget() {
 	l.first += uint64(n)
 }
 
+// hasReady reports whether acks are ready and not yet in a Send.
+func (l *ledger) hasReady() bool { return l.readyTo > l.sending }
+
 // sendingNow reports whether a Send is in flight.
 func (l *ledger) sendingNow() bool { return l.sending > l.sent }
 

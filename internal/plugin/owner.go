@@ -67,6 +67,10 @@ type flow[E any] interface {
 	// they report, at now.
 	events() <-chan E
 	handle(e E, now time.Time) progress
+	// after does what the flow put off until the owner has handed out
+	// what is due, and returns when to be called again if nothing else
+	// happens before (zero: no need).
+	after(now time.Time) (wake time.Time)
 	// idle reports whether nothing is in flight and nothing waits to be
 	// sent, so that the loop may end.
 	idle() bool
@@ -114,6 +118,7 @@ func (o *owner[E]) run() error {
 	o.now = time.Now()
 	for {
 		o.handOut()
+		wake := o.flow.after(o.now)
 		if done, err := o.finished(); done {
 			return err
 		}
@@ -133,7 +138,7 @@ func (o *owner[E]) run() error {
 			o.drain, o.draining = nil, true
 		case <-ctxDone:
 			ctxDone, o.quitting = nil, true
-		case <-o.delay():
+		case <-o.delay(wake):
 		}
 		o.now = time.Now()
 	}
@@ -205,15 +210,19 @@ func (o *owner[E]) finished() (bool, error) {
 	return false, nil
 }
 
-// delay returns what fires once the batch collected is due by its delay:
-// nil if nothing waits so. A batch due already waits for the flow's room,
-// which an event brings.
-func (o *owner[E]) delay() <-chan time.Time {
-	if o.quitting || o.draining {
-		return nil
+// delay returns what fires once the batch collected is due by its delay,
+// or at wake, whichever comes first: nil if nothing waits so. A batch due
+// already waits for the flow's room, which an event brings.
+func (o *owner[E]) delay(wake time.Time) <-chan time.Time {
+	d, ok := time.Duration(0), false
+	if !o.quitting && !o.draining {
+		d, ok = o.batch.Wait(o.now)
+		ok = ok && d > 0
 	}
-	d, ok := o.batch.Wait(o.now)
-	if !ok || d == 0 {
+	if !wake.IsZero() && (!ok || wake.Sub(o.now) < d) {
+		d, ok = max(wake.Sub(o.now), 0), true
+	}
+	if !ok {
 		return nil
 	}
 	o.timer.Reset(d)

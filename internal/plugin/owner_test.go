@@ -471,34 +471,38 @@ func ackMessages(r *destinationRun) (messages int, positions []string) {
 	}
 }
 
-// TestAcksGoTogetherUnderLoad: at batch size 1, while each Send of acks
-// takes ten times a Write, a destination sends the acks of the Writes that
-// end during a Send together in the next; each record is acked once, in
-// order, and Stop returns once the last ack is sent.
+// TestAcksGoTogetherUnderLoad: at batch size 1, while each Write is short
+// and records wait, or while each Send of acks takes ten times a Write, a
+// destination sends the acks of several Writes in one message; each record
+// is acked once, in order, and Stop returns once the last ack is sent.
 func TestAcksGoTogetherUnderLoad(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		is := is.New(t)
-		const n = 200
-		r := loggedDestination(t, batcher.Policy{Count: 1}, &writeLog{delay: 100 * time.Microsecond})
-		r.st.sendDelay = time.Millisecond
-		r.run()
-		go r.sendEach(1, n)
-		time.Sleep(n*100*time.Microsecond + 10*time.Millisecond) // the Writes, and the last Sends
-		synctest.Wait()
-		messages, positions := ackMessages(r)
-		is.Equal(positions, upTo(n))
-		is.Equal(len(r.log.got()), n) // a Write per record
-		if messages > n/5 {
-			t.Errorf("%d records acked in %d messages, expected a message per 5 Writes or fewer (Writes of 0.1 ms, Sends of 1 ms)", n, messages)
-		}
-		is.NoErr(r.stop(strconv.Itoa(n)))
-		r.end()
-	})
+	for _, sendDelay := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("Sends of %v", sendDelay), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				is := is.New(t)
+				const n = 200
+				r := loggedDestination(t, batcher.Policy{Count: 1}, &writeLog{delay: 100 * time.Microsecond})
+				r.st.sendDelay = sendDelay
+				r.run()
+				go r.sendEach(1, n)
+				time.Sleep(n*100*time.Microsecond + 10*time.Millisecond) // the Writes, and the last Sends
+				synctest.Wait()
+				messages, positions := ackMessages(r)
+				is.Equal(positions, upTo(n))
+				is.Equal(len(r.log.got()), n) // a Write per record
+				if messages > n/5 {
+					t.Errorf("%d records acked in %d messages, expected a message per 5 Writes or fewer (Writes of 0.1 ms, Sends of %v)", n, messages, sendDelay)
+				}
+				is.NoErr(r.stop(strconv.Itoa(n)))
+				r.end()
+			})
+		})
+	}
 }
 
 // TestAcksAloneWhenNothingWaits: a record that comes alone is acked at
-// once, and so is each record behind Writes longer than a Send, even under
-// load: no ack waits for another.
+// once, and so is each record behind Writes longer than half of ackLinger,
+// even under load: acks wait for company only behind short Writes.
 func TestAcksAloneWhenNothingWaits(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -506,7 +510,7 @@ func TestAcksAloneWhenNothingWaits(t *testing.T) {
 		load  bool          // the records come at once, not one by one
 	}{
 		{"idle", 100 * time.Microsecond, false},
-		{"long writes under load", 2 * aheadTime, true},
+		{"long writes under load", ackLinger, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

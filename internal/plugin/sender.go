@@ -52,6 +52,7 @@ func (s *sender) handle(err error, now time.Time) progress {
 	return p
 }
 
-func (s *sender) idle() bool { return s.sending == 0 }
+func (s *sender) idle() bool                       { return s.sending == 0 }
+func (s *sender) after(time.Time) (wake time.Time) { return time.Time{} }
 
 func (s *sender) close() { s.work.close() }

@@ -27,6 +27,10 @@ type writers struct {
 	keys   []uint64 // the key hashes of the records the last room allowed; nil: none taken
 	solo   int      // Writes in flight started alone, their keys not in lanes
 
+	readySince time.Time     // when the oldest ack ready and not yet in a Send became ready
+	lastTook   time.Duration // how long the last Write took
+	retrying   int           // Writes in flight that met a retryable error
+
 	work    *workers[writeJob]
 	sends   chan []ack    // to the goroutine that sends acks
 	sent    chan struct{} // closed once that goroutine has returned
@@ -145,9 +149,15 @@ func (w *writers) settled(e writeEvent, now time.Time) progress {
 	p := progress{done: done}
 	switch {
 	case e.pushedBack:
-		wr.pushedBack = true
+		if !wr.pushedBack {
+			wr.pushedBack = true
+			w.retrying++
+		}
 		w.limit.pushed()
 	case e.ended:
+		if wr.pushedBack {
+			w.retrying--
+		}
 		w.work.finished()
 		delete(w.writes, e.seq)
 		switch {
@@ -157,13 +167,16 @@ func (w *writers) settled(e writeEvent, now time.Time) progress {
 			w.solo--
 		}
 		took := now.Sub(wr.began)
+		w.lastTook = took
 		w.limit.ended(wr.size, took, now, wr.complete, wr.pushedBack)
 		// The pace is the flow's: the Writes' records per second with as
 		// many in flight as the limit allows.
 		p.paced, p.took = wr.size*w.limit.current(), took
 	}
 	w.metrics.Flight(w.ledger.inFlight, w.limit.current())
-	w.sendReady()
+	if w.readySince.IsZero() && w.ledger.hasReady() {
+		w.readySince = now
+	}
 	return p
 }
 
@@ -174,19 +187,39 @@ func (w *writers) sentAcks(err error) progress {
 		w.sendErr = fmt.Errorf("send acks to Conduit: %w", err)
 		return progress{err: w.sendErr}
 	}
-	p := progress{through: w.ledger.sentAll()}
-	w.sendReady()
-	return p
+	return progress{through: w.ledger.sentAll()}
 }
 
-// sendReady starts a Send of the acks ready, unless one is in flight.
-func (w *writers) sendReady() {
-	if w.sendErr != nil {
-		return
+// ackLinger is the longest acks ready wait for the acks of a Write in
+// flight to go with them in one message, and only while Writes take less
+// than half of it: a busy destination that writes small batches fast
+// (sdk.batch.size 1 under load) sends its acks a few Writes at a time, not
+// in a message per Write, each of which costs the plugin and Conduit a
+// gRPC message; one whose Writes take longer, or that has no Write in
+// flight, sends them at once.
+const ackLinger = time.Millisecond
+
+// lingers reports whether acks ready may wait for those of a Write in
+// flight: one is, none waits to retry, and the last took less than half of
+// ackLinger.
+func (w *writers) lingers() bool {
+	return w.ledger.inFlight > 0 && w.retrying == 0 && w.lastTook > 0 && 2*w.lastTook < ackLinger
+}
+
+// after starts a Send of the acks ready, unless one is in flight, or they
+// linger for the acks of a Write in flight (see ackLinger): then it
+// returns when they go at the latest.
+func (w *writers) after(now time.Time) (wake time.Time) {
+	if w.sendErr != nil || w.ledger.sendingNow() || !w.ledger.hasReady() {
+		return time.Time{}
 	}
-	if acks, ok := w.ledger.next(); ok {
-		w.sends <- acks // never waits: at most one Send is in flight
+	if until := w.readySince.Add(ackLinger); w.lingers() && now.Before(until) {
+		return until
 	}
+	acks, _ := w.ledger.next()
+	w.sends <- acks // never waits: at most one Send is in flight
+	w.readySince = time.Time{}
+	return time.Time{}
 }
 
 // idle reports whether no Write is in flight and every ack ready is sent,
