@@ -12,14 +12,14 @@ import (
 )
 
 func init() {
-	plugin.ConnectorOf = func(c any) (plugin.Connector, error) { return c.(Connector).plugin() }
+	plugin.ConnectorOf = func(c any) (plugin.Factory, error) { return c.(Connector).plugin() }
 }
 
 // plugin returns what a plugin process serves for c, or why c is not
 // valid: [Serve] serves it to Conduit; package sdktest serves it inside a
 // test's own process (through plugin.ConnectorOf), as httptest serves an
 // http.Handler.
-func (c Connector) plugin() (plugin.Connector, error) {
+func (c Connector) plugin() (plugin.Factory, error) {
 	spec, err := c.Specification()
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ type inProcess struct {
 
 func (inProcess) name() string { return "InProcess" }
 
-func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
+func (r inProcess) serve(t tb, pc plugin.Factory) *grpc.ClientConn {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	lis := bufconn.Listen(1 << 20)
@@ -71,7 +71,7 @@ func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
 
 // server returns what the plugin server serves for c, as a plugin binary
 // built from c does.
-func server(t tb, c sdk.Connector) plugin.Connector {
+func server(t tb, c sdk.Connector) plugin.Factory {
 	t.Helper()
 	pc, err := plugin.ConnectorOf(c)
 	if err != nil {
@@ -88,20 +88,20 @@ func (r inProcess) source(t tb) host.SourceClient {
 func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
 	log := &writeLog{}
-	pc := observed{Connector: server(t, r.c), wrap: r.wrap, log: log}
+	pc := observed{Factory: server(t, r.c), wrap: r.wrap, log: log}
 	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
 }
 
 // observed is a connector whose destination's Writes are wrapped, if wrap
 // is set, and recorded in log.
 type observed struct {
-	plugin.Connector
+	plugin.Factory
 	wrap func(sdk.Destination) sdk.Destination
 	log  *writeLog
 }
 
 func (o observed) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
-	d, err := o.Connector.ConfigureDestination(raw)
+	d, err := o.Factory.ConfigureDestination(raw)
 	o.log.mu.Lock()
 	o.log.concurrency = d.Concurrency
 	o.log.mu.Unlock()
