@@ -16,7 +16,7 @@ import (
 )
 
 func configureDestination(c Connector, raw map[string]string) (plugin.Destination, error) {
-	return served{c: c}.ConfigureDestination(raw)
+	return factory{c: c}.ConfigureDestination(raw)
 }
 
 func TestConfigureHandsThePoliciesToTheServer(t *testing.T) {

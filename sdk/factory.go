@@ -24,35 +24,38 @@ func (c Connector) plugin() (plugin.Factory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.served(spec, ""), nil
+	return c.factory(spec, ""), nil
 }
 
-// served is a Connector as the plugin server serves it, to the connector
-// Conduit knows by connectorID.
-type served struct {
+// factory is what the plugin server is handed for a Connector: its
+// specification, and how its source and destination are configured, for
+// the connector Conduit knows by connectorID.
+type factory struct {
 	c           Connector
 	spec        pconnector.Specification
 	connectorID string
 }
 
-func (c Connector) served(spec config.Specification, connectorID string) served {
-	return served{c: c, connectorID: connectorID, spec: pconnector.Specification{
+// factory returns the plugin server's factory of c's roles, whose
+// specification spec is, for the connector Conduit knows by connectorID.
+func (c Connector) factory(spec config.Specification, connectorID string) factory {
+	return factory{c: c, connectorID: connectorID, spec: pconnector.Specification{
 		Name: spec.Name, Summary: spec.Summary, Description: spec.Description, Version: spec.Version, Author: spec.Author,
 		SourceParams:      config.Conduit(spec.SourceParameters),
 		DestinationParams: config.Conduit(spec.DestinationParameters),
 	}}
 }
 
-func (s served) Specification() pconnector.Specification { return s.spec }
+func (f factory) Specification() pconnector.Specification { return f.spec }
 
 // ConfigureSource builds the source from raw, the configuration Conduit
 // sends, and resolves once what the plugin server runs: the source's
 // calls, with the optional ones it implements, its reads wrapped in the
 // SDK's middleware, and its batching policy. Errors name every parameter
 // at fault.
-func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
+func (f factory) ConfigureSource(raw map[string]string) (plugin.Source, error) {
 	var settings sourceSettings
-	src, err := s.c.Source.configure(raw, s.c.SourceDefaults, &settings)
+	src, err := f.c.Source.configure(raw, f.c.SourceDefaults, &settings)
 	if err != nil {
 		return plugin.Source{}, err
 	}
@@ -72,22 +75,22 @@ func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
 		ack = a.Ack
 	}
 	calls := callsOf(src, src.Open, src.Teardown)
-	calls.Metrics = settings.Metrics.set(s.labels("source"))
+	calls.Metrics = settings.Metrics.set(f.labels("source"))
 	return plugin.Source{
 		Calls:   calls,
-		Read:    middleware.EncodeSchemas(settings.subjects(s.connectorID))(read),
+		Read:    middleware.EncodeSchemas(settings.subjects(f.connectorID))(read),
 		Batched: batched,
 		Ack:     ack,
 		Batch:   batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
 	}, nil
 }
 
-// ConfigureDestination is [served.ConfigureSource] for the destination:
+// ConfigureDestination is [factory.ConfigureSource] for the destination:
 // its writes are wrapped in the SDK's middleware, and its retry policy and
 // the classifier of its errors resolved too.
-func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
+func (f factory) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
 	var settings destinationSettings
-	dst, err := s.c.Destination.configure(raw, s.c.DestinationDefaults, &settings)
+	dst, err := f.c.Destination.configure(raw, f.c.DestinationDefaults, &settings)
 	if err != nil {
 		return plugin.Destination{}, err
 	}
@@ -100,7 +103,7 @@ func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination,
 		return plugin.Destination{}, invalid(err)
 	}
 	calls := callsOf(dst, func(ctx context.Context, _ Position) error { return dst.Open(ctx) }, dst.Teardown)
-	calls.Metrics = settings.Metrics.set(s.labels("destination"))
+	calls.Metrics = settings.Metrics.set(f.labels("destination"))
 	return plugin.Destination{
 		Calls:       calls,
 		Write:       write,
@@ -112,8 +115,8 @@ func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination,
 }
 
 // labels name the connector's instance of role in its metrics.
-func (s served) labels(role string) connmetrics.Labels {
-	return connmetrics.Labels{ConnectorID: s.connectorID, Plugin: s.c.Name, Version: s.c.Version, Role: role}
+func (f factory) labels(role string) connmetrics.Labels {
+	return connmetrics.Labels{ConnectorID: f.connectorID, Plugin: f.c.Name, Version: f.c.Version, Role: role}
 }
 
 // callsOf returns the calls the plugin server makes on c, a source or a
