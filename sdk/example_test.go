@@ -157,3 +157,26 @@ func ExampleNewDestination_validation() {
 	fmt.Println(err)
 	// Output: invalid configuration: parameter "key": got "id", expected one of fields: name, email
 }
+
+// Counted is a layer that prints each Write of the destination it wraps.
+type Counted struct{ sdk.Destination }
+
+func (c Counted) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	n, err := c.Destination.Write(ctx, records)
+	fmt.Printf("wrote %d of %d\n", n, len(records))
+	return n, err
+}
+
+// Unwrap names the destination under the layer, where the SDK finds its
+// optional interfaces.
+func (c Counted) Unwrap() sdk.Destination { return c.Destination }
+
+// A test puts a layer over every destination a factory builds; a copy of
+// the Connector with the wrapped factory serves them so.
+func ExampleFactory_Wrap() {
+	counter := sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil })
+	wrapped := counter.Wrap(func(d sdk.Destination) sdk.Destination { return Counted{d} })
+	d, _ := wrapped.New(nil)
+	_, _ = d.Write(context.Background(), []sdk.Record{sdk.Create(sdk.Position("1"), nil, nil, sdk.RawData("a"))})
+	// Output: wrote 1 of 1
+}
