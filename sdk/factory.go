@@ -11,22 +11,6 @@ import (
 	"github.com/connkit/connkit/sdk/config"
 )
 
-func init() {
-	plugin.ConnectorOf = func(c any) (plugin.Factory, error) { return c.(Connector).plugin() }
-}
-
-// plugin returns what a plugin process serves for c, or why c is not
-// valid: [Serve] serves it to Conduit; package sdktest serves it inside a
-// test's own process (through plugin.ConnectorOf), as httptest serves an
-// http.Handler.
-func (c Connector) plugin() (plugin.Factory, error) {
-	spec, err := c.Specification()
-	if err != nil {
-		return nil, err
-	}
-	return c.factory(spec, ""), nil
-}
-
 // factory is what the plugin server is handed for a Connector: its
 // specification, and how its source and destination are configured, for
 // the connector Conduit knows by connectorID.

@@ -20,13 +20,6 @@ type Factory interface {
 	ConfigureDestination(config map[string]string) (Destination, error)
 }
 
-// ConnectorOf returns what a plugin serves for c, a package sdk
-// Connector, or why c is not valid. Package sdk sets it when it is
-// initialized; package sdktest calls it to serve a connector in a test's
-// own process. It stands in for an exported method of sdk.Connector,
-// whose signature would show this package's type to every author.
-var ConnectorOf func(c any) (Factory, error)
-
 // Calls are the calls of a configured connector that both roles have,
 // and what the server measures of it.
 type Calls struct {
