@@ -1,12 +1,10 @@
 package sdk_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
@@ -49,31 +47,21 @@ func TestNewServerRefusesWhatIsNotValid(t *testing.T) {
 	is.True(err != nil && strings.Contains(err.Error(), "ServerLogger")) // names the option
 }
 
-// opening is a destination that tells what the context of its Open
+// opening is a destination that hands over what the context of its Open
 // carries.
-type opening struct{ Counter }
+type opening struct {
+	Counter
+	carried chan<- carried
+}
+
+type carried struct {
+	log           *slog.Logger
+	maxRecordSize int
+}
 
 func (o *opening) Open(ctx context.Context) error {
-	sdk.Logger(ctx).Info("opened", "maxRecordSize", sdk.MaxRecordSize(ctx))
+	o.carried <- carried{sdk.Logger(ctx), sdk.MaxRecordSize(ctx)}
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestServerServesOneDestination: Configure, Open and Teardown reach the
@@ -81,12 +69,13 @@ func (b *syncBuffer) String() string {
 // Conduit's record size limit.
 func TestServerServesOneDestination(t *testing.T) {
 	is := is.New(t)
-	var log syncBuffer
+	log := slog.New(slog.DiscardHandler)
+	opened := make(chan carried, 1)
 	srv, err := sdk.NewServer(sdk.Connector{
 		Name:        "opening",
 		Version:     "v0.1.0",
-		Destination: sdk.NewDestination(func(struct{}) (*opening, error) { return &opening{}, nil }),
-	}, sdk.ServerLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		Destination: sdk.NewDestination(func(struct{}) (*opening, error) { return &opening{carried: opened}, nil }),
+	}, sdk.ServerLogger(log))
 	is.NoErr(err)
 	dst := clientv2.NewDestinationPluginClient(serve(t, srv))
 	ctx := t.Context()
@@ -96,7 +85,9 @@ func TestServerServesOneDestination(t *testing.T) {
 	is.NoErr(err)
 	_, err = dst.Teardown(ctx, pconnector.DestinationTeardownRequest{})
 	is.NoErr(err)
-	is.True(strings.Contains(log.String(), "msg=opened maxRecordSize=4194304")) // through the Server's logger
+	got := <-opened
+	is.True(got.log == log)            // the Server's logger
+	is.Equal(got.maxRecordSize, 4<<20) // Conduit's default limit
 
 	_, err = clientv2.NewSourcePluginClient(serve(t, srv)).Configure(ctx, pconnector.SourceConfigureRequest{Config: map[string]string{}})
 	is.True(err != nil) // the connector plays no source
