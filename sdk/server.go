@@ -18,7 +18,7 @@ import (
 // github.com/conduitio/conduit-connector-protocol/pconnector/v2/client),
 // as Conduit does: a test reaches a connector through a Server as one
 // reaches an http.Handler through net/http/httptest's. Package sdktest
-// runs its checks so.
+// runs its in-process checks through Servers.
 //
 // Like a plugin process, a Server has one source instance and one
 // destination instance, which the calls of every connection share: make
