@@ -88,6 +88,36 @@ func (f Factory[T]) New(raw map[string]string) (T, error) {
 	return f.build(raw, nil)
 }
 
+// Wrap returns a factory with f's parameters whose every connector is
+// what wrap returns for the one f builds; wrap is not called when f
+// fails. A test gives a copy of its Connector the wrapped factory to put
+// a layer between the SDK and every connector the Connector makes: a
+// fault injector of package sdktest, or a log of the calls.
+//
+// The SDK calls the outermost layer's Open, Teardown, and Write or Read.
+// It finds the optional interfaces ([ConcurrentDestination] and its
+// WriteSplit, [Acker], [BatchReader], the lifecycle hooks) in the
+// outermost layer that implements them, and calls them there, following
+// Unwrap methods that return the [Source] or [Destination] a layer wraps;
+// a layer without one hides them. So a layer over a ConcurrentDestination
+// gets concurrent Writes, and one over a BatchReader sees the reads only
+// if it implements ReadBatch too. Wrap of the zero Factory, or with a nil
+// wrap, returns f.
+func (f Factory[T]) Wrap(wrap func(T) T) Factory[T] {
+	if f.build == nil || wrap == nil {
+		return f
+	}
+	build := f.build
+	f.build = func(raw map[string]string, settings any) (T, error) {
+		t, err := build(raw, settings)
+		if err != nil {
+			return t, err
+		}
+		return wrap(t), nil
+	}
+	return f
+}
+
 // configure builds the connector from raw, the configuration Conduit
 // sends, with the connector's defaults, and fills settings, the SDK's
 // sdk.* parameters, in the same call.

@@ -16,7 +16,7 @@ import (
 )
 
 func configureDestination(c Connector, raw map[string]string) (plugin.Destination, error) {
-	return served{c: c}.ConfigureDestination(raw)
+	return factory{c: c}.ConfigureDestination(raw)
 }
 
 func TestConfigureHandsThePoliciesToTheServer(t *testing.T) {
@@ -255,4 +255,68 @@ func TestWriteConcurrency(t *testing.T) {
 			is.Equal(d.Concurrency, tt.want)
 		})
 	}
+}
+
+// counting is a layer that counts the Writes of the destination it wraps,
+// and names it with Unwrap unless hide is set.
+type counting struct {
+	Destination
+	writes *int
+}
+
+func (c counting) Write(ctx context.Context, recs []Record) (int, error) {
+	*c.writes++
+	return c.Destination.Write(ctx, recs)
+}
+
+func (c counting) Unwrap() Destination { return c.Destination }
+
+// hiding is counting without Unwrap.
+type hiding struct{ Destination }
+
+// TestWrapLayersEveryDestination: a wrapped factory has the parameters of
+// the factory it wraps, the SDK writes through the layer, and finds the
+// optional interfaces of the destination under it through Unwrap; a
+// layer without Unwrap hides them.
+func TestWrapLayersEveryDestination(t *testing.T) {
+	is := is.New(t)
+	concurrent := NewDestination(func(nopConfig) (concurrentNop, error) { return concurrentNop{}, nil })
+	writes := 0
+	c := Connector{Name: "c", Version: "v0.1.0", Destination: concurrent.Wrap(func(d Destination) Destination { return counting{d, &writes} })}
+	spec, err := c.Specification()
+	is.NoErr(err)
+	unwrapped, err := Connector{Name: "c", Version: "v0.1.0", Destination: concurrent}.Specification()
+	is.NoErr(err)
+	is.Equal(spec, unwrapped) // the same parameters
+
+	d, err := configureDestination(c, map[string]string{"sdk.write.concurrency": "4"})
+	is.NoErr(err)
+	is.Equal(d.Concurrency, plugin.Concurrency{Max: 4, ByKey: true}) // WriteSplit found under the layer
+	_, err = d.Write(t.Context(), []Record{{Position: Position("1")}})
+	is.NoErr(err)
+	is.Equal(writes, 1) // through the layer
+
+	c.Destination = concurrent.Wrap(func(d Destination) Destination { return hiding{d} })
+	_, err = configureDestination(c, map[string]string{"sdk.write.concurrency": "4"})
+	is.True(err != nil) // without Unwrap, the layer writes one batch at a time
+	d, err = configureDestination(c, map[string]string{})
+	is.NoErr(err)
+	is.Equal(d.Concurrency, plugin.Concurrency{Max: 1})
+}
+
+// TestWrapKeepsWhatIsNotBuilt: wrap sees only what was built; the zero
+// Factory stays a role not played, and a malformed config struct keeps
+// its error.
+func TestWrapKeepsWhatIsNotBuilt(t *testing.T) {
+	is := is.New(t)
+	called := false
+	wrap := func(d Destination) Destination { called = true; return d }
+	_, err := NewDestination(newNop).Wrap(wrap).New(map[string]string{"level": "loud"})
+	is.True(err != nil)
+	is.True(!called) // not for a configuration refused
+
+	is.True(!Factory[Destination]{}.Wrap(wrap).isSet()) // the role is still not played
+	_, err = Connector{Name: "c", Version: "v0.1.0", Destination: NewDestination(newClashing).Wrap(wrap)}.Specification()
+	is.True(err != nil) // the config struct's error is kept
+	is.True(!called)
 }

@@ -4,7 +4,9 @@
 // over gRPC. Its main function calls [Serve] with a [Connector]: a name, a
 // semantic version, and a [Source] or a [Destination] (or both), each built
 // by a factory ([NewSource], [NewDestination]) from a config struct whose
-// field tags declare its parameters (package sdk/config).
+// field tags declare its parameters (package sdk/config). A test serves a
+// Connector inside its own process with [NewServer], on a listener, and
+// drives it over the same protocol.
 //
 // # Contracts
 //

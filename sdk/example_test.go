@@ -3,12 +3,17 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/config"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Numbers is a source of increasing numbers.
@@ -156,4 +161,66 @@ func ExampleNewDestination_validation() {
 	_, err := factory.New(map[string]string{"fields": "name,email"})
 	fmt.Println(err)
 	// Output: invalid configuration: parameter "key": got "id", expected one of fields: name, email
+}
+
+// Counted is a layer that prints each Write of the destination it wraps.
+type Counted struct{ sdk.Destination }
+
+func (c Counted) Write(ctx context.Context, records []sdk.Record) (int, error) {
+	n, err := c.Destination.Write(ctx, records)
+	fmt.Printf("wrote %d of %d\n", n, len(records))
+	return n, err
+}
+
+// Unwrap names the destination under the layer, where the SDK finds its
+// optional interfaces.
+func (c Counted) Unwrap() sdk.Destination { return c.Destination }
+
+// A test puts a layer over every destination a factory builds; a copy of
+// the Connector with the wrapped factory serves them so.
+func ExampleFactory_Wrap() {
+	counter := sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil })
+	wrapped := counter.Wrap(func(d sdk.Destination) sdk.Destination { return Counted{d} })
+	d, _ := wrapped.New(nil)
+	_, _ = d.Write(context.Background(), []sdk.Record{sdk.Create(sdk.Position("1"), nil, nil, sdk.RawData("a"))})
+	// Output: wrote 1 of 1
+}
+
+// A test serves a Connector in its own process and drives it over the
+// protocol with the protocol's client, as Conduit does.
+func ExampleNewServer() {
+	srv, err := sdk.NewServer(sdk.Connector{
+		Name:        "counter",
+		Version:     "v0.1.0",
+		Destination: sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil }),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+	resp, err := clientv2.NewSpecifierPluginClient(conn).Specify(context.Background(), pconnector.SpecifierSpecifyRequest{})
+	fmt.Println(resp.Specification.Name, resp.Specification.Version, err)
+	_, err = clientv2.NewDestinationPluginClient(conn).Configure(context.Background(), pconnector.DestinationConfigureRequest{Config: map[string]string{"sdk.batch.size": "many"}})
+	fmt.Println(err)
+
+	srv.Stop()
+	fmt.Println(<-served)
+	// Output:
+	// counter v0.1.0 <nil>
+	// invalid configuration: parameter "sdk.batch.size": got "many", expected an integer
+	// <nil>
 }

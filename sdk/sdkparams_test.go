@@ -64,7 +64,7 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 				"sdk.schema.extract.key.enabled":     "yes please",
 			}},
 			configure: func(raw map[string]string) error {
-				_, err := served{c: Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}}.ConfigureSource(raw)
+				_, err := factory{c: Connector{Name: "nop", Version: "v0.1.0", Source: NewSource(newNopSource)}}.ConfigureSource(raw)
 				return err
 			},
 		},

@@ -42,7 +42,7 @@ func serve(c Connector, args []string, getenv func(string) string, stdout, stder
 	if len(args) > 0 {
 		return fmt.Errorf("usage: %s [spec [-format json|yaml|markdown]]\n\nWithout arguments the binary runs as a Conduit plugin; Conduit starts it.", c.Name)
 	}
-	return plugin.Serve(c.served(spec, getenv(pconnector.EnvConduitConnectorID)), getenv, stderr)
+	return plugin.Serve(c.factory(spec, getenv(pconnector.EnvConduitConnectorID)), getenv, stderr)
 }
 
 // printSpec writes spec to w in the format args name, JSON by default.

@@ -42,7 +42,7 @@ func TestServeSpec(t *testing.T) {
 	is.Equal(len(spec.SourceParameters), 0)
 
 	// What Conduit receives carries the same parameters.
-	p := c.served(spec, "").Specification().DestinationParams["level"]
+	p := c.factory(spec, "").Specification().DestinationParams["level"]
 	is.Equal(p.Default, "info")
 	is.Equal(p.Description, "How loud.")
 	is.Equal(len(p.Validations), 1)
@@ -103,7 +103,7 @@ func TestServeSpecShowsLists(t *testing.T) {
 	var out bytes.Buffer
 	is.NoErr(serve(c, []string{"spec"}, func(string) string { return "" }, &out, &out))
 	is.True(strings.Contains(out.String(), `"type": "[]string"`)) // what `binary spec` prints
-	p := c.served(mustSpec(t, c), "").Specification().DestinationParams["tables"]
+	p := c.factory(mustSpec(t, c), "").Specification().DestinationParams["tables"]
 	is.Equal(p.Type, cconfig.ParameterTypeString) // what Conduit receives
 	is.Equal(p.Default, "a,b")
 }

@@ -1,165 +1,85 @@
 package sdk
 
 import (
-	"context"
+	"errors"
+	"log/slog"
+	"net"
 
-	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/batcher"
-	connmetrics "github.com/connkit/connkit/internal/metrics"
 	"github.com/connkit/connkit/internal/plugin"
-	"github.com/connkit/connkit/middleware"
-	"github.com/connkit/connkit/sdk/config"
+	"google.golang.org/grpc"
 )
 
-func init() {
-	plugin.ConnectorOf = func(c any) (plugin.Connector, error) { return c.(Connector).plugin() }
+// Server serves a [Connector] over gRPC inside the process that makes it,
+// on listeners its caller gives: the specifier, source and destination
+// services of the plugin protocol's version 2, with the plugin server
+// that [Serve] runs in a plugin process, but without go-plugin's
+// handshake. A client dials a listener with gRPC and drives the connector
+// with the protocol's own clients (package
+// github.com/conduitio/conduit-connector-protocol/pconnector/v2/client),
+// as Conduit does: a test reaches a connector through a Server as one
+// reaches an http.Handler through net/http/httptest's. Package sdktest
+// runs its in-process checks through Servers.
+//
+// Like a plugin process, a Server has one source instance and one
+// destination instance, which the calls of every connection share: make
+// a Server for each instance a test needs. The context of every call
+// carries the logger ([ServerLogger]) and Conduit's default record size
+// limit ([MaxRecordSize]); there is no schema service, so records carry
+// their schemas only if a test encodes them itself.
+type Server struct {
+	grpc *grpc.Server
 }
 
-// plugin returns what a plugin process serves for c, or why c is not
-// valid: [Serve] serves it to Conduit; package sdktest serves it inside a
-// test's own process (through plugin.ConnectorOf), as httptest serves an
-// http.Handler.
-func (c Connector) plugin() (plugin.Connector, error) {
+// NewServer returns a Server of c, or an error if c is not valid (see
+// [Connector.Specification]) or an option is not.
+func NewServer(c Connector, opts ...ServerOption) (*Server, error) {
 	spec, err := c.Specification()
 	if err != nil {
 		return nil, err
 	}
-	return c.served(spec, ""), nil
+	s := serverSettings{log: slog.Default()}
+	for _, o := range opts {
+		o.apply(&s)
+	}
+	if s.log == nil {
+		return nil, errors.New("sdk: ServerLogger: the logger is nil")
+	}
+	g := grpc.NewServer(plugin.ServerOptions(plugin.Settings{MaxReceiveSize: plugin.DefaultMaxReceiveSize}, s.log)...)
+	plugin.Register(g, c.factory(spec, ""), s.log)
+	return &Server{grpc: g}, nil
 }
 
-// served is a Connector as the plugin server serves it, to the connector
-// Conduit knows by connectorID.
-type served struct {
-	c           Connector
-	spec        pconnector.Specification
-	connectorID string
+// Serve accepts connections on lis and serves them until Stop or
+// GracefulStop is called, or lis fails; it closes lis when it returns. It
+// returns nil once stopped, else lis's error; called after a stop, it
+// returns an error at once. Calls of Serve with several listeners may run
+// together.
+func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
+
+// Stop closes the listeners and connections at once, which ends the calls
+// and Run streams in progress. It does not tear the connector down: as
+// from Conduit, Teardown comes over the protocol.
+func (s *Server) Stop() { s.grpc.Stop() }
+
+// GracefulStop closes the listeners, and the connections once the calls
+// and Run streams in progress on them have ended: it returns then.
+func (s *Server) GracefulStop() { s.grpc.GracefulStop() }
+
+// A ServerOption sets how a [Server] serves.
+type ServerOption interface{ apply(*serverSettings) }
+
+// serverSettings are what a Server's options set.
+type serverSettings struct {
+	log *slog.Logger
 }
 
-func (c Connector) served(spec config.Specification, connectorID string) served {
-	return served{c: c, connectorID: connectorID, spec: pconnector.Specification{
-		Name: spec.Name, Summary: spec.Summary, Description: spec.Description, Version: spec.Version, Author: spec.Author,
-		SourceParams:      config.Conduit(spec.SourceParameters),
-		DestinationParams: config.Conduit(spec.DestinationParameters),
-	}}
-}
+type serverOption func(*serverSettings)
 
-func (s served) Specification() pconnector.Specification { return s.spec }
+func (o serverOption) apply(s *serverSettings) { o(s) }
 
-// ConfigureSource builds the source from raw, the configuration Conduit
-// sends, and resolves once what the plugin server runs: the source's
-// calls, with the optional ones it implements, its reads wrapped in the
-// SDK's middleware, and its batching policy. Errors name every parameter
-// at fault.
-func (s served) ConfigureSource(raw map[string]string) (plugin.Source, error) {
-	var settings sourceSettings
-	src, err := s.c.Source.configure(raw, s.c.SourceDefaults, &settings)
-	if err != nil {
-		return plugin.Source{}, err
-	}
-	read := func(ctx context.Context, _ int) ([]Record, error) {
-		rec, err := src.Read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return []Record{rec}, nil
-	}
-	br, batched := find[BatchReader](src)
-	if batched {
-		read = br.ReadBatch
-	}
-	var ack func(context.Context, Position) error
-	if a, ok := find[Acker](src); ok {
-		ack = a.Ack
-	}
-	calls := callsOf(src, src.Open, src.Teardown)
-	calls.Metrics = settings.Metrics.set(s.labels("source"))
-	return plugin.Source{
-		Calls:   calls,
-		Read:    middleware.EncodeSchemas(settings.subjects(s.connectorID))(read),
-		Batched: batched,
-		Ack:     ack,
-		Batch:   batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
-	}, nil
-}
-
-// ConfigureDestination is [served.ConfigureSource] for the destination:
-// its writes are wrapped in the SDK's middleware, and its retry policy and
-// the classifier of its errors resolved too.
-func (s served) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
-	var settings destinationSettings
-	dst, err := s.c.Destination.configure(raw, s.c.DestinationDefaults, &settings)
-	if err != nil {
-		return plugin.Destination{}, err
-	}
-	write := middleware.Write(dst.Write)
-	write = middleware.LimitRate(settings.Rate.PerSecond, settings.Rate.Burst)(write)
-	write = settings.formatRecords(write)
-	write = middleware.DecodeSchemas(settings.Schema.Key, settings.Schema.Payload)(write)
-	concurrency, err := settings.concurrency(dst)
-	if err != nil {
-		return plugin.Destination{}, invalid(err)
-	}
-	calls := callsOf(dst, func(ctx context.Context, _ Position) error { return dst.Open(ctx) }, dst.Teardown)
-	calls.Metrics = settings.Metrics.set(s.labels("destination"))
-	return plugin.Destination{
-		Calls:       calls,
-		Write:       write,
-		Batch:       batcher.Policy{Count: settings.Batch.Size, Delay: settings.Batch.Delay, Bytes: settings.Batch.Bytes},
-		Retry:       plugin.Retry{Attempts: settings.Retry.Attempts, Delay: settings.Retry.Delay, MaxDelay: settings.Retry.MaxDelay},
-		Classify:    classify,
-		Concurrency: concurrency,
-	}, nil
-}
-
-// labels name the connector's instance of role in its metrics.
-func (s served) labels(role string) connmetrics.Labels {
-	return connmetrics.Labels{ConnectorID: s.connectorID, Plugin: s.c.Name, Version: s.c.Version, Role: role}
-}
-
-// callsOf returns the calls the plugin server makes on c, a source or a
-// destination: open, teardown and the lifecycle hooks c implements.
-func callsOf(c any, open func(context.Context, Position) error, teardown func(context.Context) error) plugin.Calls {
-	calls := plugin.Calls{Open: open, Teardown: teardown}
-	if x, ok := find[CreatedHook](c); ok {
-		calls.OnCreated = x.OnCreated
-	}
-	if x, ok := find[UpdatedHook](c); ok {
-		calls.OnUpdated = x.OnUpdated
-	}
-	if x, ok := find[DeletedHook](c); ok {
-		calls.OnDeleted = x.OnDeleted
-	}
-	return calls
-}
-
-// find looks for an implementation of T in c and the layers it wraps,
-// outermost first, following Unwrap methods that return a Source or a
-// Destination.
-func find[T any](c any) (T, bool) {
-	for c != nil {
-		if t, ok := c.(T); ok {
-			return t, true
-		}
-		switch u := c.(type) {
-		case interface{ Unwrap() Destination }:
-			c = u.Unwrap()
-		case interface{ Unwrap() Source }:
-			c = u.Unwrap()
-		default:
-			c = nil
-		}
-	}
-	var zero T
-	return zero, false
-}
-
-// classify says whose failure a Write error is, for the plugin server.
-func classify(err error) plugin.Fault {
-	switch {
-	case IsRecordFault(err):
-		return plugin.RecordFault
-	case IsRetryable(err):
-		return plugin.Retryable
-	}
-	return plugin.Unclassified
+// ServerLogger sets the logger that connector code finds in the context
+// of every call ([Logger]), and the plugin server logs to; the default is
+// [slog.Default]. A nil logger makes NewServer fail.
+func ServerLogger(l *slog.Logger) ServerOption {
+	return serverOption(func(s *serverSettings) { s.log = l })
 }

@@ -10,22 +10,15 @@ import (
 	"github.com/connkit/connkit/internal/metrics"
 )
 
-// Connector is what a plugin serves: its specification, and how a source
-// or a destination is configured from the raw configuration Conduit sends.
+// Factory is what a plugin serves: its specification, and how a source or
+// a destination is configured from the raw configuration Conduit sends.
 // Package sdk implements it for an sdk.Connector; a connector that does
 // not play a role returns an error that says so.
-type Connector interface {
+type Factory interface {
 	Specification() pconnector.Specification
 	ConfigureSource(config map[string]string) (Source, error)
 	ConfigureDestination(config map[string]string) (Destination, error)
 }
-
-// ConnectorOf returns what a plugin serves for c, a package sdk
-// Connector, or why c is not valid. Package sdk sets it when it is
-// initialized; package sdktest calls it to serve a connector in a test's
-// own process. It stands in for an exported method of sdk.Connector,
-// whose signature would show this package's type to every author.
-var ConnectorOf func(c any) (Connector, error)
 
 // Calls are the calls of a configured connector that both roles have,
 // and what the server measures of it.

@@ -31,7 +31,7 @@ type destinationServer struct {
 	cancelWrites context.CancelFunc //
 }
 
-func newDestinationServer(c Connector, log *slog.Logger) *destinationServer {
+func newDestinationServer(c Factory, log *slog.Logger) *destinationServer {
 	writes, cancel := context.WithCancel(context.Background())
 	return &destinationServer{instance: newInstance[Destination]("destination", c, log), shutdown: newShutdown(), writes: writes, cancelWrites: cancel}
 }

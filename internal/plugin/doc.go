@@ -1,5 +1,5 @@
 // Package plugin is the server side of Conduit's connector protocol: it
-// serves a [Connector]'s source and destination through go-plugin the way
+// serves a [Factory]'s source and destination through go-plugin the way
 // Conduit launches standalone connectors, drives their calls with the
 // batching and retry policies, and tracks positions and acknowledgements.
 //

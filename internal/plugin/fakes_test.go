@@ -287,25 +287,25 @@ func callsWithHooks(c any) Calls {
 	return h
 }
 
-// testConnector is a Connector whose roles the tests build with functions;
+// testFactory is a Factory whose roles the tests build with functions;
 // a nil one is a role the plugin does not play.
-type testConnector struct {
+type testFactory struct {
 	source      func(map[string]string) (Source, error)
 	destination func(map[string]string) (Destination, error)
 }
 
-func (testConnector) Specification() pconnector.Specification {
+func (testFactory) Specification() pconnector.Specification {
 	return pconnector.Specification{Name: "test", Version: "v0.1.0"}
 }
 
-func (c testConnector) ConfigureSource(raw map[string]string) (Source, error) {
+func (c testFactory) ConfigureSource(raw map[string]string) (Source, error) {
 	if c.source == nil {
 		return Source{}, errors.New("this plugin is not a source")
 	}
 	return c.source(raw)
 }
 
-func (c testConnector) ConfigureDestination(raw map[string]string) (Destination, error) {
+func (c testFactory) ConfigureDestination(raw map[string]string) (Destination, error) {
 	if c.destination == nil {
 		return Destination{}, errors.New("this plugin is not a destination")
 	}
@@ -314,13 +314,13 @@ func (c testConnector) ConfigureDestination(raw map[string]string) (Destination,
 
 // testSourceServer returns a server of the source configure builds.
 func testSourceServer(configure func(map[string]string) (Source, error)) *sourceServer {
-	return newSourceServer(testConnector{source: configure}, discard)
+	return newSourceServer(testFactory{source: configure}, discard)
 }
 
 // testDestinationServer returns a server of the destination configure
 // builds.
 func testDestinationServer(configure func(map[string]string) (Destination, error)) *destinationServer {
-	return newDestinationServer(testConnector{destination: configure}, discard)
+	return newDestinationServer(testFactory{destination: configure}, discard)
 }
 
 // sourceServerOf returns a server of the fake src under policy p, not yet

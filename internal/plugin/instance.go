@@ -22,7 +22,7 @@ import (
 // and adds Run and Stop.
 type instance[C Source | Destination] struct {
 	role string // "source" or "destination", for errors
-	conn Connector
+	conn Factory
 	log  *slog.Logger
 
 	started chan struct{}    // closed when Run starts
@@ -37,13 +37,13 @@ type instance[C Source | Destination] struct {
 	stopMetrics func() // ends serving and logging the metrics; nil until Open
 }
 
-func newInstance[C Source | Destination](role string, conn Connector, log *slog.Logger) instance[C] {
+func newInstance[C Source | Destination](role string, conn Factory, log *slog.Logger) instance[C] {
 	return instance[C]{role: role, conn: conn, log: log,
 		started: make(chan struct{}), runDone: make(chan struct{}), stops: make(chan stopRequest), turn: make(chan struct{}, 1)}
 }
 
 // configureRole builds the connector of role C from raw.
-func configureRole[C Source | Destination](conn Connector, raw map[string]string) (c C, err error) {
+func configureRole[C Source | Destination](conn Factory, raw map[string]string) (c C, err error) {
 	switch p := any(&c).(type) {
 	case *Source:
 		*p, err = conn.ConfigureSource(raw)

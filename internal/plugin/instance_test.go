@@ -48,7 +48,7 @@ func TestSourceConfigureFails(t *testing.T) {
 // to configure one.
 func TestDestinationNotADestination(t *testing.T) {
 	is := is.New(t)
-	d := newDestinationServer(testConnector{}, discard)
+	d := newDestinationServer(testFactory{}, discard)
 	_, err := d.Configure(t.Context(), pconnector.DestinationConfigureRequest{})
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "not a destination"))

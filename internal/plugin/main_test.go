@@ -13,7 +13,7 @@ const servePluginEnv = "CONNKIT_TEST_SERVE_PLUGIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(servePluginEnv) != "" {
-		if err := serve(testConnector{}, Settings{MaxReceiveSize: DefaultMaxReceiveSize}, os.Stderr, time.Second); err != nil {
+		if err := serve(testFactory{}, Settings{MaxReceiveSize: DefaultMaxReceiveSize}, os.Stderr, time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

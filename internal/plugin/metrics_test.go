@@ -238,7 +238,7 @@ func (l *logBuffer) String() string {
 // to the returned buffer.
 func loggedDestinationServer(dst testDestination, m Metrics) (*destinationServer, *logBuffer) {
 	var log logBuffer
-	d := newDestinationServer(testConnector{destination: func(map[string]string) (Destination, error) {
+	d := newDestinationServer(testFactory{destination: func(map[string]string) (Destination, error) {
 		d := destinationOf(dst, batcher.Policy{}, Retry{})
 		d.Metrics = m
 		return d, nil

@@ -74,7 +74,7 @@ func settingsFromEnv(getenv func(string) string) (s Settings, warnings []string)
 // environment, which getenv reads: the log level, the record size limit
 // and the schema service. Logs go to stderr as JSON lines Conduit re-logs
 // at their level.
-func Serve(c Connector, getenv func(string) string, stderr io.Writer) error {
+func Serve(c Factory, getenv func(string) string, stderr io.Writer) error {
 	s, warnings := settingsFromEnv(getenv)
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, w)
@@ -89,7 +89,7 @@ func Serve(c Connector, getenv func(string) string, stderr io.Writer) error {
 }
 
 // serve is Serve with the time the host has to connect.
-func serve(c Connector, s Settings, stderr io.Writer, connectTimeout time.Duration) error {
+func serve(c Factory, s Settings, stderr io.Writer, connectTimeout time.Duration) error {
 	log := slog.New(logging.NewHandler(stderr, s.LogLevel))
 	if s.GCPercent != 0 {
 		debug.SetGCPercent(s.GCPercent)

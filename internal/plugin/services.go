@@ -17,13 +17,13 @@ import (
 // host run a connector inside its own process over real gRPC (the test kit
 // does); give s the options of [ServerOptions]. Like a plugin process, s
 // serves one source and one destination instance.
-func Register(s *grpc.Server, c Connector, log *slog.Logger) {
+func Register(s *grpc.Server, c Factory, log *slog.Logger) {
 	connectorv2.RegisterSpecifierPluginServer(s, serverv2.NewSpecifierPluginServer(specifier{c}))
 	registerSource(s, newSourceServer(c, log), DefaultMaxReceiveSize)
 	registerDestination(s, newDestinationServer(c, log), DefaultMaxReceiveSize)
 }
 
-type specifier struct{ c Connector }
+type specifier struct{ c Factory }
 
 func (s specifier) Specify(context.Context, pconnector.SpecifierSpecifyRequest) (pconnector.SpecifierSpecifyResponse, error) {
 	return pconnector.SpecifierSpecifyResponse{Specification: s.c.Specification()}, nil

@@ -38,7 +38,7 @@ type sourceServer struct {
 	inflight [][]byte           // positions read and not yet acked, oldest first
 }
 
-func newSourceServer(c Connector, log *slog.Logger) *sourceServer {
+func newSourceServer(c Factory, log *slog.Logger) *sourceServer {
 	return &sourceServer{instance: newInstance[Source]("source", c, log)}
 }
 

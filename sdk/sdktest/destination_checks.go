@@ -12,6 +12,7 @@ import (
 
 	"github.com/conduitio/conduit-commons/opencdc"
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
+	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
 	"github.com/connkit/connkit/internal/host"
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/config"
@@ -56,6 +57,9 @@ func openDestination(t tb, ctx context.Context, r runner, cfg map[string]string)
 // openDestinationClient configures, opens and runs the destination c.
 func openDestinationClient(t tb, ctx context.Context, c host.DestinationClient, writes *writeLog, cfg map[string]string) *dstInstance {
 	t.Helper()
+	if writes != nil {
+		writes.configured(cfg)
+	}
 	if _, err := c.Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg}); err != nil {
 		t.Fatalf("Configure fails: %v", err)
 	}
@@ -287,7 +291,7 @@ func checkWrites(t tb, writes *writeLog, total, max int, settings string) {
 		t.Errorf("with %s, Write was called with %d records in all (batches %v), %d were sent", settings, sum, sizes, total)
 	}
 	switch {
-	case concurrent && writes.concurrency.Max <= 1:
+	case concurrent && writes.oneAtATime():
 		t.Errorf("Write was called concurrently with itself")
 	case sharedKey != "":
 		t.Errorf("two Writes running together had records with the key %q, which the destination asks to keep in one lane (sdk.SplitByKey)", sharedKey)
@@ -329,15 +333,13 @@ func differences(differ []string) string {
 	return differ[0]
 }
 
-// checkWriteContract calls the configured destination's Write directly and
-// checks its results keep the io.Writer-like contract, also when its
-// context is cancelled, the failure the kit can inject into any connector.
+// checkWriteContract calls Write of the destination configured with the
+// suite's Config directly and checks its results keep the io.Writer-like
+// contract, also when its context is cancelled, the failure the kit can
+// inject into any connector.
 func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
-	d, err := server(t, s.Connector).ConfigureDestination(s.Config)
-	if err != nil {
-		t.Fatalf("Configure fails: %v", err)
-	}
-	if err := d.Open(ctx, nil); err != nil {
+	d := configuredDestination(t, ctx, s.Connector, s.Config)
+	if err := d.Open(ctx); err != nil {
 		t.Fatalf("Open fails: %v", err)
 	}
 	defer func() {
@@ -378,6 +380,22 @@ func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
 	cancel()
 	m, _ := write(cancelled, "with a cancelled context", recs[half:])
 	checkReadBack(t, ctx, s, recs[:half+m])
+}
+
+// configuredDestination configures c's destination with cfg over the
+// protocol, in an sdk.Server of its own, as Conduit does, and returns the
+// destination c built, which nothing has opened.
+func configuredDestination(t tb, ctx context.Context, c sdk.Connector, cfg map[string]string) sdk.Destination {
+	t.Helper()
+	built := make(chan sdk.Destination, 1)
+	c.Destination = c.Destination.Wrap(func(d sdk.Destination) sdk.Destination {
+		built <- d
+		return d
+	})
+	if _, err := clientv2.NewDestinationPluginClient(inProcess{}.serve(t, c)).Configure(ctx, pconnector.DestinationConfigureRequest{Config: cfg}); err != nil {
+		t.Fatalf("Configure fails: %v", err)
+	}
+	return <-built
 }
 
 func cloneRecords(recs []opencdc.Record) []opencdc.Record {

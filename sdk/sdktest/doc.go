@@ -27,12 +27,14 @@
 // part ("Batching"); a name that is none of them fails the suite, listing
 // those it takes. A failure says what to fix.
 //
-// The runtime checks run in process: the connector is served by the same
-// plugin server a plugin binary runs, over gRPC inside the test process,
-// so they are fast, see the race detector, and stop at breakpoints. With
-// Plugin set they run again against the plugin binary, launched and driven
-// with the protocol's own client as Conduit does (subtests InProcess and
-// Plugin). [Plugin] reuses a binary built into $CONNKIT_BIN.
+// The runtime checks run in process: the connector is served by an
+// [sdk.Server], which runs the plugin server a plugin binary runs, over
+// gRPC inside the test process, so they are fast, see the race detector,
+// and stop at breakpoints; the kit layers its fault injectors and its log
+// of the Writes over the connector's destinations with [sdk.Factory.Wrap].
+// With Plugin set they run again against the plugin binary, launched and
+// driven with the protocol's own client as Conduit does (subtests
+// InProcess and Plugin). [Plugin] reuses a binary built into $CONNKIT_BIN.
 //
 // # What the suites check
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
 	"github.com/connkit/connkit/internal/host"
-	"github.com/connkit/connkit/internal/plugin"
 	"github.com/connkit/connkit/sdk"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -33,108 +33,129 @@ type runner interface {
 	specifier(t tb) pconnector.SpecifierPlugin
 }
 
-// inProcess serves the connector from this process over gRPC, through the
-// same plugin server a plugin binary runs: fast, and debuggable with the
-// test.
+// inProcess serves the connector from this process over gRPC, through an
+// sdk.Server, which runs the plugin server a plugin binary runs: fast,
+// and debuggable with the test.
 type inProcess struct {
 	c sdk.Connector
-	// wrap, if set, wraps the Write of each configured destination, inside
+	// wrap, if set, wraps each destination the connector builds, inside
 	// the layer that records Writes: the kit injects faults with it.
 	wrap func(sdk.Destination) sdk.Destination
 }
 
 func (inProcess) name() string { return "InProcess" }
 
-func (r inProcess) serve(t tb, pc plugin.Connector) *grpc.ClientConn {
+// serve serves c from a fresh sdk.Server until the test ends and returns a
+// connection to it.
+func (inProcess) serve(t tb, c sdk.Connector) *grpc.ClientConn {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	lis := bufconn.Listen(1 << 20)
-	s := grpc.NewServer(plugin.ServerOptions(plugin.Settings{LogLevel: slog.LevelWarn, MaxReceiveSize: plugin.DefaultMaxReceiveSize}, log)...)
-	plugin.Register(s, pc, log)
-	served := make(chan struct{})
-	go func() { defer close(served); _ = s.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///sdktest",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, stop, err := connect(c, slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
-		s.Stop()
-		<-served
-		t.Fatalf("connect to the in-process plugin server: %v", err)
+		t.Fatalf("serve the Connector in process: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		s.Stop()
-		<-served
-	})
+	t.Cleanup(stop)
 	return conn
 }
 
-// server returns what the plugin server serves for c, as a plugin binary
-// built from c does.
-func server(t tb, c sdk.Connector) plugin.Connector {
-	t.Helper()
-	pc, err := plugin.ConnectorOf(c)
+// connect serves c from a fresh sdk.Server, logging to log, on an
+// in-memory listener, and returns a connection to it and what closes
+// both.
+func connect(c sdk.Connector, log *slog.Logger) (conn *grpc.ClientConn, stop func(), err error) {
+	srv, err := sdk.NewServer(c, sdk.ServerLogger(log))
 	if err != nil {
-		t.Fatalf("the Connector is not valid: %v", err)
+		return nil, nil, err
 	}
-	return pc
+	lis := bufconn.Listen(1 << 20)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(lis) }()
+	conn, err = grpc.NewClient("passthrough:///sdktest",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		srv.Stop()
+		<-served
+		return nil, nil, err
+	}
+	return conn, func() {
+		_ = conn.Close()
+		srv.Stop()
+		<-served
+	}, nil
 }
 
 func (r inProcess) source(t tb) host.SourceClient {
 	t.Helper()
-	return clientv2.NewSourcePluginClient(r.serve(t, server(t, r.c)))
+	return clientv2.NewSourcePluginClient(r.serve(t, r.c))
 }
 
+// destination serves a copy of the Connector whose every destination is
+// wrapped, if wrap is set, and recorded in the log it returns.
 func (r inProcess) destination(t tb) (host.DestinationClient, *writeLog) {
 	t.Helper()
-	log := &writeLog{}
-	pc := observed{Connector: server(t, r.c), wrap: r.wrap, log: log}
-	return clientv2.NewDestinationPluginClient(r.serve(t, pc)), log
-}
-
-// observed is a connector whose destination's Writes are wrapped, if wrap
-// is set, and recorded in log.
-type observed struct {
-	plugin.Connector
-	wrap func(sdk.Destination) sdk.Destination
-	log  *writeLog
-}
-
-func (o observed) ConfigureDestination(raw map[string]string) (plugin.Destination, error) {
-	d, err := o.Connector.ConfigureDestination(raw)
-	o.log.mu.Lock()
-	o.log.concurrency = d.Concurrency
-	o.log.mu.Unlock()
-	if o.wrap != nil {
-		d.Write = o.wrap(writer(d.Write)).Write
-	}
-	d.Write = o.log.observe(d.Write)
-	return d, err
+	log := newWriteLog(r.c)
+	c := r.c
+	c.Destination = c.Destination.Wrap(func(d sdk.Destination) sdk.Destination {
+		if r.wrap != nil {
+			d = r.wrap(d)
+		}
+		return log.observe(d)
+	})
+	return clientv2.NewDestinationPluginClient(r.serve(t, c)), log
 }
 
 func (r inProcess) specifier(t tb) pconnector.SpecifierPlugin {
-	return clientv2.NewSpecifierPluginClient(r.serve(t, server(t, r.c)))
-}
-
-// writer is a destination's Write as a destination, for the kit's
-// wrappers, which call only its Write.
-type writer func(context.Context, []opencdc.Record) (int, error)
-
-func (w writer) Open(context.Context) error     { return nil }
-func (w writer) Teardown(context.Context) error { return nil }
-func (w writer) Write(ctx context.Context, records []opencdc.Record) (int, error) {
-	return w(ctx, records)
+	return clientv2.NewSpecifierPluginClient(r.serve(t, r.c))
 }
 
 // writeLog records how the plugin server called the connector's Write.
 type writeLog struct {
-	mu          sync.Mutex
-	concurrency plugin.Concurrency // what the destination allows
-	sizes       []int
-	running     int
-	concurrent  bool           // Writes ran together
-	keys        map[string]int // with ByKey, the keys of the Writes running, and how many records have each
-	sharedKey   string         // a key two Writes running together had, with ByKey
+	mu sync.Mutex
+	// What the destination takes, as the SDK finds it: concurrent Writes,
+	// if it is an sdk.ConcurrentDestination, and then, unless it splits
+	// freely, none running together with records of one key.
+	concurrentDestination, byKey bool
+	limit                        string // sdk.write.concurrency: its default, then as configured
+
+	sizes      []int
+	running    int
+	concurrent bool           // Writes ran together
+	keys       map[string]int // with byKey, the keys of the Writes running, and how many records have each
+	sharedKey  string         // a key two Writes running together had, with byKey
+}
+
+// newWriteLog returns the log of a destination of c.
+func newWriteLog(c sdk.Connector) *writeLog {
+	l := &writeLog{}
+	spec, _ := c.Specification() // serving c reports its error
+	for _, p := range spec.DestinationParameters {
+		if p.Name == writeConcurrency {
+			l.limit = p.Default
+		}
+	}
+	return l
+}
+
+// writeConcurrency is the parameter that bounds a concurrent
+// destination's Writes in flight.
+const writeConcurrency = "sdk.write.concurrency"
+
+// configured notes the configuration the destination is configured with.
+func (l *writeLog) configured(cfg map[string]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if v, ok := cfg[writeConcurrency]; ok {
+		l.limit = v
+	}
+}
+
+// oneAtATime reports whether the destination, as configured, takes one
+// Write at a time: it is not an sdk.ConcurrentDestination, or
+// sdk.write.concurrency is 1.
+func (l *writeLog) oneAtATime() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err := strconv.Atoi(l.limit)
+	return !l.concurrentDestination || (err == nil && n <= 1)
 }
 
 func (l *writeLog) calls() (sizes []int, concurrent bool, sharedKey string) {
@@ -143,34 +164,70 @@ func (l *writeLog) calls() (sizes []int, concurrent bool, sharedKey string) {
 	return append([]int(nil), l.sizes...), l.concurrent, l.sharedKey
 }
 
-// observe returns write, recording every call.
-func (l *writeLog) observe(write func(context.Context, []opencdc.Record) (int, error)) func(context.Context, []opencdc.Record) (int, error) {
-	return func(ctx context.Context, records []opencdc.Record) (int, error) {
-		l.mu.Lock()
-		l.running++
-		l.concurrent = l.concurrent || l.running > 1
-		l.sizes = append(l.sizes, len(records))
-		keys := l.lockedTakeKeys(records)
-		l.mu.Unlock()
-		defer func() {
-			l.mu.Lock()
-			l.running--
-			for _, k := range keys {
-				if l.keys[k]--; l.keys[k] == 0 {
-					delete(l.keys, k)
-				}
-			}
-			l.mu.Unlock()
-		}()
-		return write(ctx, records)
+// observe returns d, its Writes recorded, and notes what it takes, as the
+// SDK finds it through the layers' Unwrap methods.
+func (l *writeLog) observe(d sdk.Destination) sdk.Destination {
+	o := observed{Destination: d, log: l}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok := concurrentOf(o); ok {
+		l.concurrentDestination, l.byKey = true, c.WriteSplit() != sdk.SplitFreely
 	}
+	return o
 }
 
+// concurrentOf returns the sdk.ConcurrentDestination that d is or wraps,
+// as the SDK finds it, outermost first.
+func concurrentOf(d sdk.Destination) (sdk.ConcurrentDestination, bool) {
+	for d != nil {
+		if c, ok := d.(sdk.ConcurrentDestination); ok {
+			return c, true
+		}
+		u, ok := d.(interface{ Unwrap() sdk.Destination })
+		if !ok {
+			break
+		}
+		d = u.Unwrap()
+	}
+	return nil, false
+}
+
+// observed is a destination whose Writes are recorded in log.
+type observed struct {
+	sdk.Destination
+	log *writeLog
+}
+
+func (o observed) Write(ctx context.Context, records []opencdc.Record) (int, error) {
+	l := o.log
+	l.mu.Lock()
+	l.running++
+	l.concurrent = l.concurrent || l.running > 1
+	l.sizes = append(l.sizes, len(records))
+	keys := l.lockedTakeKeys(records)
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.running--
+		for _, k := range keys {
+			if l.keys[k]--; l.keys[k] == 0 {
+				delete(l.keys, k)
+			}
+		}
+		l.mu.Unlock()
+	}()
+	return o.Destination.Write(ctx, records)
+}
+
+// Unwrap returns the destination observed, where the SDK finds what it
+// implements besides.
+func (o observed) Unwrap() sdk.Destination { return o.Destination }
+
 // lockedTakeKeys notes the keys of records as the keys of a Write
-// running, with ByKey, noting one that another Write running has too, and
+// running, with byKey, noting one that another Write running has too, and
 // returns them.
 func (l *writeLog) lockedTakeKeys(records []opencdc.Record) []string {
-	if !l.concurrency.ByKey {
+	if !l.byKey {
 		return nil
 	}
 	if l.keys == nil {

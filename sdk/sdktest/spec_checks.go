@@ -2,12 +2,13 @@ package sdktest
 
 import (
 	"context"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
-	"github.com/connkit/connkit/internal/plugin"
+	clientv2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2/client"
 	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/config"
 )
@@ -39,16 +40,18 @@ func (r role) params(spec config.Specification) []config.Parameter {
 	return spec.DestinationParameters
 }
 
-// configure configures the role from raw as the plugin server does.
-func (r role) configure(raw map[string]string) error {
-	pc, err := plugin.ConnectorOf(r.c)
+// configure configures the role from raw over the protocol, as Conduit
+// does, in an sdk.Server of its own, which it then stops.
+func (r role) configure(ctx context.Context, raw map[string]string) error {
+	conn, stop, err := connect(r.c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
+	defer stop()
 	if r.name == "source" {
-		_, err = pc.ConfigureSource(raw)
+		_, err = clientv2.NewSourcePluginClient(conn).Configure(ctx, pconnector.SourceConfigureRequest{Config: raw})
 	} else {
-		_, err = pc.ConfigureDestination(raw)
+		_, err = clientv2.NewDestinationPluginClient(conn).Configure(ctx, pconnector.DestinationConfigureRequest{Config: raw})
 	}
 	return err
 }
@@ -62,18 +65,18 @@ var nameForm = regexp.MustCompile(`^[^\s:@/]+$`)
 
 func specChecks(r role) []check {
 	return []check{
-		{"Specification", func(t tb, _ context.Context) { checkSpec(t, r) }},
-		{"Configure/Valid", func(t tb, _ context.Context) {
-			if err := r.configure(r.config); err != nil {
+		{"Specification", func(t tb, ctx context.Context) { checkSpec(t, ctx, r) }},
+		{"Configure/Valid", func(t tb, ctx context.Context) {
+			if err := r.configure(ctx, r.config); err != nil {
 				t.Fatalf("Configure rejects the suite's Config: %v\nGive %s.Config a configuration that works.", err, r.suite)
 			}
 		}},
-		{"Configure/MissingRequired", func(t tb, _ context.Context) { checkMissing(t, r) }},
-		{"Configure/BadValues", func(t tb, _ context.Context) { checkBadValues(t, r) }},
+		{"Configure/MissingRequired", func(t tb, ctx context.Context) { checkMissing(t, ctx, r) }},
+		{"Configure/BadValues", func(t tb, ctx context.Context) { checkBadValues(t, ctx, r) }},
 	}
 }
 
-func checkSpec(t tb, r role) {
+func checkSpec(t tb, ctx context.Context, r role) {
 	c := r.c
 	if c.Name == "" {
 		t.Errorf("Connector.Name is empty: pipelines refer to a plugin as standalone:<name>; set it")
@@ -98,7 +101,7 @@ func checkSpec(t tb, r role) {
 		if p.Default == "" || strings.Contains(p.Name, "*") {
 			continue
 		}
-		if err := r.configure(merge(r.config, map[string]string{p.Name: p.Default})); err != nil && strings.Contains(err.Error(), strconv.Quote(p.Name)) {
+		if err := r.configure(ctx, merge(r.config, map[string]string{p.Name: p.Default})); err != nil && strings.Contains(err.Error(), strconv.Quote(p.Name)) {
 			t.Errorf("parameter %q: its own default %q is rejected: %v\nMake the default pass the parameter's validations.", p.Name, p.Default, err)
 		}
 	}
@@ -106,7 +109,7 @@ func checkSpec(t tb, r role) {
 
 // checkMissing removes each required parameter from the configuration in
 // turn; Configure must fail and say which parameter is missing.
-func checkMissing(t tb, r role) {
+func checkMissing(t tb, ctx context.Context, r role) {
 	spec, err := r.c.Specification()
 	if err != nil {
 		t.Fatalf("Connector.Specification fails: %v", err)
@@ -117,7 +120,7 @@ func checkMissing(t tb, r role) {
 		}
 		cfg := merge(r.config)
 		delete(cfg, p.Name)
-		err := r.configure(cfg)
+		err := r.configure(ctx, cfg)
 		switch {
 		case err == nil:
 			t.Errorf("Configure accepts a configuration without the required parameter %q: check required parameters in Configure (validate:\"required\"), not later in Open", p.Name)
@@ -145,7 +148,7 @@ func badValue(p config.Parameter) (value, why string) {
 	return "", ""
 }
 
-func checkBadValues(t tb, r role) {
+func checkBadValues(t tb, ctx context.Context, r role) {
 	spec, err := r.c.Specification()
 	if err != nil {
 		t.Fatalf("Connector.Specification fails: %v", err)
@@ -170,7 +173,7 @@ func checkBadValues(t tb, r role) {
 		whys = append(whys, "listed in "+r.suite+".Invalid")
 	}
 	for i, inv := range invalid {
-		err := r.configure(merge(r.config, inv.Config))
+		err := r.configure(ctx, merge(r.config, inv.Config))
 		switch {
 		case err == nil:
 			t.Errorf("Configure accepts %v (%s): reject bad values in Configure, with an error naming %q", inv.Config, whys[i], inv.Param)
