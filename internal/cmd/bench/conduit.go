@@ -82,11 +82,28 @@ const ceiling = "ceiling"
 
 // load is a row of the experiment: a batch size (0: no batch settings)
 // under the generator's rate (0: as fast as it can); idle marks the row
-// that measures a lone record.
+// that measures a lone record. row is its place among the rows, so that a
+// batch size given twice makes two rows, each measured in cells of its own.
 type load struct {
 	batch      int
 	sourceRate float64
 	idle       bool
+	row        int
+}
+
+// conduitLoads returns the rows of the experiment: a load for each batch
+// size, in order, the generator at rate, and the idle row at idle records
+// per second unless idle is 0. A size repeated is a row again: repeated
+// sizes, their cells alternating, are how a noisy machine is measured.
+func conduitLoads(sizes []int, rate, idle float64) []load {
+	var loads []load
+	for _, size := range sizes {
+		loads = append(loads, load{batch: size, sourceRate: rate, row: len(loads)})
+	}
+	if idle > 0 {
+		loads = append(loads, load{sourceRate: idle, idle: true, row: len(loads)})
+	}
+	return loads
 }
 
 func (l load) label() string {
@@ -160,13 +177,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	out := fs.String("out", "bench/results", "directory for conduit.md, conduit.csv and conduit.svg")
 	_ = fs.Parse(args)
 
-	var loads []load
-	for _, size := range *sizes {
-		loads = append(loads, load{batch: size, sourceRate: *rate})
-	}
-	if *idle > 0 {
-		loads = append(loads, load{sourceRate: *idle, idle: true})
-	}
+	loads := conduitLoads(*sizes, *rate, *idle)
 	engines, err := cf.check()
 	if err != nil {
 		return err

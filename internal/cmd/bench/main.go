@@ -31,7 +31,8 @@
 // reports rows/s (also as a share of the ceiling's), mean and p99 latency
 // from Conduit's own metrics, and the processor time per row and peak
 // memory of Conduit, the plugin and PostgreSQL, as a table, a CSV file and
-// an SVG chart. replicate runs Postgres source → Postgres destination
+// an SVG chart; a batch size given twice is two rows, each measured.
+// replicate runs Postgres source → Postgres destination
 // pipelines in real Conduit with no batch settings, in both engines, and
 // reports rows/s and latency of the snapshot and of the changes streamed
 // after it, and what each process used. acks runs a source at a fixed
