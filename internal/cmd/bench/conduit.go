@@ -126,12 +126,13 @@ type conduitCell struct {
 
 // window is what a pipeline did in a measured window: the records through
 // it, from two readings of its latency histogram, and the window's seconds;
-// and what Conduit, the plugins and PostgreSQL (its postmaster and
-// backends) used meanwhile.
+// what Conduit, the plugins and PostgreSQL (its postmaster and backends)
+// used meanwhile; and the Postgres destination's connections at its end.
 type window struct {
 	records, elapsed                   float64
 	hist                               histogram
 	conduitUse, pluginUse, postgresUse resourceUse
+	conns                              destinationConns
 }
 
 func (w window) rate() float64 { return w.records / w.elapsed }
@@ -222,10 +223,13 @@ func conduitMode(ctx context.Context, args []string) error {
 			to = ceilingDestination
 		}
 		plugins, pg := []string{c.plugin.path}, pgServer
+		var conns *connCounter
 		if c.plugin.name == ceiling {
 			plugins, pg = nil, 0 // its pipeline has no plugin and no PostgreSQL
+		} else if conns, err = startCounting(ctx, conn); err != nil {
+			return err
 		}
-		c.runIn(ctx, cf.bin, conduitPipeline(source, to), plugins, pg, *warmup, *duration, *records)
+		c.runIn(ctx, cf.bin, conduitPipeline(source, to), plugins, pg, conns, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -247,8 +251,10 @@ func conduitMode(ctx context.Context, args []string) error {
 
 // runIn starts Conduit with the pipeline (its ID measuredPipeline) and
 // plugins alone in its connectors directory, measures a window in it after
-// the warm-up (see warmIn and measureIn), and stops Conduit gracefully.
-func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, warmup, duration time.Duration, records int64) {
+// the warm-up (see warmIn and measureIn), counts the Postgres
+// destination's connections with conns (nil: none counted) while the
+// pipeline still runs, and stops Conduit gracefully.
+func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, conns *connCounter, warmup, duration time.Duration, records int64) {
 	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins)
 	if err != nil {
 		c.err = err
@@ -256,6 +262,10 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins [
 	}
 	defer stop()
 	if !c.warmIn(ctx, s, warmup) || !c.measureIn(ctx, s, dir, pgServer, duration, records) {
+		return
+	}
+	if c.conns, err = conns.count(ctx); err != nil {
+		c.err = fmt.Errorf("count the destination's connections: %w", err)
 		return
 	}
 	// The window is measured; what follows is only reported.
