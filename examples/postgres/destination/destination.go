@@ -154,6 +154,16 @@ func New(cfg Config) (*Destination, error) {
 // does not.
 const poolSize = 32
 
+// applicationName is the application_name the destination gives its
+// connections unless the URL sets one (in its query or key/value string,
+// or PGAPPNAME in the environment): pg_stat_activity then tells them from
+// other clients' (the source's replication connection is
+// connkit-postgres-source), and counting them there shows how many the
+// pool holds: as a Write uses one connection at a time and the pool keeps
+// them idle for 30 minutes, no more than the most Writes that were in
+// flight together.
+const applicationName = "connkit-postgres-destination"
+
 // Open connects to the database.
 func (d *Destination) Open(ctx context.Context) error {
 	d.metrics = newDestinationMetrics(ctx)
@@ -163,6 +173,9 @@ func (d *Destination) Open(ctx context.Context) error {
 	}
 	if !strings.Contains(d.cfg.URL, "pool_max_conns") {
 		pcfg.MaxConns = poolSize
+	}
+	if _, ok := pcfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = applicationName
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

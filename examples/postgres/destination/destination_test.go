@@ -427,3 +427,42 @@ func TestPoolSize(t *testing.T) {
 		is.NoErr(d.Teardown(t.Context()))
 	}
 }
+
+// The destination's connections show in pg_stat_activity under its name,
+// so that an operator can tell them from other clients' and count them,
+// unless the URL names them itself, in its query or in a key/value string.
+func TestConnectionsNamed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		url  func(url string) string
+		want string
+	}{
+		{"by default", func(url string) string { return url }, "connkit-postgres-destination"},
+		{"named in the URL", func(url string) string { return url + "&application_name=orders-copy" }, "orders-copy"},
+		{"a key/value string", keyValue, "connkit-postgres-destination"},
+		{"named in a key/value string", func(url string) string { return keyValue(url) + " application_name='orders copy'" }, "orders copy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			url, conn := server.Database(t, `CREATE TABLE t (id int PRIMARY KEY)`)
+			d, err := New(Config{URL: c.url(url), Table: "t"})
+			is.NoErr(err)
+			is.NoErr(d.Open(t.Context()))
+			defer d.Teardown(context.Background())
+			_, err = d.Write(t.Context(), []sdk.Record{rec("1", sdk.OperationCreate, sdk.StructuredData{"id": 1}, sdk.StructuredData{})})
+			is.NoErr(err)
+			// The database is the test's own: its clients are the
+			// destination and the test's connection.
+			is.Equal(pgtest.Rows(t, conn, `SELECT application_name FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`), []string{c.want})
+		})
+	}
+}
+
+// keyValue spells a postgres:// URL as a key/value connection string.
+func keyValue(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s sslmode=disable", cfg.Host, cfg.Port, cfg.Database, cfg.User)
+}

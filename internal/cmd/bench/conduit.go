@@ -82,11 +82,28 @@ const ceiling = "ceiling"
 
 // load is a row of the experiment: a batch size (0: no batch settings)
 // under the generator's rate (0: as fast as it can); idle marks the row
-// that measures a lone record.
+// that measures a lone record. row is its place among the rows, so that a
+// batch size given twice makes two rows, each measured in cells of its own.
 type load struct {
 	batch      int
 	sourceRate float64
 	idle       bool
+	row        int
+}
+
+// conduitLoads returns the rows of the experiment: a load for each batch
+// size, in order, the generator at rate, and the idle row at idle records
+// per second unless idle is 0. A size repeated is a row again: repeated
+// sizes, their cells alternating, are how a noisy machine is measured.
+func conduitLoads(sizes []int, rate, idle float64) []load {
+	var loads []load
+	for _, size := range sizes {
+		loads = append(loads, load{batch: size, sourceRate: rate, row: len(loads)})
+	}
+	if idle > 0 {
+		loads = append(loads, load{sourceRate: idle, idle: true, row: len(loads)})
+	}
+	return loads
 }
 
 func (l load) label() string {
@@ -109,12 +126,13 @@ type conduitCell struct {
 
 // window is what a pipeline did in a measured window: the records through
 // it, from two readings of its latency histogram, and the window's seconds;
-// and what Conduit, the plugins and PostgreSQL (its postmaster and
-// backends) used meanwhile.
+// what Conduit, the plugins and PostgreSQL (its postmaster and backends)
+// used meanwhile; and the Postgres destination's connections at its end.
 type window struct {
 	records, elapsed                   float64
 	hist                               histogram
 	conduitUse, pluginUse, postgresUse resourceUse
+	conns                              destinationConns
 }
 
 func (w window) rate() float64 { return w.records / w.elapsed }
@@ -160,13 +178,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	out := fs.String("out", "bench/results", "directory for conduit.md, conduit.csv and conduit.svg")
 	_ = fs.Parse(args)
 
-	var loads []load
-	for _, size := range *sizes {
-		loads = append(loads, load{batch: size, sourceRate: *rate})
-	}
-	if *idle > 0 {
-		loads = append(loads, load{sourceRate: *idle, idle: true})
-	}
+	loads := conduitLoads(*sizes, *rate, *idle)
 	engines, err := cf.check()
 	if err != nil {
 		return err
@@ -211,10 +223,13 @@ func conduitMode(ctx context.Context, args []string) error {
 			to = ceilingDestination
 		}
 		plugins, pg := []string{c.plugin.path}, pgServer
+		var conns *connCounter
 		if c.plugin.name == ceiling {
 			plugins, pg = nil, 0 // its pipeline has no plugin and no PostgreSQL
+		} else if conns, err = startCounting(ctx, conn); err != nil {
+			return err
 		}
-		c.runIn(ctx, cf.bin, conduitPipeline(source, to), plugins, pg, *warmup, *duration, *records)
+		c.runIn(ctx, cf.bin, conduitPipeline(source, to), plugins, pg, conns, *warmup, *duration, *records)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -236,8 +251,10 @@ func conduitMode(ctx context.Context, args []string) error {
 
 // runIn starts Conduit with the pipeline (its ID measuredPipeline) and
 // plugins alone in its connectors directory, measures a window in it after
-// the warm-up (see warmIn and measureIn), and stops Conduit gracefully.
-func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, warmup, duration time.Duration, records int64) {
+// the warm-up (see warmIn and measureIn), counts the Postgres
+// destination's connections with conns (nil: none counted) while the
+// pipeline still runs, and stops Conduit gracefully.
+func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins []string, pgServer int, conns *connCounter, warmup, duration time.Duration, records int64) {
 	s, dir, stop, err := startConduit(bin, c.engine, pipeline, plugins)
 	if err != nil {
 		c.err = err
@@ -245,6 +262,10 @@ func (c *conduitCell) runIn(ctx context.Context, bin, pipeline string, plugins [
 	}
 	defer stop()
 	if !c.warmIn(ctx, s, warmup) || !c.measureIn(ctx, s, dir, pgServer, duration, records) {
+		return
+	}
+	if c.conns, err = conns.count(ctx); err != nil {
+		c.err = fmt.Errorf("count the destination's connections: %w", err)
 		return
 	}
 	// The window is measured; what follows is only reported.

@@ -11,7 +11,7 @@ import (
 // every cell's window: processor time per row, in microseconds (benchi's
 // CPU % is this times rows/s over 10,000), and peak resident memory.
 func writeResourceTable(t *strings.Builder, cells []*conduitCell, measured, engines []string, loads []load) {
-	t.WriteString("\nWhat the processes used in the same windows, read from /proc: CPU is user and system time per row, in µs (benchi's CPU %, a share of one core, is µs/row × rows/s ÷ 10,000); peak RSS is the largest resident set sampled every 100 ms, for PostgreSQL the sum over its postmaster and every backend (which counts the shared buffers a backend has touched once per backend). \"–\" is a process the cell does not have. On a busy machine processor time per row varies less than rows/s.\n\n")
+	t.WriteString("\nWhat the processes used in the same windows, read from /proc: CPU is user and system time per row, in µs (benchi's CPU %, a share of one core, is µs/row × rows/s ÷ 10,000); peak RSS is the largest resident set sampled every 100 ms, for PostgreSQL the sum over its postmaster and every backend (which counts the shared buffers a backend has touched once per backend). \"–\" is a process the cell does not have. On a busy machine processor time per row varies less than rows/s. " + destinationConnsNote + "\n\n")
 	writeResourceHead(t, "batch", "plugin")
 	for _, e := range engines {
 		for _, l := range loads {
@@ -27,17 +27,18 @@ func writeResourceTable(t *strings.Builder, cells []*conduitCell, measured, engi
 // in each window: column names the column that tells a pipeline's windows
 // apart, plugin its plugin processes.
 func writeResourceHead(t *strings.Builder, column, plugin string) {
-	writeTableHead(t, fmt.Sprintf("| engine | %[1]s | pipeline | rows/s | Conduit CPU | %[2]s CPU | PostgreSQL CPU | Conduit peak RSS | %[2]s peak RSS | PostgreSQL peak RSS |", column, plugin))
+	writeTableHead(t, fmt.Sprintf("| engine | %[1]s | pipeline | rows/s | Conduit CPU | %[2]s CPU | PostgreSQL CPU | Conduit peak RSS | %[2]s peak RSS | PostgreSQL peak RSS | destination connections |", column, plugin))
 }
 
 // writeResourceRow writes the row of window w of a pipeline in an engine,
-// under label: its rows/s, and the processor time per row and peak
-// resident memory of Conduit, the plugins and PostgreSQL; or, with err,
-// that the pipeline failed.
+// under label: its rows/s, the processor time per row and peak resident
+// memory of Conduit, the plugins and PostgreSQL, and the Postgres
+// destination's connections at the window's end; or, with err, that the
+// pipeline failed.
 func writeResourceRow(t *strings.Builder, engine, label, pipeline string, w window, err error) {
 	fmt.Fprintf(t, "| %s | %s | %s |", engine, label, pipeline)
 	if err != nil {
-		t.WriteString(" failed | | | | | | |\n")
+		t.WriteString(" failed | | | | | | | |\n")
 		return
 	}
 	fmt.Fprintf(t, " %s |", thousands(w.rate()))
@@ -47,7 +48,7 @@ func writeResourceRow(t *strings.Builder, engine, label, pipeline string, w wind
 	for _, u := range w.used() {
 		fmt.Fprintf(t, " %s |", mebibytes(u))
 	}
-	t.WriteString("\n")
+	fmt.Fprintf(t, " %s |\n", w.conns.cell())
 }
 
 // shareOf formats c's rows/s as a percentage of the ceiling's, " (41%)";
@@ -80,18 +81,20 @@ func mebibytes(u resourceUse) string {
 // conduitCSV is every cell of a run, a line each, in plain units: rows per
 // second and percentage of the ceiling (empty without one), latency in
 // milliseconds, processor time in microseconds per row and peak resident
-// memory in bytes, empty for a process the cell does not have.
+// memory in bytes, empty for a process the cell does not have, and the
+// Postgres destination's connections, empty where it named none or there
+// is none.
 func conduitCSV(cells []*conduitCell) string {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
 	_ = w.Write([]string{"engine", "batch", "pipeline", "rows_per_s", "ceiling_percent", "mean_ms", "p99_ms",
 		"conduit_cpu_us_per_row", "plugin_cpu_us_per_row", "postgres_cpu_us_per_row",
-		"conduit_peak_rss_bytes", "plugin_peak_rss_bytes", "postgres_peak_rss_bytes", "error"})
+		"conduit_peak_rss_bytes", "plugin_peak_rss_bytes", "postgres_peak_rss_bytes", "destination_connections", "error"})
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, c := range cells {
 		line := []string{c.engine, c.label(), c.plugin.name}
 		if c.err != nil {
-			_ = w.Write(append(line, "", "", "", "", "", "", "", "", "", "", oneLine(c.err)))
+			_ = w.Write(append(line, "", "", "", "", "", "", "", "", "", "", "", oneLine(c.err)))
 			continue
 		}
 		share := ""
@@ -114,7 +117,7 @@ func conduitCSV(cells []*conduitCell) string {
 			}
 			line = append(line, v)
 		}
-		_ = w.Write(append(line, ""))
+		_ = w.Write(append(line, c.conns.csv(), ""))
 	}
 	w.Flush()
 	return b.String()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +82,40 @@ func TestLoadSettings(t *testing.T) {
 	source, destination = loadSettings("default", "both", load{batch: 10, sourceRate: 500}, time.Second)
 	is.Equal(source, map[string]string{"rate": "500"}) // a fixed-rate load: the rate and the batch settings
 	is.Equal(destination, map[string]string{"sdk.batch.size": "10", "sdk.batch.delay": "1s"})
+}
+
+// A batch size given twice is two rows, each its own measurement, as
+// alternating repeated pairs measure a noisy machine: the report and the
+// CSV file show each row's cells, not the first row's twice.
+func TestRepeatedBatchSizes(t *testing.T) {
+	is := is.New(t)
+	loads := conduitLoads([]int{0, 100, 0}, 0, 10)
+	is.Equal(len(loads), 4)
+	is.Equal(loads[0].batch, loads[2].batch)
+	is.True(loads[0] != loads[2]) // rows of their own
+	is.True(loads[3].idle)        // the idle row last
+	is.Equal(loads[2].label(), "not set")
+
+	var cells []*conduitCell
+	for i, l := range loads {
+		records := float64(1000 * (i + 1)) // 100, 200, 300, 400 rows/s over 10 s
+		cells = append(cells, &conduitCell{engine: "default", load: l, plugin: plugin{name: "connkit"},
+			window: window{records: records, elapsed: 10, hist: histogram{count: records, sum: records * 0.01}}})
+	}
+	report := conduitReport("Conduit v0.14.0", cells, []string{"connkit"}, []string{"default"}, loads, time.Second, "both", time.Second, 10*time.Second, 0)
+	var rows []string
+	for line := range strings.SplitSeq(report, "\n") {
+		if strings.HasPrefix(line, "| default | not set | ") {
+			rows = append(rows, line)
+		}
+	}
+	// Each row once in the main table and once in the resources table.
+	is.Equal(len(rows), 4)
+	is.True(strings.HasPrefix(rows[0], "| default | not set | 100 | "))
+	is.True(strings.HasPrefix(rows[1], "| default | not set | 300 | "))
+	is.True(strings.HasPrefix(rows[2], "| default | not set | connkit | 100 | "))
+	is.True(strings.HasPrefix(rows[3], "| default | not set | connkit | 300 | "))
+	csv := conduitCSV(cells)
+	is.True(strings.Contains(csv, "\ndefault,not set,connkit,100,"))
+	is.True(strings.Contains(csv, "\ndefault,not set,connkit,300,"))
 }

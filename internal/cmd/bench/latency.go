@@ -190,7 +190,7 @@ func (c *latencyCell) run(ctx context.Context, bin, logPlugin string, db *latenc
 		}()
 	}
 	pipeline := conduit.Pipeline{ID: measuredPipeline, Source: source, Destination: destination}.File()
-	c.runIn(ctx, bin, pipeline, plugins, pgServer, warmup, duration, 0)
+	c.runIn(ctx, bin, pipeline, plugins, pgServer, nil, warmup, duration, 0)
 }
 
 // cdcSource returns the settings of a Postgres source of sdk ("connkit"

@@ -29,13 +29,16 @@
 // standalone Postgres destination) over batch sizes and both engines, with
 // a ceiling pipeline into Conduit's builtin log destination beside them, and
 // reports rows/s (also as a share of the ceiling's), mean and p99 latency
-// from Conduit's own metrics, and the processor time per row and peak
-// memory of Conduit, the plugin and PostgreSQL, as a table, a CSV file and
-// an SVG chart. replicate runs Postgres source → Postgres destination
-// pipelines in real Conduit with no batch settings, in both engines, and
-// reports rows/s and latency of the snapshot and of the changes streamed
-// after it, and what each process used. acks runs a source at a fixed
-// rate into a destination as the v2 engine does, with acks passed on at
+// from Conduit's own metrics, the processor time per row and peak memory
+// of Conduit, the plugin and PostgreSQL, and the connections the Postgres
+// destination holds at the end of the window (the most Writes it had in
+// flight together), as a table, a CSV file and an SVG chart; a batch size
+// given twice is two rows, each measured. replicate runs Postgres source →
+// Postgres destination pipelines in real Conduit with no batch settings, in
+// both engines, and reports rows/s and latency of the snapshot and of the
+// changes streamed after it, what each process used, and the destination's
+// connections at the end of each. acks runs a source at a fixed rate into
+// a destination as the v2 engine does, with acks passed on at
 // once and held for a store every second (as Conduit v0.19 holds them),
 // side by side, and reports latency from each record's read. latency runs
 // sources below their capacity in real Conduit, a generator and Postgres

@@ -114,7 +114,11 @@ func replicateMode(ctx context.Context, args []string) error {
 		name := fmt.Sprintf("bench_replicate_%d", i)
 		source := replicateSource(c.plugin.dialect, c.engine, f.url, name)
 		pipeline := replicatePipeline(source, map[string]string{"url": f.url, "table": "replicate_copy"})
-		c.run(ctx, cf.bin, pipeline, f.url, pgServer, *snapshotRows, *changes, *txRows)
+		conns, err := startCounting(ctx, conn)
+		if err != nil {
+			return err
+		}
+		c.run(ctx, cf.bin, pipeline, f.url, pgServer, conns, *snapshotRows, *changes, *txRows)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -141,8 +145,9 @@ func replicateMode(ctx context.Context, args []string) error {
 // connectors directory. The snapshot is measured from the first record
 // through the pipeline to the last of the table's; then changes rows are
 // inserted, txRows per transaction, and the changes are measured from the
-// first insert to the last row through the pipeline.
-func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgServer int, snapshotRows, changes, txRows int64) {
+// first insert to the last row through the pipeline. At the end of each,
+// conns counts the destination's connections.
+func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgServer int, conns *connCounter, snapshotRows, changes, txRows int64) {
 	s, dir, stop, err := startConduit(bin, c.engine, pipeline, []string{c.plugin.path})
 	if err != nil {
 		c.err = err
@@ -177,6 +182,10 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 	}
 	if err := c.snapshot.measure(s, "replicate", histogram{}, t0, sampling); err != nil {
 		c.err = fmt.Errorf("snapshot: %w", err)
+		return
+	}
+	if c.snapshot.conns, err = conns.count(ctx); err != nil {
+		c.err = fmt.Errorf("snapshot: count the destination's connections: %w", err)
 		return
 	}
 	if c.snapshot.records != float64(snapshotRows) {
@@ -223,6 +232,10 @@ func (c *replicateCell) run(ctx context.Context, bin, pipeline, url string, pgSe
 	}
 	if err := c.changes.measure(s, "replicate", before, t0, sampling); err != nil {
 		c.err = fmt.Errorf("changes: %w", err)
+		return
+	}
+	if c.changes.conns, err = conns.count(ctx); err != nil {
+		c.err = fmt.Errorf("changes: count the destination's connections: %w", err)
 		return
 	}
 	if err := s.Stop(15 * time.Second); err != nil {
@@ -288,7 +301,7 @@ func replicateReport(release string, cells []*replicateCell, plugins []string, e
 	}
 	t.WriteString(strings.Join(offered, "; ") + ".\n")
 
-	t.WriteString("\nWhat the processes used in the same phases, read from /proc: CPU is user and system time per row (both plugin processes together; PostgreSQL's postmaster and every backend, the inserting one included); peak RSS is the largest resident set sampled every 100 ms.\n\n")
+	t.WriteString("\nWhat the processes used in the same phases, read from /proc: CPU is user and system time per row (both plugin processes together; PostgreSQL's postmaster and every backend, the inserting one included); peak RSS is the largest resident set sampled every 100 ms. " + destinationConnsNote + "\n\n")
 	writeResourceHead(&t, "phase", "plugins")
 	for _, e := range engines {
 		for _, ph := range phases {
