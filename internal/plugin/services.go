@@ -14,8 +14,8 @@ import (
 
 // Register registers c's specifier, source and destination on s, speaking
 // protocol version 2 as a plugin process does after its handshake. It lets a
-// host run a connector inside its own process over real gRPC (the test kit
-// does); give s the options of [ServerOptions]. Like a plugin process, s
+// host run a connector inside its own process over real gRPC (package
+// sdk's Server does); give s the options of [ServerOptions]. Like a plugin process, s
 // serves one source and one destination instance.
 func Register(s *grpc.Server, c Factory, log *slog.Logger) {
 	connectorv2.RegisterSpecifierPluginServer(s, serverv2.NewSpecifierPluginServer(specifier{c}))
