@@ -299,6 +299,29 @@ func (s *Server) PipelineState(id string) (status, errText string) {
 	return p.State.Status, p.State.Error
 }
 
+// SourcePosition returns the position Conduit has stored for the source
+// connector id, which it hands back to the source when the pipeline
+// starts again: empty until it has stored one (it stores the positions
+// acked about once a second).
+func (s *Server) SourcePosition(id string) ([]byte, error) {
+	resp, err := http.Get(s.URL + "/v1/connectors/" + id)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("conduit: connector %s: %s: %s", id, resp.Status, body)
+	}
+	var c struct {
+		SourceState struct{ Position []byte } // base64 in JSON
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, fmt.Errorf("conduit: connector %s: %w in %s", id, err, body)
+	}
+	return c.SourceState.Position, nil
+}
+
 // ErrDegraded is returned by [Server.WaitAcked] when the pipeline fails;
 // the error wrapping it carries Conduit's reason.
 var ErrDegraded = errors.New("conduit: pipeline degraded")

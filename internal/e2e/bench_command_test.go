@@ -141,9 +141,12 @@ func TestBenchConduit(t *testing.T) {
 	is.Equal(lines[0][0:5], []string{"engine", "batch", "pipeline", "rows_per_s", "ceiling_percent"})
 	for _, l := range lines[1:] {
 		is.Equal(l[len(l)-1], "") // no error
-		figures := l[3 : len(l)-1]
-		if l[2] == "ceiling" { // no plugin, no PostgreSQL
+		figures := l[3 : len(l)-2]
+		switch l[2] {
+		case "ceiling": // no plugin, no PostgreSQL
 			figures = []string{l[3], l[4], l[5], l[6], l[7], l[10]}
+		case "connkit": // its destination names its connections
+			figures = append(figures, l[len(l)-2])
 		}
 		for _, v := range figures {
 			is.True(positive(v)) // every figure of the line

@@ -161,6 +161,12 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		// Nothing was acked: start over from a slot created now, reading the
 		// tables as they were at the slot's consistent point.
 		if slot.exists {
+			// Conduit gave no position, yet the slot is there: the pipeline
+			// is new to Conduit (its position was reset), or Conduit did
+			// not hand back the one it stored. What was delivered before
+			// comes again, the rows streamed as changes under new
+			// positions, which an exactly-once destination cannot skip.
+			sdk.Logger(ctx).Warn(fmt.Sprintf("postgres: Conduit gave no position, but replication slot %s exists: starting over with a new snapshot from a new slot; records delivered before come again", s.cfg.Slot.Name))
 			if err := pglogrepl.DropReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, pglogrepl.DropReplicationSlotOptions{}); err != nil {
 				return s.errorf("drop the replication slot to start over: %s", err)
 			}
