@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,49 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
-
-// inserting inserts rows into items, ten per transaction every 10 ms
-// (1,000 rows a second), across crashes of the server, until stop is
-// closed; the rows it has committed are the table's rows.
-func inserting(t *testing.T, url string, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var conn *pgx.Conn
-		defer func() {
-			if conn != nil {
-				conn.Close(context.Background())
-			}
-		}()
-		next := 1
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if conn == nil || conn.IsClosed() {
-				var err error
-				if conn, err = pgx.Connect(context.Background(), url); err != nil {
-					continue
-				}
-			}
-			// A row whose commit the crash leaves in doubt is inserted again
-			// under another id: the table says what was committed.
-			if _, err := conn.Exec(context.Background(), `INSERT INTO items SELECT i FROM generate_series($1::int, $1::int + 9) i`, next); err == nil {
-				next += 10
-			} else {
-				next += 10
-				conn.Close(context.Background())
-				conn = nil
-			}
-		}
-	}()
-	return &wg
-}
 
 // TestSourceReconnects crashes the server three times while the source
 // streams about 1,000 rows a second, with Conduit's acks a quarter of a
@@ -78,8 +34,7 @@ func TestSourceReconnects(t *testing.T) {
 	is.NoErr(src.Open(ctx, nil))
 	s := src.(*Source)
 
-	stop := make(chan struct{})
-	ins := inserting(t, url, stop)
+	ins := pgtest.InsertAcrossCrashes(t, url, `INSERT INTO items SELECT i FROM generate_series($1::int, $1::int + 9) i`)
 	crashed := make(chan error, 1)
 	go func() { crashed <- srv.CrashTimes(3) }()
 
@@ -130,8 +85,7 @@ func TestSourceReconnects(t *testing.T) {
 		break
 	}
 	read(2 * time.Second) // rows inserted after the last crash
-	close(stop)
-	ins.Wait()
+	ins.Stop()
 
 	check, err := pgx.Connect(t.Context(), url)
 	is.NoErr(err)
