@@ -41,11 +41,11 @@ func TestSourceReconnects(t *testing.T) {
 	seen := map[int]int{}
 	var last sdk.Position
 	var lastLSN pglogrepl.LSN
-	type held struct {
+	type delivered struct {
 		at  time.Time
 		pos sdk.Position
 	}
-	var unacked []held
+	var unacked []delivered
 	read := func(d time.Duration) {
 		rctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()
@@ -66,7 +66,7 @@ func TestSourceReconnects(t *testing.T) {
 					t.Fatalf("record at %s after one at %s", r.Position, last)
 				}
 				last, lastLSN = r.Position, lsn
-				unacked = append(unacked, held{time.Now(), r.Position})
+				unacked = append(unacked, delivered{time.Now(), r.Position})
 			}
 			for len(unacked) > 0 && time.Since(unacked[0].at) > 250*time.Millisecond {
 				is.NoErr(s.Ack(t.Context(), unacked[0].pos))

@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// replay applies a source's records to a model of its tables the way a
+// copyModel applies a source's records to a model of its tables the way a
 // destination in the exactly-once mode would (a record whose position it
 // has is skipped), and fails the test on a record that would put a row
 // there twice: a row created, read or moved to a key that it already
@@ -26,17 +26,17 @@ import (
 // after the resume point, comes as its changes alone. A delete of a row it
 // does not hold is a no-op: the source cannot know which records in
 // flight before a restart reached the destination.
-type replay struct {
+type copyModel struct {
 	t         *testing.T
 	rows      map[string]map[int64]int64 // collection, id: n
 	positions map[string]bool
 }
 
-func newReplay(t *testing.T) *replay {
-	return &replay{t: t, rows: map[string]map[int64]int64{}, positions: map[string]bool{}}
+func newCopyModel(t *testing.T) *copyModel {
+	return &copyModel{t: t, rows: map[string]map[int64]int64{}, positions: map[string]bool{}}
 }
 
-func (m *replay) apply(recs ...sdk.Record) {
+func (m *copyModel) apply(recs ...sdk.Record) {
 	m.t.Helper()
 	for _, r := range recs {
 		if m.positions[string(r.Position)] {
@@ -78,7 +78,7 @@ func (m *replay) apply(recs ...sdk.Record) {
 }
 
 // check compares the model with the tables.
-func (m *replay) check(conn *pgx.Conn, tables ...string) {
+func (m *copyModel) check(conn *pgx.Conn, tables ...string) {
 	m.t.Helper()
 	for _, table := range tables {
 		want := map[int64]int64{}
@@ -93,12 +93,12 @@ func (m *replay) check(conn *pgx.Conn, tables ...string) {
 		if got := m.rows[table]; !maps.Equal(got, want) {
 			for id, n := range want {
 				if g, ok := got[id]; !ok || g != n {
-					m.t.Errorf("%s %d: table has n=%d, replay has %d (present: %v)", table, id, n, g, ok)
+					m.t.Errorf("%s %d: table has n=%d, the copy has %d (present: %v)", table, id, n, g, ok)
 				}
 			}
 			for id := range got {
 				if _, ok := want[id]; !ok {
-					m.t.Errorf("%s %d: in the replay, not in the table", table, id)
+					m.t.Errorf("%s %d: in the copy, not in the table", table, id)
 				}
 			}
 			m.t.FailNow()
@@ -108,7 +108,7 @@ func (m *replay) check(conn *pgx.Conn, tables ...string) {
 
 // A snapshot resumed from a position in its middle, after writes on both
 // sides of the resume key and in a later table, and with writes going on
-// while it resumes, delivers each row once: replayed as a keyless
+// while it resumes, delivers each row once: applied as a keyless
 // destination would, the stream holds the tables' rows, none twice. A
 // restart among the changes goes on with the same positions.
 func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
@@ -120,7 +120,7 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 		INSERT INTO b SELECT i, 0 FROM generate_series(1, 50) i;
 	`)
 	settings := map[string]string{"tables": "*", "snapshot.fetchSize": "7"}
-	m := newReplay(t)
+	m := newCopyModel(t)
 
 	// The first run delivers a's rows up to 45, and stops with 40
 	// acknowledged: the destination holds 41 to 45 too.
@@ -251,7 +251,7 @@ func TestSourceResumedAfterChangesDelivered(t *testing.T) {
 		UPDATE a SET big = repeat('toasted ', 2000) WHERE id = 30;
 	`)
 	settings := map[string]string{"tables": "a", "snapshot.fetchSize": "7"}
-	m := newReplay(t)
+	m := newCopyModel(t)
 
 	s := openSource(t, url, settings, nil)
 	first := readN(t, s, 50)
