@@ -121,9 +121,44 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 	`)
 	settings := map[string]string{"tables": "*", "snapshot.fetchSize": "7"}
 	m := newCopyModel(t)
+	resumeAt := deliverUpTo45(t, url, settings, m)
+	writeBeforeResume(t, conn)
+	writes := writeDuringResume(t, url)
 
-	// The first run delivers a's rows up to 45, and stops with 40
-	// acknowledged: the destination holds 41 to 45 too.
+	// The resumed run: the rest of the snapshot, then changes, stopped
+	// after the first change of the second transaction; the next run
+	// resumes after it.
+	s := openSource(t, url, settings, resumeAt)
+	read := readIntoSecondTransaction(t, s, m)
+	change := read[len(read)-1]
+	ackAll(t, s, read)
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once the writes are done, a row in z marks the end of the changes.
+	if err := writes(); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, conn, `INSERT INTO z VALUES (1, 1)`)
+	s = openSource(t, url, settings, change.Position)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for m.rows["z"] == nil {
+		recs, err := s.ReadBatch(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.apply(recs...)
+	}
+	m.check(conn, "a", "b", "z")
+}
+
+// deliverUpTo45 is a first run that delivers a's rows up to 45, and stops
+// with 40 acknowledged: the destination holds 41 to 45 too. It returns the
+// position of 40.
+func deliverUpTo45(t *testing.T, url string, settings map[string]string, m *copyModel) sdk.Position {
+	t.Helper()
 	s := openSource(t, url, settings, nil)
 	first := readN(t, s, 45)
 	m.apply(first...)
@@ -136,12 +171,16 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 	if !strings.HasPrefix(string(resumeAt), `{"table":"\"public\".\"a\"","key":["40"]`) {
 		t.Fatalf("resume position %s", resumeAt)
 	}
+	return resumeAt
+}
 
-	// Writes before the resume (44, in flight, changes: its new version
-	// comes under a new position; 43, in flight, is deleted): inserts, updates and deletes
-	// on both sides of key 40 (10 < 40 < 100 also as text), keys moved across it
-	// both ways and on either side, in a later table, in one transaction
-	// and in several.
+// writeBeforeResume writes before the resume (44, in flight, changes: its
+// new version comes under a new position; 43, in flight, is deleted):
+// inserts, updates and deletes on both sides of key 40 (10 < 40 < 100 also
+// as text), keys moved across it both ways and on either side, in a later
+// table, in one transaction and in several.
+func writeBeforeResume(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
 	pgtest.Exec(t, conn, `BEGIN; DELETE FROM a WHERE id = 50; INSERT INTO a VALUES (-1, 1), (1000, 1); COMMIT`)
 	pgtest.Exec(t, conn, `BEGIN;
 		UPDATE a SET n = 2 WHERE id IN (10, 44, 60, 100);
@@ -157,19 +196,21 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 	pgtest.Exec(t, conn, `UPDATE a SET id = 0, n = 3 WHERE id = 1000`) // moved twice
 	pgtest.Exec(t, conn, `UPDATE a SET id = 1000 WHERE id = 0`)
 	pgtest.Exec(t, conn, `INSERT INTO a VALUES (50, 5)`) // deleted in a transaction before the one the last run resumes in
+}
 
-	// Writes during the resume.
+// writeDuringResume writes to a and b while the snapshot resumes, and
+// returns a function that waits for the writes to end.
+func writeDuringResume(t *testing.T, url string) (wait func() error) {
 	writer, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer writer.Close(context.Background())
 	var wg sync.WaitGroup
-	defer wg.Wait() // before the writer's connection closes, also when the test fails
 	var werr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer writer.Close(context.Background())
 		for i := 1; i <= 150 && werr == nil; i++ {
 			sql := fmt.Sprintf(`BEGIN;
 				UPDATE a SET n = n + 1 WHERE id IN (%[2]d, %[3]d);
@@ -186,11 +227,17 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 			_, werr = writer.Exec(context.Background(), sql)
 		}
 	}()
+	t.Cleanup(wg.Wait) // also when the test fails
+	return func() error {
+		wg.Wait()
+		return werr
+	}
+}
 
-	// The resumed run: the rest of the snapshot, then changes, stopped
-	// after the first change of the second transaction; the next run
-	// resumes after it.
-	s = openSource(t, url, settings, resumeAt)
+// readIntoSecondTransaction reads records one at a time, applying each to
+// m, up to the first change of the second transaction of changes.
+func readIntoSecondTransaction(t *testing.T, s *Source, m *copyModel) []sdk.Record {
+	t.Helper()
 	var read []sdk.Record
 	var firstLSN pglogrepl.LSN
 	for {
@@ -207,32 +254,9 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 		if firstLSN == 0 {
 			firstLSN = lsn
 		} else if lsn != firstLSN {
-			break
+			return read
 		}
 	}
-	change := read[len(read)-1]
-	ackAll(t, s, read)
-	if err := s.Teardown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-
-	// Once the writes are done, a row in z marks the end of the changes.
-	wg.Wait()
-	if werr != nil {
-		t.Fatal(werr)
-	}
-	pgtest.Exec(t, conn, `INSERT INTO z VALUES (1, 1)`)
-	s = openSource(t, url, settings, change.Position)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for m.rows["z"] == nil {
-		recs, err := s.ReadBatch(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.apply(recs...)
-	}
-	m.check(conn, "a", "b", "z")
 }
 
 // A restart from a position of the snapshot after changes were delivered
