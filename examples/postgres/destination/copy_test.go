@@ -201,24 +201,24 @@ func TestCopyOnlyWhereItInserts(t *testing.T) {
 		CREATE TABLE keyed (id int PRIMARY KEY, s text)`)
 	count := fmt.Sprint(copyRun)
 
-	n, err := openTable(t, dbURL, "ruled").Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
+	n, err := opened(t, Config{URL: dbURL, Table: "ruled"}).Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
 	is.NoErr(err)
 	is.Equal(n, copyRun)
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM seen`), []string{count})
 
-	n, err = openTable(t, dbURL, "ident").Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
+	n, err = opened(t, Config{URL: dbURL, Table: "ident"}).Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
 	is.Equal(n, 0)
 	is.True(err != nil && strings.Contains(err.Error(), `cannot insert a non-DEFAULT value into column "id"`))
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM ident`), []string{"0"})
 
 	userURL := withoutTemp(t, dbURL, conn)
-	guarded := openTable(t, userURL, "guarded")
+	guarded := opened(t, Config{URL: userURL, Table: "guarded"})
 	n, err = guarded.Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
 	is.NoErr(err)
 	is.Equal(n, copyRun)
 	is.True(guarded.tables["guarded"].hints.noCopy.Load())
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM guarded`), []string{count})
-	keyed := openTable(t, userURL, "keyed")
+	keyed := opened(t, Config{URL: userURL, Table: "keyed"})
 	for _, s := range []string{"new", "upserted"} { // the plain insert tried first, then the upsert
 		n, err = keyed.Write(ctx, copyRecords(sdk.OperationCreate, true, s))
 		is.NoErr(err)
@@ -226,19 +226,6 @@ func TestCopyOnlyWhereItInserts(t *testing.T) {
 	}
 	is.True(keyed.tables["keyed"].hints.noCopy.Load()) // the upsert's staging table
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*), min(s), max(s) FROM keyed`), []string{count + "|upserted|upserted"})
-}
-
-// openTable opens a destination of table at url until the test ends.
-func openTable(t *testing.T, url, table string) *Destination {
-	d, err := New(Config{URL: url, Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Teardown(context.Background()) })
-	return d
 }
 
 // copyRecords is a run of copyRun records of op, keyed by id or not, each

@@ -57,10 +57,10 @@ type Destination struct {
 	schema  sync.RWMutex
 	changes uint64
 
-	batches     atomic.Uint64                  // counts the batches planned, so that a table is read again at most once per batch
-	lastColumns atomic.Pointer[decodedColumns] // the postgres.columns last decoded
-	lastTypes   atomic.Pointer[decodedTypes]   // the postgres.types last decoded
-	typesFit    sync.Map                       // the postgres.types values found to need no change of the database's types
+	batches     atomic.Uint64            // counts the batches planned, so that a table is read again at most once per batch
+	lastColumns lastDecoded[[]pg.Column] // the postgres.columns last decoded
+	lastTypes   lastDecoded[[]pg.Type]   // the postgres.types last decoded
+	typesFit    sync.Map                 // the postgres.types values found to need no change of the database's types
 
 	mu       sync.Mutex
 	tables   map[string]*table            // by name as configured or given in metadata; guarded by mu

@@ -136,7 +136,7 @@ func (d *Destination) recordData(rec sdk.Record) (recordData, error) {
 	in := recordData{table: name, key: key, values: values}
 	in.meta, in.hasMeta = rec.Metadata[pg.ColumnsKey]
 	if in.hasMeta && (d.cfg.Auto.Create || d.cfg.Auto.Evolve) {
-		if in.described, err = d.columnsOf(in.meta); err != nil {
+		if in.described, err = d.lastColumns.decode(in.meta, pg.DecodeColumns); err != nil {
 			return recordData{}, err
 		}
 	}

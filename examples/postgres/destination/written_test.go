@@ -31,15 +31,7 @@ func inserts(first, last int) []sdk.Record {
 // restarted plugin opens it.
 func reopen(t *testing.T, d *Destination) *Destination {
 	t.Helper()
-	d2, err := New(d.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d2.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d2.Teardown(context.Background()) })
-	return d2
+	return opened(t, d.cfg)
 }
 
 func TestExactlyOnceSkipsWrittenRecords(t *testing.T) {
