@@ -71,22 +71,26 @@ func (r *run) statement(c class, from rowSource) string {
 		b.WriteString(" SELECT " + strings.Join(values, ", ") + " FROM " + rows)
 	}
 	if c == upsert || c == create {
-		keys := make([]string, len(r.keys))
-		for i, k := range r.keys {
-			keys[i] = pg.Quote(k)
-		}
-		var set []string
-		for _, col := range r.columns {
-			if !slices.Contains(r.keys, col) {
-				set = append(set, pg.Quote(col)+" = EXCLUDED."+pg.Quote(col))
-			}
-		}
-		b.WriteString(" ON CONFLICT (" + strings.Join(keys, ", ") + ")")
-		if len(set) == 0 {
-			b.WriteString(" DO NOTHING")
-		} else {
-			b.WriteString(" DO UPDATE SET " + strings.Join(set, ", "))
-		}
+		b.WriteString(r.onConflict())
 	}
 	return b.String()
+}
+
+// onConflict is an upsert's ON CONFLICT clause: on the keys, it sets the
+// other columns, or does nothing when there are none.
+func (r *run) onConflict() string {
+	keys := make([]string, len(r.keys))
+	for i, k := range r.keys {
+		keys[i] = pg.Quote(k)
+	}
+	var set []string
+	for _, col := range r.columns {
+		if !slices.Contains(r.keys, col) {
+			set = append(set, pg.Quote(col)+" = EXCLUDED."+pg.Quote(col))
+		}
+	}
+	if len(set) == 0 {
+		return " ON CONFLICT (" + strings.Join(keys, ", ") + ") DO NOTHING"
+	}
+	return " ON CONFLICT (" + strings.Join(keys, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ")
 }

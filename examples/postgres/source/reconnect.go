@@ -75,7 +75,7 @@ func (s *Source) reconnect(ctx context.Context, deadline time.Time) error {
 
 var errSlotGone = errors.New("the replication slot is gone")
 
-// connectAgain opens the query connection, takes the slot's lock on it and
+// connectAgain opens the query connection, claims the slot on it and
 // opens the replication connection, as Open does.
 func (s *Source) connectAgain(ctx context.Context) error {
 	var err error

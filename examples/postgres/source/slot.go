@@ -22,10 +22,10 @@ type slotInfo struct {
 	confirmed pglogrepl.LSN // confirmed_flush_lsn
 }
 
-// lockSlot takes a session-level advisory lock named after the slot on
+// lockSlot acquires a session-level advisory lock named after the slot on
 // conn, waiting up to slotWait for another holder to let go. Every source
 // holds it on its own connection from Open to Teardown, so a second source
-// cannot take, drop or recreate a slot that the first has not started
+// cannot claim, drop or recreate a slot that the first has not started
 // streaming from yet (during a snapshot no server process holds the slot
 // itself). The lock goes with the connection.
 func lockSlot(ctx context.Context, conn *pgx.Conn, name string) error {
@@ -131,8 +131,8 @@ func slotHeld(ctx context.Context, conn *pgx.Conn, name string, pid *int32) erro
 	return fmt.Errorf("replication slot %s is held by %s: only one reader per slot; stop that reader, or end its connection with SELECT pg_terminate_backend(%d), or choose another slot.name", name, holder, *pid)
 }
 
-// claimSlot takes the slot's lock on the query connection, so that no
-// other reader streams from it, and inspects the slot.
+// claimSlot locks the slot on the query connection, so that no other
+// reader streams from it, and inspects the slot.
 func (s *Source) claimSlot(ctx context.Context) (slotInfo, error) {
 	if err := lockSlot(ctx, s.conn, s.cfg.Slot.Name); err != nil {
 		return slotInfo{}, err

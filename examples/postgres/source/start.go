@@ -121,8 +121,8 @@ func (s *Source) snapshotAfter(pos position) *snapshotFrom {
 }
 
 // createSlot creates the replication slot, exporting a snapshot or not as
-// snapshotAction (EXPORT_SNAPSHOT, NOEXPORT_SNAPSHOT) says, and takes its
-// consistent point as confirmed. It returns the exported snapshot's name.
+// snapshotAction (EXPORT_SNAPSHOT, NOEXPORT_SNAPSHOT) says, and confirms
+// its consistent point. It returns the exported snapshot's name.
 func (s *Source) createSlot(ctx context.Context, snapshotAction string) (string, error) {
 	created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, "pgoutput",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: snapshotAction})
