@@ -46,9 +46,9 @@ func TestOpenWaitsForTheServer(t *testing.T) {
 	}
 }
 
-// TestReconnectTimeout: a database that stays away fails each role once
-// reconnect.timeout has passed, with an error naming the parameter and
-// the last reason; with 0, at once.
+// TestReconnectTimeout: a database that stays away fails each role's Open
+// once reconnect.timeout has passed, with an error naming the parameter
+// and the last reason; with 0, at once.
 func TestReconnectTimeout(t *testing.T) {
 	is := is.New(t)
 	const refused = "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable"
@@ -65,18 +65,7 @@ func TestReconnectTimeout(t *testing.T) {
 			settings := map[string]string{"url": refused, "reconnect.timeout": c.timeout}
 			maps.Copy(settings, c.settings)
 			began := time.Now()
-			var err error
-			switch role {
-			case "destination":
-				d, nerr := Connector.Destination.New(settings)
-				is.NoErr(nerr)
-				err = d.Open(t.Context())
-			case "source":
-				settings["tables"] = "items"
-				s, nerr := Connector.Source.New(settings)
-				is.NoErr(nerr)
-				err = s.Open(t.Context(), nil)
-			}
+			err := openRole(t, role, settings)
 			took := time.Since(began)
 			is.True(err != nil)
 			t.Logf("%s, reconnect.timeout %s: %v after %s", role, c.timeout, err, took)
@@ -85,9 +74,32 @@ func TestReconnectTimeout(t *testing.T) {
 			is.True(strings.Contains(err.Error(), "connection refused"))
 		}
 	}
+}
 
-	// A Write that meets a lost connection waits for it up to the
-	// timeout, then fails for good: not retryable.
+// openRole opens the connector's role with settings (a source reads
+// items), and returns Open's error.
+func openRole(t *testing.T, role string, settings map[string]string) error {
+	switch role {
+	case "destination":
+		d, err := Connector.Destination.New(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Open(t.Context())
+	default:
+		settings["tables"] = "items"
+		s, err := Connector.Source.New(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Open(t.Context(), nil)
+	}
+}
+
+// A Write that meets a lost connection waits for it up to the timeout,
+// then fails for good: not retryable.
+func TestWriteReconnectTimeout(t *testing.T) {
+	is := is.New(t)
 	srv := pgtest.StartFor(t, "synchronous_commit=on")
 	url, conn := srv.Database(t, `CREATE TABLE items (id int PRIMARY KEY)`)
 	conn.Close(t.Context())

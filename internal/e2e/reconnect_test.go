@@ -50,7 +50,7 @@ func TestPostgresReconnects(t *testing.T) {
 				"url": to, "exactlyOnce.enabled": "true",
 			}) + "    processors:\n" + dropKey
 			c := startConduit(t, pipeline, engine.flags...)
-			ins := insertAcrossCrashes(t, from)
+			ins := pgtest.InsertAcrossCrashes(t, from, `INSERT INTO items SELECT i, i FROM generate_series($1::int, $1::int + 9) i`)
 			waitForCopy(t, c, from, to, time.Minute)
 
 			for _, side := range []string{"source", "destination"} {
@@ -79,7 +79,7 @@ func TestPostgresReconnects(t *testing.T) {
 				t.Logf("%s's server crashed 6 times: the copy caught up %.1f s after its last restart", side, time.Since(back).Seconds())
 			}
 
-			ins.stop()
+			ins.Stop()
 			waitForCopy(t, c, from, to, time.Minute)
 			restarts := regexp.MustCompile(`restarting with backoff|pipeline stopped|recovering pipeline|pipeline worker stopped`)
 			if lines := matching(c.Log(), restarts); len(lines) > 0 {
@@ -107,57 +107,6 @@ func TestPostgresReconnects(t *testing.T) {
 			}
 		})
 	}
-}
-
-// crashInserter inserts rows into items at url, ten per transaction every
-// 10 ms, across crashes of the server, until stopped. A transaction whose
-// outcome a crash hides may or may not be committed: its ids are not
-// used again, and the table says which rows there are.
-type crashInserter struct {
-	stopped, done chan struct{}
-}
-
-func insertAcrossCrashes(t *testing.T, url string) *crashInserter {
-	in := &crashInserter{stopped: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(in.done)
-		var conn *pgx.Conn
-		defer func() {
-			if conn != nil {
-				conn.Close(context.Background())
-			}
-		}()
-		tick := time.NewTicker(10 * time.Millisecond) // a steady rate, not a synchronisation
-		defer tick.Stop()
-		for next := 1; ; next += 10 {
-			select {
-			case <-in.stopped:
-				return
-			case <-tick.C:
-			}
-			if conn == nil || conn.IsClosed() {
-				var err error
-				if conn, err = pgx.Connect(context.Background(), url); err != nil {
-					continue
-				}
-			}
-			if _, err := conn.Exec(context.Background(), `INSERT INTO items SELECT i, i FROM generate_series($1::int, $1::int + 9) i`, next); err != nil {
-				conn.Close(context.Background())
-				conn = nil
-			}
-		}
-	}()
-	t.Cleanup(in.stop)
-	return in
-}
-
-func (in *crashInserter) stop() {
-	select {
-	case <-in.stopped:
-	default:
-		close(in.stopped)
-	}
-	<-in.done
 }
 
 // maxID is the greatest id in items at url, 0 if the server does not

@@ -192,74 +192,87 @@ func TestConcurrentWrites(t *testing.T) {
 	ctx := t.Context()
 	conn, d := setup(t, `CREATE TABLE kv (id bigint PRIMARY KEY, v text, n int); CREATE TABLE events (g int, i int)`, nil)
 	const writers, writes = 8, 12
-	models := make([]map[int]string, writers) // each goroutine's rows of kv: id → "v|n"
-	appended := make([]int, writers)          // each goroutine's rows of events
+	ws := make([]*concurrentWriter, writers)
+	for g := range ws {
+		ws[g] = &concurrentWriter{g: g, rnd: rand.New(rand.NewPCG(uint64(g), 1)), model: map[int]string{}}
+	}
 	errs := concurrently(writers, func(g int) error {
-		model := map[int]string{}
-		rnd := rand.New(rand.NewPCG(uint64(g), 1))
-		pos := 0
 		for w := range writes {
-			// Mixed batches of 1 and 7 records; then a run of 150 creates,
-			// written through COPY (tried as a plain insert, then, for keys
-			// that exist, upserted through the staging table); then a run
-			// of 120 appends, through COPY straight into the table.
-			size := []int{1, 7, 150, 120}[w%4]
-			var batch []sdk.Record
-			for range size {
-				pos++
-				id := g*100000 + rnd.IntN(300)
-				p := fmt.Sprintf("g%d-%d", g, pos)
-				op := rnd.IntN(10)
-				switch w % 4 {
-				case 2:
-					op = 4
-				case 3:
-					op = 1
-				}
-				var r sdk.Record
-				switch {
-				case op == 0:
-					r = rec(p, sdk.OperationDelete, sdk.StructuredData{"id": id}, nil)
-					delete(model, id)
-				case op < 3:
-					r = rec(p, sdk.OperationCreate, nil, sdk.StructuredData{"g": g, "i": pos})
-					r.Metadata.SetCollection("events")
-					batch = append(batch, r)
-					appended[g]++
-					continue
-				default:
-					v, n := fmt.Sprintf("%s-%d", p, w), rnd.IntN(1000)
-					operation := sdk.OperationUpdate
-					if op < 6 {
-						operation = sdk.OperationCreate
-					}
-					r = rec(p, operation, sdk.StructuredData{"id": id}, sdk.StructuredData{"v": v, "n": n})
-					model[id] = fmt.Sprintf("%s|%d", v, n)
-				}
-				r.Metadata.SetCollection("kv")
-				batch = append(batch, r)
-			}
+			batch := ws[g].batch(w)
 			n, err := d.Write(ctx, batch)
 			if err != nil || n != len(batch) {
 				return fmt.Errorf("writer %d, write %d: wrote %d of %d: %v", g, w, n, len(batch), err)
 			}
 		}
-		models[g] = model
 		return nil
 	})
 	for _, err := range errs {
 		is.NoErr(err)
 	}
 	var want []string
-	for _, m := range models {
-		for id, row := range m {
+	for _, w := range ws {
+		for id, row := range w.model {
 			want = append(want, fmt.Sprintf("%d|%s", id, row))
 		}
 	}
 	sameRows(t, pgtest.Rows(t, conn, `SELECT id, v, n FROM kv`), want)
-	for g, n := range appended {
-		is.Equal(pgtest.Rows(t, conn, fmt.Sprintf(`SELECT count(*), count(DISTINCT i) FROM events WHERE g = %d`, g)), []string{fmt.Sprintf("%d|%d", n, n)})
+	for g, w := range ws {
+		is.Equal(pgtest.Rows(t, conn, fmt.Sprintf(`SELECT count(*), count(DISTINCT i) FROM events WHERE g = %d`, g)), []string{fmt.Sprintf("%d|%d", w.appended, w.appended)})
 	}
+}
+
+// concurrentWriter makes the batches of one goroutine of
+// TestConcurrentWrites, and keeps what they leave in the tables.
+type concurrentWriter struct {
+	g        int
+	rnd      *rand.Rand
+	pos      int
+	model    map[int]string // its rows of kv: id → "v|n"
+	appended int            // its rows of events
+}
+
+// batch returns the records of write w: mixed batches of 1 and 7 records;
+// then a run of 150 creates, written through COPY (tried as a plain
+// insert, then, for keys that exist, upserted through the staging table);
+// then a run of 120 appends, through COPY straight into the table.
+func (cw *concurrentWriter) batch(w int) []sdk.Record {
+	size := []int{1, 7, 150, 120}[w%4]
+	var batch []sdk.Record
+	for range size {
+		cw.pos++
+		id := cw.g*100000 + cw.rnd.IntN(300)
+		p := fmt.Sprintf("g%d-%d", cw.g, cw.pos)
+		op := cw.rnd.IntN(10)
+		switch w % 4 {
+		case 2:
+			op = 4
+		case 3:
+			op = 1
+		}
+		var r sdk.Record
+		switch {
+		case op == 0:
+			r = rec(p, sdk.OperationDelete, sdk.StructuredData{"id": id}, nil)
+			delete(cw.model, id)
+		case op < 3:
+			r = rec(p, sdk.OperationCreate, nil, sdk.StructuredData{"g": cw.g, "i": cw.pos})
+			r.Metadata.SetCollection("events")
+			batch = append(batch, r)
+			cw.appended++
+			continue
+		default:
+			v, n := fmt.Sprintf("%s-%d", p, w), cw.rnd.IntN(1000)
+			operation := sdk.OperationUpdate
+			if op < 6 {
+				operation = sdk.OperationCreate
+			}
+			r = rec(p, operation, sdk.StructuredData{"id": id}, sdk.StructuredData{"v": v, "n": n})
+			cw.model[id] = fmt.Sprintf("%s|%d", v, n)
+		}
+		r.Metadata.SetCollection("kv")
+		batch = append(batch, r)
+	}
+	return batch
 }
 
 // TestConcurrentCreate: Writes that all find the table they write to

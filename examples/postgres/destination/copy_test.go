@@ -87,12 +87,7 @@ func TestCopyRuns(t *testing.T) {
 // database's reason, and every other record is written, for each class
 // of statement.
 func TestCopyRunFaults(t *testing.T) {
-	for _, c := range []struct {
-		name     string
-		key      bool
-		op       sdk.Operation
-		existing bool // the rows exist before
-	}{
+	for _, c := range []copyFault{
 		{"plain insert", false, sdk.OperationCreate, false},
 		{"create", true, sdk.OperationCreate, false},
 		{"create of existing rows", true, sdk.OperationCreate, true},
@@ -108,60 +103,83 @@ func TestCopyRunFaults(t *testing.T) {
 				}
 				conn, d := setup(t, `CREATE TABLE t (id bigint, v varchar(3), n int)`, settings)
 				if c.key {
-					_, err := conn.Exec(t.Context(), `ALTER TABLE t ADD PRIMARY KEY (id)`)
-					is.NoErr(err)
+					pgtest.Exec(t, conn, `ALTER TABLE t ADD PRIMARY KEY (id)`)
 				}
 				if c.existing {
-					_, err := conn.Exec(t.Context(), `INSERT INTO t SELECT i, 'old', -1 FROM generate_series(0, $1 - 1) AS i`, copyRun)
-					is.NoErr(err)
+					pgtest.Exec(t, conn, `INSERT INTO t SELECT i, 'old', -1 FROM generate_series(0, $1 - 1) AS i`, copyRun)
 				}
-				var records []sdk.Record
-				for i := range copyRun {
-					id, after := any(i), sdk.Data(sdk.StructuredData{"id": i, "v": "abc", "n": i})
-					if i == at {
-						if c.op == sdk.OperationDelete {
-							id = "not a number"
-						} else {
-							after = sdk.StructuredData{"id": i, "v": "abcd", "n": i}
-						}
-					}
-					if c.op == sdk.OperationDelete {
-						after = nil
-					}
-					var key sdk.Data
-					if c.key {
-						key = sdk.StructuredData{"id": id}
-					}
-					records = append(records, rec(fmt.Sprint(i), c.op, key, after))
-				}
-				out, err := driveWrite(t.Context(), d, records, len(records))
+				out, err := driveWrite(t.Context(), d, c.records(at), copyRun)
 				is.NoErr(err)
 				is.Equal(out.Retries, 0)
 				is.Equal(len(out.Faults), 1)
-				want := fmt.Sprintf(`record at position "%d": table t: column "v" (character varying(3)): value too long for type character varying(3) [SQLSTATE 22001]`, at)
-				if c.op == sdk.OperationDelete {
-					want = fmt.Sprintf(`record at position "%d": table t: column "id" (bigint): invalid input syntax for type bigint: "not a number" [SQLSTATE 22P02]`, at)
-				}
+				want := c.fault(at)
 				if ferr := out.Faults[at]; ferr == nil || !sdk.IsRecordFault(ferr) || !strings.Contains(ferr.Error(), want) {
 					t.Fatalf("faults %v, want one at %d: %s", out.Faults, at, want)
 				}
-				var wantRows []string
-				for i := range copyRun {
-					switch {
-					case c.op == sdk.OperationDelete && i == at:
-						wantRows = append(wantRows, fmt.Sprintf("%d|old|-1", i))
-					case c.op == sdk.OperationDelete:
-					case i == at && c.existing:
-						wantRows = append(wantRows, fmt.Sprintf("%d|old|-1", i))
-					case i == at:
-					default:
-						wantRows = append(wantRows, fmt.Sprintf("%d|abc|%d", i, i))
-					}
-				}
-				is.Equal(pgtest.Rows(t, conn, `SELECT id, v, n FROM t ORDER BY id`), wantRows)
+				is.Equal(pgtest.Rows(t, conn, `SELECT id, v, n FROM t ORDER BY id`), c.rows(at))
 			})
 		}
 	}
+}
+
+// copyFault is a run of copyRun records of one class of statement, one
+// of which the database refuses.
+type copyFault struct {
+	name     string
+	key      bool
+	op       sdk.Operation
+	existing bool // the rows exist before
+}
+
+// records is the run, whose record at is refused: its value too long, or
+// the key of its delete not a number.
+func (c copyFault) records(at int) []sdk.Record {
+	var records []sdk.Record
+	for i := range copyRun {
+		id, after := any(i), sdk.Data(sdk.StructuredData{"id": i, "v": "abc", "n": i})
+		if i == at {
+			if c.op == sdk.OperationDelete {
+				id = "not a number"
+			} else {
+				after = sdk.StructuredData{"id": i, "v": "abcd", "n": i}
+			}
+		}
+		if c.op == sdk.OperationDelete {
+			after = nil
+		}
+		var key sdk.Data
+		if c.key {
+			key = sdk.StructuredData{"id": id}
+		}
+		records = append(records, rec(fmt.Sprint(i), c.op, key, after))
+	}
+	return records
+}
+
+// fault is the error of the record at.
+func (c copyFault) fault(at int) string {
+	if c.op == sdk.OperationDelete {
+		return fmt.Sprintf(`record at position "%d": table t: column "id" (bigint): invalid input syntax for type bigint: "not a number" [SQLSTATE 22P02]`, at)
+	}
+	return fmt.Sprintf(`record at position "%d": table t: column "v" (character varying(3)): value too long for type character varying(3) [SQLSTATE 22001]`, at)
+}
+
+// rows are the table's rows after the run, the record at refused.
+func (c copyFault) rows(at int) []string {
+	var rows []string
+	for i := range copyRun {
+		switch {
+		case c.op == sdk.OperationDelete && i == at:
+			rows = append(rows, fmt.Sprintf("%d|old|-1", i))
+		case c.op == sdk.OperationDelete:
+		case i == at && c.existing:
+			rows = append(rows, fmt.Sprintf("%d|old|-1", i))
+		case i == at:
+		default:
+			rows = append(rows, fmt.Sprintf("%d|abc|%d", i, i))
+		}
+	}
+	return rows
 }
 
 // Where COPY into a table would not do what INSERT does, runs of plain
@@ -181,61 +199,66 @@ func TestCopyOnlyWhereItInserts(t *testing.T) {
 		ALTER TABLE guarded ENABLE ROW LEVEL SECURITY;
 		CREATE POLICY everyone ON guarded USING (true) WITH CHECK (true);
 		CREATE TABLE keyed (id int PRIMARY KEY, s text)`)
-	open := func(url, table string) *Destination {
-		d, err := New(Config{URL: url, Table: table})
-		is.NoErr(err)
-		is.NoErr(d.Open(ctx))
-		t.Cleanup(func() { d.Teardown(context.Background()) })
-		return d
-	}
-	records := func(op sdk.Operation, keyed bool, s string) []sdk.Record {
-		var out []sdk.Record
-		for i := range copyRun {
-			var key sdk.Data
-			after := sdk.StructuredData{"id": i, "s": s}
-			if keyed {
-				key, after = sdk.StructuredData{"id": i}, sdk.StructuredData{"s": s}
-			}
-			out = append(out, rec(fmt.Sprint(i), op, key, after))
-		}
-		return out
-	}
 	count := fmt.Sprint(copyRun)
 
-	n, err := open(dbURL, "ruled").Write(ctx, records(sdk.OperationCreate, false, "x"))
+	n, err := opened(t, Config{URL: dbURL, Table: "ruled"}).Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
 	is.NoErr(err)
 	is.Equal(n, copyRun)
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM seen`), []string{count})
 
-	n, err = open(dbURL, "ident").Write(ctx, records(sdk.OperationCreate, false, "x"))
+	n, err = opened(t, Config{URL: dbURL, Table: "ident"}).Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
 	is.Equal(n, 0)
 	is.True(err != nil && strings.Contains(err.Error(), `cannot insert a non-DEFAULT value into column "id"`))
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM ident`), []string{"0"})
 
-	var db string
-	is.NoErr(conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db))
-	_, err = conn.Exec(ctx, `CREATE ROLE connkit_copy_test LOGIN; GRANT ALL ON guarded, keyed TO connkit_copy_test;
-		REVOKE TEMP ON DATABASE `+pgx.Identifier{db}.Sanitize()+` FROM PUBLIC`)
-	is.NoErr(err)
-	t.Cleanup(func() {
-		_, err := conn.Exec(context.Background(), `DROP OWNED BY connkit_copy_test; DROP ROLE connkit_copy_test`)
-		is.NoErr(err)
-	})
-	userURL := strings.Replace(dbURL, "postgres@", "connkit_copy_test@", 1)
-	guarded := open(userURL, "guarded")
-	n, err = guarded.Write(ctx, records(sdk.OperationCreate, false, "x"))
+	userURL := withoutTemp(t, dbURL, conn)
+	guarded := opened(t, Config{URL: userURL, Table: "guarded"})
+	n, err = guarded.Write(ctx, copyRecords(sdk.OperationCreate, false, "x"))
 	is.NoErr(err)
 	is.Equal(n, copyRun)
 	is.True(guarded.tables["guarded"].hints.noCopy.Load())
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM guarded`), []string{count})
-	keyed := open(userURL, "keyed")
+	keyed := opened(t, Config{URL: userURL, Table: "keyed"})
 	for _, s := range []string{"new", "upserted"} { // the plain insert tried first, then the upsert
-		n, err = keyed.Write(ctx, records(sdk.OperationCreate, true, s))
+		n, err = keyed.Write(ctx, copyRecords(sdk.OperationCreate, true, s))
 		is.NoErr(err)
 		is.Equal(n, copyRun)
 	}
 	is.True(keyed.tables["keyed"].hints.noCopy.Load()) // the upsert's staging table
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*), min(s), max(s) FROM keyed`), []string{count + "|upserted|upserted"})
+}
+
+// copyRecords is a run of copyRun records of op, keyed by id or not, each
+// setting s.
+func copyRecords(op sdk.Operation, keyed bool, s string) []sdk.Record {
+	var out []sdk.Record
+	for i := range copyRun {
+		var key sdk.Data
+		after := sdk.StructuredData{"id": i, "s": s}
+		if keyed {
+			key, after = sdk.StructuredData{"id": i}, sdk.StructuredData{"s": s}
+		}
+		out = append(out, rec(fmt.Sprint(i), op, key, after))
+	}
+	return out
+}
+
+// withoutTemp returns the URL of the database at dbURL for a user who may
+// write guarded and keyed but may not create temporary tables, dropped
+// when the test ends.
+func withoutTemp(t *testing.T, dbURL string, conn *pgx.Conn) string {
+	var db string
+	if err := conn.QueryRow(t.Context(), `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, conn, `CREATE ROLE connkit_copy_test LOGIN; GRANT ALL ON guarded, keyed TO connkit_copy_test;
+		REVOKE TEMP ON DATABASE `+pgx.Identifier{db}.Sanitize()+` FROM PUBLIC`)
+	t.Cleanup(func() {
+		if _, err := conn.Exec(context.Background(), `DROP OWNED BY connkit_copy_test; DROP ROLE connkit_copy_test`); err != nil {
+			t.Error(err)
+		}
+	})
+	return strings.Replace(dbURL, "postgres@", "connkit_copy_test@", 1)
 }
 
 // In the exactly-once mode, the positions of a run written through COPY
@@ -266,15 +289,7 @@ func TestCopyExactlyOnceLostCommit(t *testing.T) {
 	// A deferred constraint trigger runs at COMMIT: the test holds the
 	// lock it waits for while it breaks the connection.
 	d, proxy, tx, conn := lostCommitSetup(t, `CREATE CONSTRAINT TRIGGER wait_for_test AFTER INSERT ON items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_test()`, 1000)
-	type result struct {
-		n   int
-		err error
-	}
-	done := make(chan result)
-	go func() {
-		n, err := d.Write(ctx, inserts(1, copyRun))
-		done <- result{n, err}
-	}()
+	done := writeAsync(ctx, d, inserts(1, copyRun))
 	for waiting := false; !waiting; {
 		is.NoErr(conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting))
 	}

@@ -40,6 +40,20 @@ func setup(t *testing.T, ddl string, settings map[string]string) (*pgx.Conn, *De
 	return conn, d.(*Destination)
 }
 
+// opened is a destination with cfg, open until the test ends.
+func opened(t *testing.T, cfg Config) *Destination {
+	t.Helper()
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Teardown(context.Background()) })
+	return d
+}
+
 func rec(pos string, op sdk.Operation, key, after sdk.Data) sdk.Record {
 	return sdk.Record{Position: sdk.Position(pos), Operation: op, Metadata: sdk.Metadata{}, Key: key, Payload: sdk.Change{After: after}}
 }

@@ -78,15 +78,7 @@ const faultsTable = `CREATE TABLE faults (
 // in the table, exactly as they were sent.
 func TestRecordFaults(t *testing.T) {
 	url, conn := server.Database(t, faultsTable)
-	good := func(i int) sdk.StructuredData {
-		return sdk.StructuredData{"id": i, "vc": "abcde", "ch": "ab", "small": -32768, "n": i, "t": "ok \u00e9\U0001F600", "nn": "x", "u": fmt.Sprintf("u%d", i), "c": i}
-	}
-	for _, bad := range []struct {
-		name  string
-		col   string
-		value any
-		want  string
-	}{
+	for _, bad := range []badValue{
 		{"varchar overflow", "vc", "abcdef", `column "vc" (character varying(5)): value too long for type character varying(5) [SQLSTATE 22001]`},
 		{"varchar overflow in characters", "vc", "ééééé\u00e9", `column "vc" (character varying(5)): value too long`},
 		{"char overflow", "ch", "abcd", `column "ch" (character(3)): value too long for type character(3) [SQLSTATE 22001]`},
@@ -100,65 +92,89 @@ func TestRecordFaults(t *testing.T) {
 		{"check", "c", -1, `new row for relation "faults" violates check constraint "faults_c_check"`},
 	} {
 		for _, keyed := range []bool{true, false} {
-			settings := map[string]string{"url": url, "table": "faults"}
-			if keyed {
-				settings["key"] = "id"
-			}
-			dd, err := sdk.NewDestination(New).New(settings)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := dd.(*Destination)
-			if err := d.Open(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := conn.Exec(t.Context(), `ALTER TABLE faults DROP CONSTRAINT IF EXISTS faults_pkey`); err != nil {
-				t.Fatal(err)
-			}
-			if keyed {
-				if _, err := conn.Exec(t.Context(), `ALTER TABLE faults ADD PRIMARY KEY (id)`); err != nil {
-					t.Fatal(err)
-				}
-			}
+			d := openFaults(t, url, conn, keyed)
 			for _, size := range []int{1, 10, 1000} {
 				for _, k := range []int{0, 50, 99} {
 					t.Run(fmt.Sprintf("%s/keyed=%t/batch=%d/at=%d", bad.name, keyed, size, k), func(t *testing.T) {
-						is := is.New(t)
-						_, err := conn.Exec(t.Context(), `TRUNCATE faults; INSERT INTO faults (id, nn, u) VALUES (-1, 'x', 'taken')`)
-						is.NoErr(err)
-						var records []sdk.Record
-						for i := range 100 {
-							payload := good(i)
-							if i == k {
-								payload[bad.col] = bad.value
-							}
-							var key sdk.Data
-							if keyed {
-								key = sdk.StructuredData{"id": i}
-							}
-							records = append(records, rec(fmt.Sprint(i), sdk.OperationCreate, key, payload))
-						}
-						out, err := driveWrite(t.Context(), d, records, size)
-						is.NoErr(err)
-						is.Equal(out.Retries, 0)
-						is.Equal(len(out.Faults), 1)
-						ferr := out.Faults[k]
-						if ferr == nil || !strings.Contains(ferr.Error(), fmt.Sprintf(`record at position "%d": table faults: `, k)) || !strings.Contains(ferr.Error(), bad.want) {
-							t.Fatalf("failures %v, want one at %d containing %q", out.Faults, k, bad.want)
-						}
-						var want []string
-						for i := range 100 {
-							if i != k {
-								want = append(want, fmt.Sprintf("%d|abcde|ab |-32768|%d|ok \u00e9\U0001F600|x|u%d|%d", i, i, i, i))
-							}
-						}
-						is.Equal(pgtest.Rows(t, conn, `SELECT id, vc, ch, small, n, t, nn, u, c FROM faults WHERE id >= 0 ORDER BY id`), want)
+						bad.check(t, conn, d, keyed, size, k)
 					})
 				}
 			}
 			d.Teardown(context.Background())
 		}
 	}
+}
+
+// badValue is a value that the faults table refuses in column col, with
+// the error that says so.
+type badValue struct {
+	name  string
+	col   string
+	value any
+	want  string
+}
+
+// openFaults opens a destination of the faults table, keyed by id or not,
+// as is the table.
+func openFaults(t *testing.T, url string, conn *pgx.Conn, keyed bool) *Destination {
+	settings := map[string]string{"url": url, "table": "faults"}
+	if keyed {
+		settings["key"] = "id"
+	}
+	dd, err := sdk.NewDestination(New).New(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dd.(*Destination)
+	if err := d.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, conn, `ALTER TABLE faults DROP CONSTRAINT IF EXISTS faults_pkey`)
+	if keyed {
+		pgtest.Exec(t, conn, `ALTER TABLE faults ADD PRIMARY KEY (id)`)
+	}
+	return d
+}
+
+// check writes 100 good records in batches of size, but record k with the
+// bad value, and checks that record k alone fails, with the error of the
+// bad value, and every other one is written.
+func (bad badValue) check(t *testing.T, conn *pgx.Conn, d *Destination, keyed bool, size, k int) {
+	is := is.New(t)
+	_, err := conn.Exec(t.Context(), `TRUNCATE faults; INSERT INTO faults (id, nn, u) VALUES (-1, 'x', 'taken')`)
+	is.NoErr(err)
+	var records []sdk.Record
+	for i := range 100 {
+		payload := goodFault(i)
+		if i == k {
+			payload[bad.col] = bad.value
+		}
+		var key sdk.Data
+		if keyed {
+			key = sdk.StructuredData{"id": i}
+		}
+		records = append(records, rec(fmt.Sprint(i), sdk.OperationCreate, key, payload))
+	}
+	out, err := driveWrite(t.Context(), d, records, size)
+	is.NoErr(err)
+	is.Equal(out.Retries, 0)
+	is.Equal(len(out.Faults), 1)
+	ferr := out.Faults[k]
+	if ferr == nil || !strings.Contains(ferr.Error(), fmt.Sprintf(`record at position "%d": table faults: `, k)) || !strings.Contains(ferr.Error(), bad.want) {
+		t.Fatalf("failures %v, want one at %d containing %q", out.Faults, k, bad.want)
+	}
+	var want []string
+	for i := range 100 {
+		if i != k {
+			want = append(want, fmt.Sprintf("%d|abcde|ab |-32768|%d|ok \u00e9\U0001F600|x|u%d|%d", i, i, i, i))
+		}
+	}
+	is.Equal(pgtest.Rows(t, conn, `SELECT id, vc, ch, small, n, t, nn, u, c FROM faults WHERE id >= 0 ORDER BY id`), want)
+}
+
+// goodFault is row i of the faults table, which it takes.
+func goodFault(i int) sdk.StructuredData {
+	return sdk.StructuredData{"id": i, "vc": "abcde", "ch": "ab", "small": -32768, "n": i, "t": "ok \u00e9\U0001F600", "nn": "x", "u": fmt.Sprintf("u%d", i), "c": i}
 }
 
 // TestTruncatingCastsAvoided: the values that an explicit cast to the

@@ -25,19 +25,20 @@ func isWhole(f float64) bool {
 	return f == math.Trunc(f) && math.Abs(f) < 1<<53 && (f != 0 || !math.Signbit(f))
 }
 
-// kind is what rendering a value needs to know of its column's type.
-type kind int
+// textForm is what rendering a value needs to know of its column's type:
+// the form its text takes.
+type textForm int
 
 const (
-	other       kind = iota
-	bytea            // bytea
-	timestamptz      // timestamp with time zone
-	wallClock        // timestamp without time zone, date
-	jsonDoc          // json, jsonb
+	other       textForm = iota
+	bytea                // bytea
+	timestamptz          // timestamp with time zone
+	wallClock            // timestamp without time zone, date
+	jsonDoc              // json, jsonb
 )
 
-// kindOf classifies a column type as format_type spells it.
-func kindOf(typ string) kind {
+// textFormOf classifies a column type as format_type spells it.
+func textFormOf(typ string) textForm {
 	switch {
 	case typ == "bytea":
 		return bytea
@@ -52,7 +53,7 @@ func kindOf(typ string) kind {
 }
 
 // appendText appends v to b in PostgreSQL's text input format, for a
-// column of kind k, whose type the statement then casts it to. Values come
+// column of form k, whose type the statement then casts it to. Values come
 // from structured payloads (Go types as a schema's decoder gives them, or
 // doubles and strings as the protocol's Struct carries them) and from raw
 // JSON (json.Number). Every value renders exactly, never through a double:
@@ -79,7 +80,7 @@ func kindOf(typ string) kind {
 //     bytes exactly (\x hex); elsewhere an error, since PostgreSQL's text
 //     and JSON take only valid text and replacing the bytes would change it
 //   - nil: NULL (true, and nothing appended)
-func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
+func appendText(b []byte, v any, k textForm) ([]byte, bool, error) {
 	switch v := v.(type) {
 	case nil:
 		return b, true, nil
@@ -91,39 +92,8 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 			return hex.AppendEncode(append(b, `\x`...), []byte(v)), false, nil
 		}
 		return append(b, v...), false, nil
-	case json.Number:
-		return append(b, v...), false, nil
 	case bool:
 		return strconv.AppendBool(b, v), false, nil
-	case int:
-		return strconv.AppendInt(b, int64(v), 10), false, nil
-	case int64:
-		return strconv.AppendInt(b, v, 10), false, nil
-	case int32:
-		return strconv.AppendInt(b, int64(v), 10), false, nil
-	case int16:
-		return strconv.AppendInt(b, int64(v), 10), false, nil
-	case int8:
-		return strconv.AppendInt(b, int64(v), 10), false, nil
-	case uint:
-		return strconv.AppendUint(b, uint64(v), 10), false, nil
-	case uint64:
-		return strconv.AppendUint(b, v, 10), false, nil
-	case uint32:
-		return strconv.AppendUint(b, uint64(v), 10), false, nil
-	case uint16:
-		return strconv.AppendUint(b, uint64(v), 10), false, nil
-	case uint8:
-		return strconv.AppendUint(b, uint64(v), 10), false, nil
-	case float64:
-		// Structured data crosses the protocol with every number a double:
-		// no exponent, so integral values still parse as integers.
-		if isWhole(v) {
-			return strconv.AppendInt(b, int64(v), 10), false, nil // the same text, a few times sooner
-		}
-		return strconv.AppendFloat(b, v, 'f', -1, 64), false, nil
-	case float32:
-		return strconv.AppendFloat(b, float64(v), 'f', -1, 32), false, nil
 	case time.Time:
 		return appendTime(b, v, k), false, nil
 	case time.Duration:
@@ -145,6 +115,9 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		}
 		return v.Append(b, 10), false, nil
 	default:
+		if n, ok := appendNumber(b, v); ok {
+			return n, false, nil
+		}
 		b, err := appendJSON(b, v) // maps and lists, for json and jsonb columns
 		if err != nil && !errors.Is(err, errInvalidUTF8) {
 			err = fmt.Errorf("a %T has no JSON form: %w", v, err)
@@ -154,6 +127,46 @@ func appendText(b []byte, v any, k kind) ([]byte, bool, error) {
 		}
 		return b, false, nil
 	}
+}
+
+// appendNumber appends v if it is a number: an integer in decimal, a
+// float as the shortest text that reads back as the same float, a
+// json.Number as it is. It reports whether v is one.
+func appendNumber(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		return append(b, v...), true
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int16:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int8:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case uint:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	case uint64:
+		return strconv.AppendUint(b, v, 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	case uint16:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	case uint8:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	case float64:
+		// Structured data crosses the protocol with every number a double:
+		// no exponent, so integral values still parse as integers.
+		if isWhole(v) {
+			return strconv.AppendInt(b, int64(v), 10), true // the same text, a few times sooner
+		}
+		return strconv.AppendFloat(b, v, 'f', -1, 64), true
+	case float32:
+		return strconv.AppendFloat(b, float64(v), 'f', -1, 32), true
+	}
+	return b, false
 }
 
 // appendJSON appends v as JSON: maps with their keys sorted, as
@@ -214,8 +227,8 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendTime appends t's text for a column of kind k.
-func appendTime(b []byte, t time.Time, k kind) []byte {
+// appendTime appends t's text for a column of form k.
+func appendTime(b []byte, t time.Time, k textForm) []byte {
 	switch k {
 	case timestamptz:
 		return appendTimestamp(b, t.UTC(), true)

@@ -143,7 +143,7 @@ func TestTypedValueErrors(t *testing.T) {
 }
 
 // text is appendText's text.
-func text(v any, k kind) (string, bool, error) {
+func text(v any, k textForm) (string, bool, error) {
 	b, null, err := appendText(nil, v, k)
 	return string(b), null, err
 }
@@ -152,7 +152,7 @@ func TestText(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, kathmandu)
 	for _, c := range []struct {
 		v    any
-		k    kind
+		k    textForm
 		want string
 	}{
 		{int64(math.MinInt64), other, "-9223372036854775808"},
@@ -203,15 +203,15 @@ func TestText(t *testing.T) {
 	}
 }
 
-func TestKindOf(t *testing.T) {
-	for typ, want := range map[string]kind{
+func TestTextFormOf(t *testing.T) {
+	for typ, want := range map[string]textForm{
 		"bytea": bytea, "bytea[]": other,
 		"timestamp with time zone": timestamptz, "timestamp(3) with time zone": timestamptz,
 		"timestamp without time zone": wallClock, "timestamp(0) without time zone": wallClock, "date": wallClock,
 		"timestamp with time zone[]": other, "json": jsonDoc, "jsonb": jsonDoc, "text": other, "time with time zone": other,
 	} {
-		if got := kindOf(typ); got != want {
-			t.Errorf("kindOf(%q) = %d, want %d", typ, got, want)
+		if got := textFormOf(typ); got != want {
+			t.Errorf("textFormOf(%q) = %d, want %d", typ, got, want)
 		}
 	}
 }

@@ -12,27 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// decodedTypes is a postgres.types and the types it decodes to, which are
-// never changed once decoded.
-type decodedTypes struct {
-	meta  string
-	types []pg.Type
-}
-
-// typesOf decodes a record's postgres.types, the last one decoded again
-// without decoding it (see [Destination.columnsOf]).
-func (d *Destination) typesOf(meta string) ([]pg.Type, error) {
-	if last := d.lastTypes.Load(); last != nil && last.meta == meta {
-		return last.types, nil
-	}
-	types, err := pg.DecodeTypes(meta)
-	if err != nil {
-		return nil, err
-	}
-	d.lastTypes.Store(&decodedTypes{meta, types})
-	return types, nil
-}
-
 // typesFor returns what the destination database needs before a record
 // of table with metadata md is written: the user types its postgres.types
 // describes that the database lacks, created as the source defines them,
@@ -49,7 +28,7 @@ func (d *Destination) typesFor(ctx context.Context, table string, md sdk.Metadat
 	if _, fit := d.typesFit.Load(meta); fit {
 		return nil, nil
 	}
-	types, err := d.typesOf(meta)
+	types, err := d.lastTypes.decode(meta, pg.DecodeTypes)
 	if err != nil {
 		return nil, sdk.RecordFault(err)
 	}

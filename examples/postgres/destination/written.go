@@ -197,7 +197,7 @@ func (w *written) exec(ctx context.Context, pool *pgxpool.Pool, sql string, args
 	b.Queue(sql, args...)
 	tx := w.queue(&b, positions)
 	// A batch runs in one implicit transaction.
-	return w.done(tx, pool.SendBatch(ctx, &b).Close())
+	return w.ended(tx, pool.SendBatch(ctx, &b).Close())
 }
 
 // commit inserts the positions of the records that tx wrote (and deletes
@@ -209,13 +209,13 @@ func (w *written) commit(ctx context.Context, tx pgx.Tx, positions []sdk.Positio
 	if err == nil {
 		err = tx.Commit(ctx)
 	}
-	return w.done(wtx, err)
+	return w.ended(wtx, err)
 }
 
 // queue adds to b the statements that keep positions, as the next
 // transaction, and, unless a transaction in flight does, delete the
 // forgotten ones; it returns that transaction, which is open until
-// [written.done] notes how it ended.
+// [written.ended] notes how it ended.
 func (w *written) queue(b *pgx.Batch, positions []sdk.Position) pendingTx {
 	tx := pendingTx{writtenTx: writtenTx{positions: make([]string, len(positions))}}
 	raw := make([][]byte, len(positions))
@@ -235,10 +235,10 @@ func (w *written) queue(b *pgx.Batch, positions []sdk.Position) pendingTx {
 	return tx
 }
 
-// done notes how the transaction tx ended: committed when err is nil; of
+// ended notes how the transaction tx ended: committed when err is nil; of
 // an unknown outcome when the connection broke (the server did not say),
 // which [written.settle] then finds out.
-func (w *written) done(tx pendingTx, err error) error {
+func (w *written) ended(tx pendingTx, err error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.open, tx.seq)
@@ -315,18 +315,18 @@ func (d *Destination) writeOnce(ctx context.Context, records []sdk.Record) (int,
 	if err := w.settle(ctx, d.pool); err != nil {
 		return 0, sdk.Retryable(fmt.Errorf("record at position %q: %w", records[0].Position, err))
 	}
-	index := w.unwritten(records) // each fresh record's index in records
-	fresh := make([]sdk.Record, len(index))
+	index := w.unwritten(records) // each unwritten record's index in records
+	todo := make([]sdk.Record, len(index))
 	for i, j := range index {
-		fresh[i] = records[j]
+		todo[i] = records[j]
 	}
-	if len(fresh) == 0 {
+	if len(todo) == 0 {
 		d.metrics.deduplicated.Add(float64(len(records)))
 		return len(records), nil
 	}
-	n, err := d.write(ctx, fresh)
+	n, err := d.write(ctx, todo)
 	done := len(records) // the records written or skipped
-	if n < len(fresh) {
+	if n < len(todo) {
 		done = index[n]
 	}
 	d.metrics.deduplicated.Add(float64(done - n))

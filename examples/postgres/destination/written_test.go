@@ -31,15 +31,7 @@ func inserts(first, last int) []sdk.Record {
 // restarted plugin opens it.
 func reopen(t *testing.T, d *Destination) *Destination {
 	t.Helper()
-	d2, err := New(d.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d2.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d2.Teardown(context.Background()) })
-	return d2
+	return opened(t, d.cfg)
 }
 
 func TestExactlyOnceSkipsWrittenRecords(t *testing.T) {
@@ -127,15 +119,7 @@ func TestExactlyOnceLostCommit(t *testing.T) {
 	// The test holds the lock the insert's trigger waits for, breaks the
 	// connection while it waits, then lets it commit.
 	d, proxy, tx, conn := lostCommitSetup(t, `CREATE TRIGGER wait_for_test AFTER INSERT ON items FOR EACH STATEMENT EXECUTE FUNCTION wait_for_test()`, 100)
-	type result struct {
-		n   int
-		err error
-	}
-	done := make(chan result)
-	go func() {
-		n, err := d.Write(ctx, inserts(1, 5))
-		done <- result{n, err}
-	}()
+	done := writeAsync(ctx, d, inserts(1, 5))
 	var writer int // the server process running the statement, once it waits
 	for writer == 0 {
 		err := conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&writer)
@@ -381,54 +365,16 @@ func TestExactlyOnceConcurrentFault(t *testing.T) {
 func TestExactlyOnceRetryWhileLostCommitRuns(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
-	d, proxy, tx, conn := lostCommitSetup(t, `CREATE SEQUENCE once;
-		CREATE FUNCTION wait_once() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF nextval('once') = 1 THEN
-				LOOP
-					BEGIN PERFORM pg_advisory_xact_lock(42); EXIT;
-					EXCEPTION WHEN query_canceled THEN NULL; -- the cancel pgx sends as it drops the connection
-					END;
-				END LOOP;
-			END IF;
-			RETURN NULL;
-		END $$;
-		CREATE CONSTRAINT TRIGGER wait_once AFTER INSERT ON items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_once()`, 100)
-	type result struct {
-		n   int
-		err error
-	}
-	write := func() chan result {
-		done := make(chan result, 1)
-		go func() {
-			n, err := d.Write(ctx, inserts(1, 5))
-			done <- result{n, err}
-		}()
-		return done
-	}
-	// waitFor returns once the database shows a lock of kind waited for,
-	// failing if done has a result first.
-	waitFor := func(kind string, done chan result) {
-		for waiting := false; !waiting; {
-			select {
-			case r := <-done:
-				t.Fatalf("the Write ended (%d, %v) before a %s lock was waited for; sessions: %q", r.n, r.err, kind,
-					pgtest.Rows(t, conn, `SELECT pid, state, wait_event_type, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()`))
-			default:
-			}
-			is.NoErr(conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = $1 AND NOT granted
-				AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`, kind).Scan(&waiting))
-		}
-	}
-	lost := write()
-	waitFor("advisory", lost) // the commit waits
+	d, proxy, tx, conn := lostCommitSetup(t, waitOnceTrigger, 100)
+	lost := writeAsync(ctx, d, inserts(1, 5))
+	waitForLock(t, conn, "advisory", lost) // the commit waits
 	proxy.Drop()
 	r := <-lost
 	is.True(sdk.IsRetryable(r.err))
 
-	retry := write()
-	waitFor("transactionid", retry) // its fence waits for the lost commit
-	is.NoErr(tx.Commit(ctx))        // which goes through
+	retry := writeAsync(ctx, d, inserts(1, 5))
+	waitForLock(t, conn, "transactionid", retry) // its fence waits for the lost commit
+	is.NoErr(tx.Commit(ctx))                     // which goes through
 	r = <-retry
 	is.NoErr(r.err)
 	is.Equal(r.n, 5)
@@ -441,4 +387,56 @@ func TestExactlyOnceRetryWhileLostCommitRuns(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(n, 6)
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM items`), []string{"6"})
+}
+
+// waitOnceTrigger makes the first commit into items wait for advisory
+// lock 42, through the cancel pgx sends as it drops the connection.
+const waitOnceTrigger = `CREATE SEQUENCE once;
+	CREATE FUNCTION wait_once() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF nextval('once') = 1 THEN
+			LOOP
+				BEGIN PERFORM pg_advisory_xact_lock(42); EXIT;
+				EXCEPTION WHEN query_canceled THEN NULL; -- the cancel pgx sends as it drops the connection
+				END;
+			END LOOP;
+		END IF;
+		RETURN NULL;
+	END $$;
+	CREATE CONSTRAINT TRIGGER wait_once AFTER INSERT ON items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_once()`
+
+// writeResult is what a Write returned.
+type writeResult struct {
+	n   int
+	err error
+}
+
+// writeAsync writes records with d on a goroutine of its own; the channel
+// gets what the Write returns.
+func writeAsync(ctx context.Context, d *Destination, records []sdk.Record) <-chan writeResult {
+	done := make(chan writeResult, 1)
+	go func() {
+		n, err := d.Write(ctx, records)
+		done <- writeResult{n, err}
+	}()
+	return done
+}
+
+// waitForLock returns once the database shows a lock of kind waited for,
+// failing if the Write whose result done gets ends first.
+func waitForLock(t *testing.T, conn *pgx.Conn, kind string, done <-chan writeResult) {
+	t.Helper()
+	for waiting := false; !waiting; {
+		select {
+		case r := <-done:
+			t.Fatalf("the Write ended (%d, %v) before a %s lock was waited for; sessions: %q", r.n, r.err, kind,
+				pgtest.Rows(t, conn, `SELECT pid, state, wait_event_type, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()`))
+		default:
+		}
+		err := conn.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = $1 AND NOT granted
+			AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`, kind).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -25,7 +25,7 @@ const addedTablesDDL = `
 // chunks), some of them several in one transaction.
 type writer struct {
 	stopped chan struct{}
-	done    chan struct{}
+	ended   chan struct{} // closed when the writer's goroutine has returned
 	err     error
 	changes int
 }
@@ -36,9 +36,9 @@ func startWriter(t *testing.T, url string, firstA int) *writer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &writer{stopped: make(chan struct{}), done: make(chan struct{})}
+	w := &writer{stopped: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
-		defer close(w.done)
+		defer close(w.ended)
 		defer conn.Close(context.Background())
 		ctx := context.Background()
 		for i := firstA; ; i++ {
@@ -77,7 +77,7 @@ func (w *writer) stop() {
 	default:
 		close(w.stopped)
 	}
-	<-w.done
+	<-w.ended
 }
 
 // readUntilQuiet reads records until none comes for two seconds.
@@ -123,7 +123,7 @@ func readSnapshotOf(t *testing.T, s *Source, collection string, n int, d time.Du
 
 // firstRun snapshots a alone, streams a few of its changes and returns the
 // last position acked.
-func firstRun(t *testing.T, url string, conn *pgx.Conn, m *replay) sdk.Position {
+func firstRun(t *testing.T, url string, conn *pgx.Conn, m *copyModel) sdk.Position {
 	t.Helper()
 	s := openSource(t, url, map[string]string{"tables": "a", "snapshot.fetchSize": "40"}, nil)
 	recs := readN(t, s, 100)
@@ -164,11 +164,11 @@ func checkAdded(t *testing.T, recs []sdk.Record) (snapshots int) {
 }
 
 // A table added to a streaming source is snapshotted in chunks while
-// changes to both tables stream: replayed as an exactly-once destination
+// changes to both tables stream: applied as an exactly-once destination
 // would, the records hold both tables' rows, none twice, none missing.
 func TestSourceAddedTable(t *testing.T) {
 	url, conn := sourceDB(t, addedTablesDDL)
-	m := newReplay(t)
+	m := newCopyModel(t)
 	from := firstRun(t, url, conn, m)
 
 	s := openSource(t, url, map[string]string{"tables": "a,b", "snapshot.fetchSize": "10"}, from)
@@ -192,10 +192,10 @@ func TestSourceAddedTable(t *testing.T) {
 // A source restarted in the middle of an added table's snapshot, from the
 // position of one of its rows and then from a change's, goes on where it
 // was: rows delivered and not acknowledged come again under the positions
-// they had, and the replay holds each row once.
+// they had, and the copy has each row once.
 func TestSourceAddedTableResumed(t *testing.T) {
 	url, conn := sourceDB(t, addedTablesDDL)
-	m := newReplay(t)
+	m := newCopyModel(t)
 	from := firstRun(t, url, conn, m)
 
 	w := startWriter(t, url, 1000)
@@ -255,7 +255,7 @@ func TestSourceAddedTableResumed(t *testing.T) {
 // once, in a chunk or as its change.
 func TestSourceAddedTableRemovedAndAddedAgain(t *testing.T) {
 	url, conn := sourceDB(t, addedTablesDDL)
-	from := firstRun(t, url, conn, newReplay(t))
+	from := firstRun(t, url, conn, newCopyModel(t))
 	for round, tables := range []string{"a,b", "a", "a,b"} {
 		s := openSource(t, url, map[string]string{"tables": tables, "snapshot.fetchSize": "100"}, from)
 		pgtest.Exec(t, conn, `INSERT INTO a VALUES ($1::bigint, 0)`, 1000+round)
@@ -300,7 +300,7 @@ func TestSourceAddedTableUnchangedToast(t *testing.T) {
 		CREATE TABLE b (id bigint PRIMARY KEY, n bigint NOT NULL, big text);
 		INSERT INTO a SELECT i, i FROM generate_series(1, 100) i;
 		INSERT INTO b SELECT i, i, (SELECT string_agg(md5(random()::text || j), '') FROM generate_series(1, 300) j) FROM generate_series(1, 300) i;`)
-	from := firstRun(t, url, conn, newReplay(t))
+	from := firstRun(t, url, conn, newCopyModel(t))
 	s := openSource(t, url, map[string]string{"tables": "a,b", "snapshot.fetchSize": "10"}, from)
 	pgtest.Exec(t, conn, `UPDATE b SET n = n + 1 WHERE id > 250`)
 	recs := readUntilQuiet(t, s)

@@ -35,6 +35,23 @@ func (t *sourceTable) keyNames() []string {
 	return names
 }
 
+// catalog is what the source knows of the tables it reads: their
+// descriptions as Open found them, and the names of the column types
+// changes carry, looked up as they come.
+type catalog struct {
+	tables    []*sourceTable // sorted by ident
+	byOID     map[uint32]*sourceTable
+	typeNames map[typeKey]string // format_type of each type and modifier asked for (columns.go)
+}
+
+func newCatalog(tables []*sourceTable) catalog {
+	c := catalog{tables: tables, byOID: make(map[uint32]*sourceTable, len(tables))}
+	for _, t := range tables {
+		c.byOID[t.oid] = t
+	}
+	return c
+}
+
 // collectionName is a table's opencdc.collection: its name for a table in
 // public, schema.name otherwise, with a part double-quoted when it contains
 // a dot or a quote, the way the postgres destination reads table names.
@@ -55,94 +72,113 @@ func collectionName(schema, name string) string {
 // * for every table in public, schema.* for every table in schema) and
 // describes them, sorted by their quoted names. Every table must exist, be
 // readable and have a primary key. A wildcard leaves out the table named
-// by state (the source's own, see snapstate.go).
+// by state (the source's own, see statetable.go).
 func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state string) ([]*sourceTable, error) {
 	var oids []uint32
 	for _, p := range patterns {
-		p = strings.TrimSpace(p)
-		parts, err := pg.SplitName(p)
+		found, err := matchTables(ctx, conn, strings.TrimSpace(p), state)
 		if err != nil {
-			return nil, fmt.Errorf(`parameter "tables": %w`, err)
+			return nil, err
 		}
-		if parts[len(parts)-1] == "*" {
-			schema := "public"
-			if len(parts) == 2 {
-				schema = parts[0]
-			}
-			rows, _ := conn.Query(ctx, `
-				SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-				WHERE n.nspname = $1 AND c.relkind = 'r' AND c.oid IS DISTINCT FROM to_regclass($2)`, schema, state)
-			found, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
-			if err != nil {
-				return nil, fmt.Errorf("list the tables of schema %s: %w", schema, err)
-			}
-			if len(found) == 0 {
-				return nil, fmt.Errorf(`parameter "tables": %q matches no table: schema %s has none`, p, schema)
-			}
-			oids = append(oids, found...)
-			continue
-		}
-		var oid *uint32
-		if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, pgx.Identifier(parts).Sanitize()).Scan(&oid); err != nil {
-			return nil, fmt.Errorf("look up table %s: %w", p, err)
-		}
-		if oid == nil {
-			return nil, fmt.Errorf(`parameter "tables": table %s does not exist`, p)
-		}
-		oids = append(oids, *oid)
+		oids = append(oids, found...)
 	}
 	slices.Sort(oids)
 	oids = slices.Compact(oids)
 
 	tables := make([]*sourceTable, 0, len(oids))
 	for _, oid := range oids {
-		t := &sourceTable{oid: oid}
-		var keys []string
-		var readable bool
-		var kind string
-		err := conn.QueryRow(ctx, `
-			SELECT n.nspname, c.relname, c.relkind::text, has_table_privilege(c.oid, 'SELECT'),
-				array(SELECT a.attname::text FROM pg_attribute a
-					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-					ORDER BY a.attnum),
-				array(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-					ORDER BY a.attnum),
-				array(SELECT a.attnotnull FROM pg_attribute a
-					WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-					ORDER BY a.attnum),
-				array(SELECT a.attname::text FROM pg_index i
-					CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-					JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-					WHERE i.indrelid = c.oid AND i.indisprimary
-					ORDER BY k.ord)
-			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &t.columns, &t.types, &t.notNull, &keys)
+		t, err := describeTable(ctx, conn, oid)
 		if err != nil {
-			return nil, fmt.Errorf("describe table %d: %w", oid, err)
-		}
-		t.ident = pgx.Identifier{t.schema, t.name}.Sanitize()
-		t.collection = collectionName(t.schema, t.name)
-		name := pg.SQLName(t.schema, t.name)
-		switch {
-		case kind != "r":
-			return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary tables can be read)`, name)
-		case !readable:
-			return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
-		case len(keys) == 0:
-			return nil, fmt.Errorf("table %s has no primary key: the source reads tables in key order and keys every record by it; add one (ALTER TABLE %s ADD PRIMARY KEY (...))", name, name)
-		}
-		for _, k := range keys {
-			t.keys = append(t.keys, slices.Index(t.columns, k))
-		}
-		if err := t.readUserTypes(ctx, conn); err != nil {
 			return nil, err
 		}
-		t.meta = t.snapshotColumns()
 		tables = append(tables, t)
 	}
 	// Sorted as positions name them, so that a position whose table is no
 	// longer read still finds its place among those that are.
 	slices.SortFunc(tables, func(a, b *sourceTable) int { return strings.Compare(a.ident, b.ident) })
 	return tables, nil
+}
+
+// matchTables returns the OIDs of the tables pattern p names.
+func matchTables(ctx context.Context, conn *pgx.Conn, p, state string) ([]uint32, error) {
+	parts, err := pg.SplitName(p)
+	if err != nil {
+		return nil, fmt.Errorf(`parameter "tables": %w`, err)
+	}
+	if parts[len(parts)-1] == "*" {
+		schema := "public"
+		if len(parts) == 2 {
+			schema = parts[0]
+		}
+		rows, _ := conn.Query(ctx, `
+			SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relkind = 'r' AND c.oid IS DISTINCT FROM to_regclass($2)`, schema, state)
+		found, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
+		if err != nil {
+			return nil, fmt.Errorf("list the tables of schema %s: %w", schema, err)
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf(`parameter "tables": %q matches no table: schema %s has none`, p, schema)
+		}
+		return found, nil
+	}
+	var oid *uint32
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, pgx.Identifier(parts).Sanitize()).Scan(&oid); err != nil {
+		return nil, fmt.Errorf("look up table %s: %w", p, err)
+	}
+	if oid == nil {
+		return nil, fmt.Errorf(`parameter "tables": table %s does not exist`, p)
+	}
+	return []uint32{*oid}, nil
+}
+
+// describeTable reads what the catalog says of the table with the given
+// OID, which must be a readable table with a primary key.
+func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTable, error) {
+	t := &sourceTable{oid: oid}
+	var keys []string
+	var readable bool
+	var kind string
+	err := conn.QueryRow(ctx, `
+		SELECT n.nspname, c.relname, c.relkind::text, has_table_privilege(c.oid, 'SELECT'),
+			array(SELECT a.attname::text FROM pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+				ORDER BY a.attnum),
+			array(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+				ORDER BY a.attnum),
+			array(SELECT a.attnotnull FROM pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+				ORDER BY a.attnum),
+			array(SELECT a.attname::text FROM pg_index i
+				CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+				WHERE i.indrelid = c.oid AND i.indisprimary
+				ORDER BY k.ord)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &t.columns, &t.types, &t.notNull, &keys)
+	if err != nil {
+		return nil, fmt.Errorf("describe table %d: %w", oid, err)
+	}
+	t.ident = pgx.Identifier{t.schema, t.name}.Sanitize()
+	t.collection = collectionName(t.schema, t.name)
+	// What the source can read: the seam for partitioned tables and tables
+	// without a primary key.
+	name := pg.SQLName(t.schema, t.name)
+	switch {
+	case kind != "r":
+		return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary tables can be read)`, name)
+	case !readable:
+		return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
+	case len(keys) == 0:
+		return nil, fmt.Errorf("table %s has no primary key: the source reads tables in key order and keys every record by it; add one (ALTER TABLE %s ADD PRIMARY KEY (...))", name, name)
+	}
+	for _, k := range keys {
+		t.keys = append(t.keys, slices.Index(t.columns, k))
+	}
+	if err := t.readUserTypes(ctx, conn); err != nil {
+		return nil, err
+	}
+	t.meta = t.snapshotColumns()
+	return t, nil
 }

@@ -74,17 +74,17 @@ func (r *replicator) relationColumns(ctx context.Context, t *sourceTable, m *pgl
 // pair.
 func (s *Source) typeName(ctx context.Context, oid uint32, typmod int32) (string, error) {
 	k := typeKey{oid, typmod}
-	if name, ok := s.typeNames[k]; ok {
+	if name, ok := s.catalog.typeNames[k]; ok {
 		return name, nil
 	}
 	var name string
 	if err := s.conn.QueryRow(ctx, `SELECT format_type($1::oid, $2::int)`, oid, typmod).Scan(&name); err != nil {
 		return "", s.errorf("look up a column's type: %s", err)
 	}
-	if s.typeNames == nil {
-		s.typeNames = map[typeKey]string{}
+	if s.catalog.typeNames == nil {
+		s.catalog.typeNames = map[typeKey]string{}
 	}
-	s.typeNames[k] = name
+	s.catalog.typeNames[k] = name
 	return name, nil
 }
 

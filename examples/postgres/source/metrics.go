@@ -3,13 +3,8 @@ package source
 import (
 	"context"
 	"encoding/json"
-	"sync"
-	"time"
 
-	"github.com/connkit/connkit/examples/postgres/internal/pg"
-	"github.com/connkit/connkit/sdk"
 	"github.com/connkit/connkit/sdk/metrics"
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -48,33 +43,38 @@ type snapshotProgress struct {
 	remaining int // tables not read yet
 }
 
-// estimate starts following the snapshot of tables from index from on,
-// each expected to have as many rows as the planner estimates; tables
+// followSnapshot starts following the snapshot of tables from index from
+// on, each expected to have as many rows as the planner estimates; tables
 // before from are read.
-func (s *Source) estimate(ctx context.Context, from int) *snapshotProgress {
-	p := &snapshotProgress{m: s.metrics, tables: make([]string, len(s.tables)), estimates: make([]float64, len(s.tables)), read: make([]float64, len(s.tables))}
-	for i, t := range s.tables {
+func followSnapshot(ctx context.Context, conn *pgx.Conn, m sourceMetrics, tables []*sourceTable, from int) *snapshotProgress {
+	p := &snapshotProgress{m: m, tables: make([]string, len(tables)), estimates: make([]float64, len(tables)), read: make([]float64, len(tables))}
+	for i, t := range tables {
 		p.tables[i] = t.schema + "." + t.name
 	}
-	for i := from; i < len(s.tables); i++ {
-		t := s.tables[i]
-		var plan []struct {
-			Plan struct {
-				Rows float64 `json:"Plan Rows"`
-			}
-		}
-		var out []byte
-		// An estimate is no reason to fail: without one, the table counts
-		// as empty until it is read.
-		if err := s.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+t.ident).Scan(&out); err == nil && json.Unmarshal(out, &plan) == nil && len(plan) == 1 {
-			p.estimates[i] = plan[0].Plan.Rows
-		}
+	for i := from; i < len(tables); i++ {
+		p.estimates[i] = plannedRows(ctx, conn, tables[i])
 		p.m.snapshotEstimate.Set(p.estimates[i], p.tables[i])
 	}
-	p.remaining = len(s.tables) - from
+	p.remaining = len(tables) - from
 	p.m.snapshotRemaining.Set(float64(p.remaining))
 	p.show()
 	return p
+}
+
+// plannedRows is how many rows the planner expects t to have. An estimate
+// is no reason to fail: without one, the table counts as empty until it is
+// read.
+func plannedRows(ctx context.Context, conn *pgx.Conn, t *sourceTable) float64 {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	var out []byte
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+t.ident).Scan(&out); err == nil && json.Unmarshal(out, &plan) == nil && len(plan) == 1 {
+		return plan[0].Plan.Rows
+	}
+	return 0
 }
 
 // readRows notes n rows read of table i.
@@ -116,131 +116,4 @@ func (p *snapshotProgress) show() {
 		}
 	}
 	p.m.snapshotProgress.Set(ratio)
-}
-
-// lag measures, every interval until ctx ends, how far the slot is behind
-// the server on a connection of its own: the snapshot's and the stream's
-// are busy.
-func (s *Source) lag(ctx context.Context, interval time.Duration) {
-	var conn *pgx.Conn
-	defer func() {
-		if conn != nil {
-			_ = conn.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	warned := false
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		var err error
-		if conn == nil || conn.IsClosed() {
-			conn, err = pgx.Connect(ctx, s.cfg.URL)
-		}
-		if err == nil {
-			err = s.measureLag(ctx, conn)
-		}
-		if err != nil && ctx.Err() == nil && !warned {
-			sdk.Logger(ctx).Warn("postgres: cannot measure the replication lag: " + pg.Reason(err, s.cfg.URL))
-			warned = true
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// measureLag sets the lag metrics: the server's WAL end less the slot's
-// confirmed LSN or, if it is earlier, the first LSN of the oldest
-// transaction read and not all acknowledged; and the age of the last
-// change read while some change read is not acknowledged.
-func (s *Source) measureLag(ctx context.Context, conn *pgx.Conn) error {
-	var end, confirmed string
-	err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, s.cfg.Slot.Name).Scan(&end, &confirmed)
-	if err != nil {
-		return err
-	}
-	endLSN, err := pglogrepl.ParseLSN(end)
-	if err != nil {
-		return err
-	}
-	confirmedLSN, err := pglogrepl.ParseLSN(confirmed)
-	if err != nil {
-		return err
-	}
-	s.metrics.confirmedLSN.Set(float64(confirmedLSN))
-	from := confirmedLSN
-	if first, ok := s.backlog.oldest(); ok {
-		from = min(from, first)
-	}
-	s.metrics.lagBytes.Set(float64(max(endLSN, from) - from))
-	var seconds float64
-	if committed := s.lastCommit.Load(); committed != 0 && s.acked.Load() < s.produced.Load() {
-		seconds = max(0, time.Since(time.Unix(0, committed)).Seconds())
-	}
-	s.metrics.lagSeconds.Set(seconds)
-	return nil
-}
-
-// backlog is the transactions whose changes the source has queued and
-// Conduit has not all acknowledged, oldest first. The slot's confirmed
-// LSN alone can be ahead of them: it follows the server's WAL end while
-// nothing read is unacknowledged, even into a transaction the server has
-// yet to send. A nil backlog keeps nothing.
-type backlog struct {
-	mu  sync.Mutex
-	txs []backlogTx
-}
-
-type backlogTx struct {
-	commit, first pglogrepl.LSN // its commit record's LSN and its first
-	unacked       int
-}
-
-// queued notes n changes queued of the transaction that starts at first
-// and commits at commit.
-func (b *backlog) queued(commit, first pglogrepl.LSN, n int) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if k := len(b.txs); k > 0 && b.txs[k-1].commit == commit {
-		b.txs[k-1].unacked += n // the rest of a large transaction
-		return
-	}
-	b.txs = append(b.txs, backlogTx{commit: commit, first: first, unacked: n})
-}
-
-// acked notes the acknowledgment of a change of the transaction that
-// commits at commit; acknowledgments come in order.
-func (b *backlog) acked(commit pglogrepl.LSN) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for len(b.txs) > 0 && b.txs[0].commit < commit {
-		b.txs = b.txs[1:]
-	}
-	if len(b.txs) > 0 && b.txs[0].commit == commit {
-		if b.txs[0].unacked--; b.txs[0].unacked <= 0 {
-			b.txs = b.txs[1:]
-		}
-	}
-}
-
-// oldest returns the first LSN of the oldest transaction not all
-// acknowledged, if there is one.
-func (b *backlog) oldest() (pglogrepl.LSN, bool) {
-	if b == nil {
-		return 0, false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.txs) == 0 {
-		return 0, false
-	}
-	return b.txs[0].first, true
 }

@@ -30,6 +30,10 @@ type position struct {
 	Index   int    `json:"i,omitempty"`   // CDC: the change's index in the transaction, from 0
 }
 
+// snapshotPrefix starts every position that names a table: the
+// snapshot's and the added tables'.
+var snapshotPrefix = []byte(`{"table"`)
+
 // snapshot reports whether p is a position of the first snapshot.
 func (p position) snapshot() bool { return p.Table != "" && p.LSN == "" }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // queue hands records from the source's reader goroutine to ReadBatch. It
-// holds about limit records: put waits while it is full, so a consumer that
+// keeps about limit records: put waits while it is full, so a consumer that
 // stalls stalls the reader too (and PostgreSQL keeps the changes in its WAL
 // for the replication slot) instead of growing memory.
 type queue struct {
@@ -33,11 +33,12 @@ func signal(c chan struct{}) {
 	}
 }
 
-// put appends recs once the queue has room, calling idle every interval
-// while it waits (the reader keeps its replication connection alive there).
-func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Duration, idle func() error) error {
+// put appends recs once the queue has room, calling keepAlive every
+// interval while it waits (the reader keeps its replication connection
+// alive there).
+func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Duration, keepAlive func() error) error {
 	var tick <-chan time.Time
-	if idle != nil {
+	if keepAlive != nil {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		tick = t.C
@@ -54,7 +55,7 @@ func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Durati
 		select {
 		case <-q.space:
 		case <-tick:
-			if err := idle(); err != nil {
+			if err := keepAlive(); err != nil {
 				return err
 			}
 		case <-ctx.Done():

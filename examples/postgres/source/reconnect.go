@@ -11,17 +11,6 @@ import (
 	"github.com/jackc/pglogrepl"
 )
 
-// sourceError is an error of the source whose text has the password
-// removed and which still wraps its cause, so that a lost connection can
-// be told from other failures.
-type sourceError struct {
-	text  string
-	cause error
-}
-
-func (e *sourceError) Error() string { return e.text }
-func (e *sourceError) Unwrap() error { return e.cause }
-
 // streamReconnecting streams changes as [Source.stream] does and, when the
 // replication connection or the query connection breaks, reconnects both
 // and starts replication again from the LSN confirmed to the server, up to
@@ -77,28 +66,28 @@ func (s *Source) reconnect(ctx context.Context, deadline time.Time) error {
 	// What Conduit acknowledged is confirmed; what it was handed and has
 	// not acknowledged comes again, and is skipped up to the last change
 	// queued.
-	s.start = pglogrepl.LSN(s.confirmed.Load())
-	if s.emitted.LSN != "" {
-		s.skip = s.emitted
+	s.from.lsn = pglogrepl.LSN(s.acks.confirmed.Load())
+	if s.from.queued.LSN != "" {
+		s.from.skip = s.from.queued
 	}
 	return nil
 }
 
 var errSlotGone = errors.New("the replication slot is gone")
 
-// connectAgain opens the query connection, takes the slot's lock on it and
+// connectAgain opens the query connection, claims the slot on it and
 // opens the replication connection, as Open does.
 func (s *Source) connectAgain(ctx context.Context) error {
 	var err error
 	if s.conn, err = connectQuery(ctx, s.cfg.URL); err != nil {
 		return err
 	}
-	slot, err := s.takeSlot(ctx)
+	slot, err := s.claimSlot(ctx)
 	if err != nil {
 		return err
 	}
 	if !slot.exists {
-		return fmt.Errorf("%w: replication slot %s no longer exists, so the changes after LSN %s are gone: to start over with a fresh snapshot, reset the pipeline's position (e.g. recreate the source connector)", errSlotGone, s.cfg.Slot.Name, pglogrepl.LSN(s.confirmed.Load()))
+		return fmt.Errorf("%w: replication slot %s no longer exists, so the changes after LSN %s are gone: to start over with a fresh snapshot, reset the pipeline's position (e.g. recreate the source connector)", errSlotGone, s.cfg.Slot.Name, pglogrepl.LSN(s.acks.confirmed.Load()))
 	}
 	s.repl, err = connectReplication(ctx, s.cfg.URL)
 	return err
@@ -123,6 +112,6 @@ func (s *Source) closeConnections(ctx context.Context) {
 // it logs how long reconnecting took.
 func (s *Source) streaming(ctx context.Context) {
 	if took := s.lost.Restored(); took > 0 {
-		sdk.Logger(ctx).Info(fmt.Sprintf("postgres: reconnected to PostgreSQL after %s; replication resumes after LSN %s", took.Round(time.Millisecond), s.start))
+		sdk.Logger(ctx).Info(fmt.Sprintf("postgres: reconnected to PostgreSQL after %s; replication resumes after LSN %s", took.Round(time.Millisecond), s.from.lsn))
 	}
 }

@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,49 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/matryer/is"
 )
-
-// inserting inserts rows into items, ten per transaction every 10 ms
-// (1,000 rows a second), across crashes of the server, until stop is
-// closed; the rows it has committed are the table's rows.
-func inserting(t *testing.T, url string, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var conn *pgx.Conn
-		defer func() {
-			if conn != nil {
-				conn.Close(context.Background())
-			}
-		}()
-		next := 1
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if conn == nil || conn.IsClosed() {
-				var err error
-				if conn, err = pgx.Connect(context.Background(), url); err != nil {
-					continue
-				}
-			}
-			// A row whose commit the crash leaves in doubt is inserted again
-			// under another id: the table says what was committed.
-			if _, err := conn.Exec(context.Background(), `INSERT INTO items SELECT i FROM generate_series($1::int, $1::int + 9) i`, next); err == nil {
-				next += 10
-			} else {
-				next += 10
-				conn.Close(context.Background())
-				conn = nil
-			}
-		}
-	}()
-	return &wg
-}
 
 // TestSourceReconnects crashes the server three times while the source
 // streams about 1,000 rows a second, with Conduit's acks a quarter of a
@@ -76,51 +32,13 @@ func TestSourceReconnects(t *testing.T) {
 	is.NoErr(err)
 	t.Cleanup(func() { src.Teardown(context.Background()) })
 	is.NoErr(src.Open(ctx, nil))
-	s := src.(*Source)
+	r := &lateReader{t: t, s: src.(*Source), seen: map[int]int{}}
 
-	stop := make(chan struct{})
-	ins := inserting(t, url, stop)
+	ins := pgtest.InsertAcrossCrashes(t, url, `INSERT INTO items SELECT i FROM generate_series($1::int, $1::int + 9) i`)
 	crashed := make(chan error, 1)
 	go func() { crashed <- srv.CrashTimes(3) }()
-
-	seen := map[int]int{}
-	var last sdk.Position
-	var lastLSN pglogrepl.LSN
-	type held struct {
-		at  time.Time
-		pos sdk.Position
-	}
-	var unacked []held
-	read := func(d time.Duration) {
-		rctx, cancel := context.WithTimeout(t.Context(), d)
-		defer cancel()
-		for {
-			recs, err := s.ReadBatch(rctx, 1000)
-			if err != nil && rctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				t.Fatalf("after %d records: %v", len(seen), err)
-			}
-			for _, r := range recs {
-				id := int(r.Payload.After.(sdk.StructuredData)["id"].(int64))
-				seen[id]++
-				lsn, err := positionLSN(r.Position)
-				is.NoErr(err)
-				if lsn < lastLSN {
-					t.Fatalf("record at %s after one at %s", r.Position, last)
-				}
-				last, lastLSN = r.Position, lsn
-				unacked = append(unacked, held{time.Now(), r.Position})
-			}
-			for len(unacked) > 0 && time.Since(unacked[0].at) > 250*time.Millisecond {
-				is.NoErr(s.Ack(t.Context(), unacked[0].pos))
-				unacked = unacked[1:]
-			}
-		}
-	}
 	for {
-		read(100 * time.Millisecond)
+		r.read(100 * time.Millisecond)
 		select {
 		case err := <-crashed:
 			is.NoErr(err)
@@ -129,9 +47,8 @@ func TestSourceReconnects(t *testing.T) {
 		}
 		break
 	}
-	read(2 * time.Second) // rows inserted after the last crash
-	close(stop)
-	ins.Wait()
+	r.read(2 * time.Second) // rows inserted after the last crash
+	ins.Stop()
 
 	check, err := pgx.Connect(t.Context(), url)
 	is.NoErr(err)
@@ -139,36 +56,107 @@ func TestSourceReconnects(t *testing.T) {
 	var want int
 	is.NoErr(check.QueryRow(t.Context(), `SELECT count(*) FROM items`).Scan(&want))
 	deadline := time.Now().Add(time.Minute)
-	for len(seen) < want && time.Now().Before(deadline) {
-		read(200 * time.Millisecond)
+	for len(r.seen) < want && time.Now().Before(deadline) {
+		r.read(200 * time.Millisecond)
 	}
-	read(200 * time.Millisecond)
-	for _, u := range unacked {
-		is.NoErr(s.Ack(t.Context(), u.pos))
+	r.read(200 * time.Millisecond)
+	r.ackRest()
+	missing, twice := r.missingAndTwice(check)
+	t.Logf("%d rows committed, %d records read, %d missing, %d twice", want, len(r.seen), missing, twice)
+	is.Equal(missing, 0)
+	is.Equal(twice, 0)
+	is.Equal(len(r.seen), want) // nothing that was not committed
+	// Acks reach the slot on the new connection, and the lag goroutine
+	// measures on one of its own.
+	waitConfirmed(t, check, r.lastLSN.String())
+	metricstest.Eventually(t, address, "the last change's LSN", func(v float64) bool { return v >= float64(r.lastLSN) }, "connkit_postgres_slot_confirmed_lsn")
+}
+
+// lateReader reads the changes of items, checking that they come in
+// commit order, and acks each a quarter of a second after it came.
+type lateReader struct {
+	t       *testing.T
+	s       *Source
+	seen    map[int]int // records read, by id
+	last    sdk.Position
+	lastLSN pglogrepl.LSN
+	unacked []delivered
+}
+
+// delivered is a record read and not acked yet.
+type delivered struct {
+	at  time.Time
+	pos sdk.Position
+}
+
+// read reads for d.
+func (r *lateReader) read(d time.Duration) {
+	t := r.t
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	for {
+		recs, err := r.s.ReadBatch(ctx, 1000)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("after %d records: %v", len(r.seen), err)
+		}
+		for _, rec := range recs {
+			r.seen[int(rec.Payload.After.(sdk.StructuredData)["id"].(int64))]++
+			lsn, err := positionLSN(rec.Position)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lsn < r.lastLSN {
+				t.Fatalf("record at %s after one at %s", rec.Position, r.last)
+			}
+			r.last, r.lastLSN = rec.Position, lsn
+			r.unacked = append(r.unacked, delivered{time.Now(), rec.Position})
+		}
+		for len(r.unacked) > 0 && time.Since(r.unacked[0].at) > 250*time.Millisecond {
+			r.ack(r.unacked[0].pos)
+			r.unacked = r.unacked[1:]
+		}
 	}
-	var missing, twice int
-	rows, err := check.Query(t.Context(), `SELECT id FROM items`)
-	is.NoErr(err)
+}
+
+func (r *lateReader) ack(pos sdk.Position) {
+	if err := r.s.Ack(r.t.Context(), pos); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// ackRest acks every record read.
+func (r *lateReader) ackRest() {
+	for _, u := range r.unacked {
+		r.ack(u.pos)
+	}
+	r.unacked = nil
+}
+
+// missingAndTwice counts the rows of items at conn that were not read, and
+// the rows read more than once.
+func (r *lateReader) missingAndTwice(conn *pgx.Conn) (missing, twice int) {
+	rows, err := conn.Query(r.t.Context(), `SELECT id FROM items`)
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	is.NoErr(err)
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	for _, id := range ids {
-		if seen[int(id)] == 0 {
+		if r.seen[int(id)] == 0 {
 			missing++
 		}
 	}
-	for _, n := range seen {
+	for _, n := range r.seen {
 		if n > 1 {
 			twice++
 		}
 	}
-	t.Logf("%d rows committed, %d records read, %d missing, %d twice", want, len(seen), missing, twice)
-	is.Equal(missing, 0)
-	is.Equal(twice, 0)
-	is.Equal(len(seen), want) // nothing that was not committed
-	// Acks reach the slot on the new connection, and the lag goroutine
-	// measures on one of its own.
-	waitConfirmed(t, check, lastLSN.String())
-	metricstest.Eventually(t, address, "the last change's LSN", func(v float64) bool { return v >= float64(lastLSN) }, "connkit_postgres_slot_confirmed_lsn")
+	return missing, twice
 }
 
 // A source streaming changes whose database stays away longer than

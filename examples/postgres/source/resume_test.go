@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// replay applies a source's records to a model of its tables the way a
+// copyModel applies a source's records to a model of its tables the way a
 // destination in the exactly-once mode would (a record whose position it
 // has is skipped), and fails the test on a record that would put a row
 // there twice: a row created, read or moved to a key that it already
@@ -26,17 +26,17 @@ import (
 // after the resume point, comes as its changes alone. A delete of a row it
 // does not hold is a no-op: the source cannot know which records in
 // flight before a restart reached the destination.
-type replay struct {
+type copyModel struct {
 	t         *testing.T
 	rows      map[string]map[int64]int64 // collection, id: n
 	positions map[string]bool
 }
 
-func newReplay(t *testing.T) *replay {
-	return &replay{t: t, rows: map[string]map[int64]int64{}, positions: map[string]bool{}}
+func newCopyModel(t *testing.T) *copyModel {
+	return &copyModel{t: t, rows: map[string]map[int64]int64{}, positions: map[string]bool{}}
 }
 
-func (m *replay) apply(recs ...sdk.Record) {
+func (m *copyModel) apply(recs ...sdk.Record) {
 	m.t.Helper()
 	for _, r := range recs {
 		if m.positions[string(r.Position)] {
@@ -78,7 +78,7 @@ func (m *replay) apply(recs ...sdk.Record) {
 }
 
 // check compares the model with the tables.
-func (m *replay) check(conn *pgx.Conn, tables ...string) {
+func (m *copyModel) check(conn *pgx.Conn, tables ...string) {
 	m.t.Helper()
 	for _, table := range tables {
 		want := map[int64]int64{}
@@ -93,12 +93,12 @@ func (m *replay) check(conn *pgx.Conn, tables ...string) {
 		if got := m.rows[table]; !maps.Equal(got, want) {
 			for id, n := range want {
 				if g, ok := got[id]; !ok || g != n {
-					m.t.Errorf("%s %d: table has n=%d, replay has %d (present: %v)", table, id, n, g, ok)
+					m.t.Errorf("%s %d: table has n=%d, the copy has %d (present: %v)", table, id, n, g, ok)
 				}
 			}
 			for id := range got {
 				if _, ok := want[id]; !ok {
-					m.t.Errorf("%s %d: in the replay, not in the table", table, id)
+					m.t.Errorf("%s %d: in the copy, not in the table", table, id)
 				}
 			}
 			m.t.FailNow()
@@ -108,7 +108,7 @@ func (m *replay) check(conn *pgx.Conn, tables ...string) {
 
 // A snapshot resumed from a position in its middle, after writes on both
 // sides of the resume key and in a later table, and with writes going on
-// while it resumes, delivers each row once: replayed as a keyless
+// while it resumes, delivers each row once: applied as a keyless
 // destination would, the stream holds the tables' rows, none twice. A
 // restart among the changes goes on with the same positions.
 func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
@@ -120,10 +120,45 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 		INSERT INTO b SELECT i, 0 FROM generate_series(1, 50) i;
 	`)
 	settings := map[string]string{"tables": "*", "snapshot.fetchSize": "7"}
-	m := newReplay(t)
+	m := newCopyModel(t)
+	resumeAt := deliverUpTo45(t, url, settings, m)
+	writeBeforeResume(t, conn)
+	writes := writeDuringResume(t, url)
 
-	// The first run delivers a's rows up to 45, and stops with 40
-	// acknowledged: the destination holds 41 to 45 too.
+	// The resumed run: the rest of the snapshot, then changes, stopped
+	// after the first change of the second transaction; the next run
+	// resumes after it.
+	s := openSource(t, url, settings, resumeAt)
+	read := readIntoSecondTransaction(t, s, m)
+	change := read[len(read)-1]
+	ackAll(t, s, read)
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once the writes are done, a row in z marks the end of the changes.
+	if err := writes(); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, conn, `INSERT INTO z VALUES (1, 1)`)
+	s = openSource(t, url, settings, change.Position)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for m.rows["z"] == nil {
+		recs, err := s.ReadBatch(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.apply(recs...)
+	}
+	m.check(conn, "a", "b", "z")
+}
+
+// deliverUpTo45 is a first run that delivers a's rows up to 45, and stops
+// with 40 acknowledged: the destination holds 41 to 45 too. It returns the
+// position of 40.
+func deliverUpTo45(t *testing.T, url string, settings map[string]string, m *copyModel) sdk.Position {
+	t.Helper()
 	s := openSource(t, url, settings, nil)
 	first := readN(t, s, 45)
 	m.apply(first...)
@@ -136,12 +171,16 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 	if !strings.HasPrefix(string(resumeAt), `{"table":"\"public\".\"a\"","key":["40"]`) {
 		t.Fatalf("resume position %s", resumeAt)
 	}
+	return resumeAt
+}
 
-	// Writes before the resume (44, in flight, changes: its new version
-	// comes under a new position; 43, in flight, is deleted): inserts, updates and deletes
-	// on both sides of key 40 (10 < 40 < 100 also as text), keys moved across it
-	// both ways and on either side, in a later table, in one transaction
-	// and in several.
+// writeBeforeResume writes before the resume (44, in flight, changes: its
+// new version comes under a new position; 43, in flight, is deleted):
+// inserts, updates and deletes on both sides of key 40 (10 < 40 < 100 also
+// as text), keys moved across it both ways and on either side, in a later
+// table, in one transaction and in several.
+func writeBeforeResume(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
 	pgtest.Exec(t, conn, `BEGIN; DELETE FROM a WHERE id = 50; INSERT INTO a VALUES (-1, 1), (1000, 1); COMMIT`)
 	pgtest.Exec(t, conn, `BEGIN;
 		UPDATE a SET n = 2 WHERE id IN (10, 44, 60, 100);
@@ -157,19 +196,21 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 	pgtest.Exec(t, conn, `UPDATE a SET id = 0, n = 3 WHERE id = 1000`) // moved twice
 	pgtest.Exec(t, conn, `UPDATE a SET id = 1000 WHERE id = 0`)
 	pgtest.Exec(t, conn, `INSERT INTO a VALUES (50, 5)`) // deleted in a transaction before the one the last run resumes in
+}
 
-	// Writes during the resume.
+// writeDuringResume writes to a and b while the snapshot resumes, and
+// returns a function that waits for the writes to end.
+func writeDuringResume(t *testing.T, url string) (wait func() error) {
 	writer, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer writer.Close(context.Background())
 	var wg sync.WaitGroup
-	defer wg.Wait() // before the writer's connection closes, also when the test fails
 	var werr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer writer.Close(context.Background())
 		for i := 1; i <= 150 && werr == nil; i++ {
 			sql := fmt.Sprintf(`BEGIN;
 				UPDATE a SET n = n + 1 WHERE id IN (%[2]d, %[3]d);
@@ -186,11 +227,17 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 			_, werr = writer.Exec(context.Background(), sql)
 		}
 	}()
+	t.Cleanup(wg.Wait) // also when the test fails
+	return func() error {
+		wg.Wait()
+		return werr
+	}
+}
 
-	// The resumed run: the rest of the snapshot, then changes, stopped
-	// after the first change of the second transaction; the next run
-	// resumes after it.
-	s = openSource(t, url, settings, resumeAt)
+// readIntoSecondTransaction reads records one at a time, applying each to
+// m, up to the first change of the second transaction of changes.
+func readIntoSecondTransaction(t *testing.T, s *Source, m *copyModel) []sdk.Record {
+	t.Helper()
 	var read []sdk.Record
 	var firstLSN pglogrepl.LSN
 	for {
@@ -207,32 +254,9 @@ func TestSourceResumedSnapshotExactlyOnce(t *testing.T) {
 		if firstLSN == 0 {
 			firstLSN = lsn
 		} else if lsn != firstLSN {
-			break
+			return read
 		}
 	}
-	change := read[len(read)-1]
-	ackAll(t, s, read)
-	if err := s.Teardown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-
-	// Once the writes are done, a row in z marks the end of the changes.
-	wg.Wait()
-	if werr != nil {
-		t.Fatal(werr)
-	}
-	pgtest.Exec(t, conn, `INSERT INTO z VALUES (1, 1)`)
-	s = openSource(t, url, settings, change.Position)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	for m.rows["z"] == nil {
-		recs, err := s.ReadBatch(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.apply(recs...)
-	}
-	m.check(conn, "a", "b", "z")
 }
 
 // A restart from a position of the snapshot after changes were delivered
@@ -251,7 +275,7 @@ func TestSourceResumedAfterChangesDelivered(t *testing.T) {
 		UPDATE a SET big = repeat('toasted ', 2000) WHERE id = 30;
 	`)
 	settings := map[string]string{"tables": "a", "snapshot.fetchSize": "7"}
-	m := newReplay(t)
+	m := newCopyModel(t)
 
 	s := openSource(t, url, settings, nil)
 	first := readN(t, s, 50)

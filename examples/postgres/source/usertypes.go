@@ -119,23 +119,23 @@ const firstUserOID = 16384
 // describes them.
 func describeTypes(ctx context.Context, conn *pgx.Conn, names []string, oids []uint32) (*userTypes, error) {
 	u := &userTypes{names: names, oids: oids, labels: map[uint32]set{}, types: map[uint32]*typeInfo{}}
-	pending := []uint32{}
+	toRead := []uint32{}
 	for _, oid := range oids {
 		if oid >= firstUserOID {
-			pending = append(pending, oid)
+			toRead = append(toRead, oid)
 		}
 	}
-	for len(pending) > 0 {
-		read, err := readTypes(ctx, conn, pending)
+	for len(toRead) > 0 {
+		read, err := readTypes(ctx, conn, toRead)
 		if err != nil {
 			return nil, err
 		}
-		pending = pending[:0]
+		toRead = toRead[:0]
 		for _, t := range read {
 			u.types[t.oid] = t
 			for _, dep := range t.deps {
-				if _, seen := u.types[dep]; !seen && dep >= firstUserOID && !slices.Contains(pending, dep) {
-					pending = append(pending, dep)
+				if _, seen := u.types[dep]; !seen && dep >= firstUserOID && !slices.Contains(toRead, dep) {
+					toRead = append(toRead, dep)
 				}
 			}
 		}
@@ -281,12 +281,12 @@ func followLabels(ctx context.Context, conn *pgx.Conn, table string, u *userType
 	if !unknown {
 		return u, "", nil
 	}
-	fresh, err := describeTypes(ctx, conn, u.names, u.oids)
+	reread, err := describeTypes(ctx, conn, u.names, u.oids)
 	if err != nil {
 		what := fmt.Sprintf("table %s: column %q holds %q, which its enum did not have when read; reading the enum again: ", table, column, label)
 		return nil, strings.ReplaceAll(what, "%", "%%") + "%s", err
 	}
-	return fresh, "", nil
+	return reread, "", nil
 }
 
 // arrayElements returns the elements of an array's text, as PostgreSQL
@@ -355,11 +355,11 @@ func (s *Source) snapshotTypes(ctx context.Context, t *sourceTable, recs []sdk.R
 	}
 	for _, rec := range recs {
 		after, _ := rec.Payload.After.(sdk.StructuredData)
-		fresh, what, err := followLabels(ctx, s.conn, t.ident, t.userTypes, after)
+		types, what, err := followLabels(ctx, s.conn, t.ident, t.userTypes, after)
 		if err != nil {
 			return s.errorf(what, err)
 		}
-		t.userTypes = fresh
+		t.userTypes = types
 	}
 	for _, rec := range recs {
 		rec.Metadata[pg.TypesKey] = t.userTypes.meta
@@ -371,15 +371,10 @@ func (s *Source) snapshotTypes(ctx context.Context, t *sourceTable, recs []sdk.R
 // enum label they lack, so that the record of data, and those after it,
 // describe the enum as it is now.
 func (r *replicator) followTypes(ctx context.Context, rel *relation, data sdk.StructuredData) error {
-	fresh, what, err := followLabels(ctx, r.s.conn, rel.table.ident, rel.types, data)
+	types, what, err := followLabels(ctx, r.s.conn, rel.table.ident, rel.types, data)
 	if err != nil {
 		return r.s.errorf(what, err)
 	}
-	rel.types = fresh
+	rel.types = types
 	return nil
-}
-
-// failedTo is err, from doing what: "what: the reason".
-func (s *Source) failedTo(what string, err error) error {
-	return s.errorf(strings.ReplaceAll(what, "%", "%%")+": %s", err)
 }

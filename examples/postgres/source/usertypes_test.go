@@ -35,19 +35,7 @@ func TestUserTypesAndDefaultsCopied(t *testing.T) {
 		INSERT INTO t (id, p, o, a, tags) VALUES (1, 5, 'new', ROW('main', 'paid'), '{new,paid}'), (2, 6, NULL, NULL, '{}')`)
 	destURL, dst := server.Database(t, ``)
 	s := openSource(t, url, map[string]string{"tables": "t"}, nil)
-	dd, err := sdk.NewDestination(destination.New).New(map[string]string{"url": destURL})
-	is.NoErr(err)
-	is.NoErr(dd.Open(t.Context()))
-	defer dd.Teardown(context.Background())
-	copyN := func(n int) []sdk.Record {
-		t.Helper()
-		recs := readN(t, s, n)
-		written, err := dd.Write(t.Context(), recs)
-		is.NoErr(err)
-		is.Equal(written, n)
-		ackAll(t, s, recs)
-		return recs
-	}
+	copyN := copier(t, s, destURL)
 	same := func(query string) {
 		t.Helper()
 		is.Equal(pgtest.Rows(t, dst, query), pgtest.Rows(t, src, query))
@@ -83,4 +71,23 @@ func TestUserTypesAndDefaultsCopied(t *testing.T) {
 	is.Equal(pgtest.Rows(t, dst, `SELECT discount::text FROM t ORDER BY id`), []string{"0.00", "0.00", "2.50", "0.00", "0.00"})
 	is.Equal(pgtest.Rows(t, dst, `SELECT a.attname || ' ' || pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
 		WHERE d.adrelid = 't'::regclass ORDER BY d.adnum`), []string{"name 'anon'::text", "at now()", "s 'new'::stat", "discount 0"})
+}
+
+// copier returns a function that reads n records from s, writes them to
+// the database at url with the destination, and acks them.
+func copier(t *testing.T, s *Source, url string) func(n int) []sdk.Record {
+	is := is.New(t)
+	d, err := sdk.NewDestination(destination.New).New(map[string]string{"url": url})
+	is.NoErr(err)
+	is.NoErr(d.Open(t.Context()))
+	t.Cleanup(func() { d.Teardown(context.Background()) })
+	return func(n int) []sdk.Record {
+		t.Helper()
+		recs := readN(t, s, n)
+		written, err := d.Write(t.Context(), recs)
+		is.NoErr(err)
+		is.Equal(written, n)
+		ackAll(t, s, recs)
+		return recs
+	}
 }

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // slotWait is how long Open waits for a replication slot that another
@@ -18,72 +16,16 @@ import (
 // is being restarted) holds it until the server notices.
 var slotWait = 10 * time.Second
 
-// checkServer fails, saying what to change, unless the server can feed
-// logical replication to the connection's role.
-func checkServer(ctx context.Context, conn *pgx.Conn) error {
-	var level string
-	if err := conn.QueryRow(ctx, `SHOW wal_level`).Scan(&level); err != nil {
-		return fmt.Errorf("read wal_level: %w", err)
-	}
-	if level != "logical" {
-		return fmt.Errorf("PostgreSQL's wal_level is %q, and the source needs logical: set wal_level = logical in postgresql.conf (or ALTER SYSTEM SET wal_level = logical) and restart the server", level)
-	}
-	var role string
-	var replication bool
-	if err := conn.QueryRow(ctx, `SELECT current_user::text, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&role, &replication); err != nil {
-		return fmt.Errorf("read the role's attributes: %w", err)
-	}
-	if !replication {
-		return fmt.Errorf("permission denied: role %q may not use logical replication: ALTER ROLE %s WITH REPLICATION (or connect as a role that has it)", role, pg.SQLName(role))
-	}
-	return nil
-}
-
-// ensurePublication creates the publication for the tables, or adds to an
-// existing one the tables it lacks.
-func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []*sourceTable) error {
-	var exists, all bool
-	if err := conn.QueryRow(ctx, `SELECT count(*) > 0, coalesce(bool_or(puballtables), false) FROM pg_publication WHERE pubname = $1`, name).Scan(&exists, &all); err != nil {
-		return fmt.Errorf("look up publication %s: %w", name, err)
-	}
-	if all {
-		return nil
-	}
-	var missing []string
-	for _, t := range tables {
-		var in bool
-		if exists {
-			if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE p.pubname = $1 AND r.prrelid = $2)`, name, t.oid).Scan(&in); err != nil {
-				return fmt.Errorf("look up publication %s: %w", name, err)
-			}
-		}
-		if !in {
-			missing = append(missing, t.ident)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", pgx.Identifier{name}.Sanitize(), strings.Join(missing, ", "))
-	if exists {
-		sql = fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", pgx.Identifier{name}.Sanitize(), strings.Join(missing, ", "))
-	}
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("create publication %s for %s (it needs ownership of the tables): %w", name, strings.Join(missing, ", "), err)
-	}
-	return nil
-}
-
-// slotState is what the server says of a replication slot.
-type slotState struct {
+// slotInfo is what the server says of a replication slot.
+type slotInfo struct {
 	exists    bool
 	confirmed pglogrepl.LSN // confirmed_flush_lsn
 }
 
-// lockSlot takes a session-level advisory lock named after the slot on
+// lockSlot acquires a session-level advisory lock named after the slot on
 // conn, waiting up to slotWait for another holder to let go. Every source
 // holds it on its own connection from Open to Teardown, so a second source
-// cannot take, drop or recreate a slot that the first has not started
+// cannot claim, drop or recreate a slot that the first has not started
 // streaming from yet (during a snapshot no server process holds the slot
 // itself). The lock goes with the connection.
 func lockSlot(ctx context.Context, conn *pgx.Conn, name string) error {
@@ -112,14 +54,14 @@ func lockSlot(ctx context.Context, conn *pgx.Conn, name string) error {
 	}
 }
 
-// inspectSlot returns the slot's state once no other connection holds it,
-// waiting up to slotWait for that. A slot of another database or output
-// plugin is an error.
-func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotState, error) {
+// inspectSlot returns what the server says of the slot once no other
+// connection holds it, waiting up to slotWait for that. A slot of another
+// database or output plugin is an error.
+func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotInfo, error) {
 	deadline := time.Now().Add(slotWait)
 	for {
 		var (
-			st             slotState
+			st             slotInfo
 			pid            *int32
 			plugin, dbname *string
 			confirmed      *string
@@ -189,40 +131,13 @@ func slotHeld(ctx context.Context, conn *pgx.Conn, name string, pid *int32) erro
 	return fmt.Errorf("replication slot %s is held by %s: only one reader per slot; stop that reader, or end its connection with SELECT pg_terminate_backend(%d), or choose another slot.name", name, holder, *pid)
 }
 
-// takeSlot takes the slot's lock on the query connection, so that no other
-// reader streams from it, and reads the slot's state.
-func (s *Source) takeSlot(ctx context.Context) (slotState, error) {
+// claimSlot locks the slot on the query connection, so that no other
+// reader streams from it, and inspects the slot.
+func (s *Source) claimSlot(ctx context.Context) (slotInfo, error) {
 	if err := lockSlot(ctx, s.conn, s.cfg.Slot.Name); err != nil {
-		return slotState{}, err
+		return slotInfo{}, err
 	}
 	return inspectSlot(ctx, s.conn, s.cfg.Slot.Name)
-}
-
-// connectQuery opens the connection the source queries the catalog, the
-// tables and the slot on, with the settings its values are read in: times
-// in UTC, dates in ISO format.
-func connectQuery(ctx context.Context, url string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg.RuntimeParams["timezone"] = "UTC"
-	cfg.RuntimeParams["datestyle"] = "ISO"
-	return pgx.ConnectConfig(ctx, cfg)
-}
-
-// connectReplication opens a replication connection to url's database, in
-// UTC like the source's other session.
-func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error) {
-	cfg, err := pgconn.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg.RuntimeParams["replication"] = "database"
-	cfg.RuntimeParams["timezone"] = "UTC"
-	cfg.RuntimeParams["datestyle"] = "ISO"
-	cfg.RuntimeParams["application_name"] = "connkit-postgres-source"
-	return pgconn.ConnectConfig(ctx, cfg)
 }
 
 // dropReplication drops the slot (once no one holds it) and the

@@ -1,0 +1,36 @@
+package source
+
+import (
+	"fmt"
+
+	"github.com/connkit/connkit/examples/postgres/internal/pg"
+	"github.com/jackc/pgx/v5"
+)
+
+// Config is the source's configuration.
+type Config struct {
+	URL      string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db; the role needs the REPLICATION attribute. The password never appears in logs or errors."`
+	Tables   []string `param:"tables" validate:"required" desc:"Comma-separated tables to read, each table or schema.table; * for every table in public, schema.* for every table in schema (snapshot.stateTable left out). Every table needs a primary key."`
+	Snapshot struct {
+		Mode       string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
+		FetchSize  int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query, and about how many records the source holds ahead of Conduit."`
+		StateTable string `param:"stateTable" default:"connkit_snapshots" desc:"Table (table or schema.table, created when missing) where the source records, per slot, which transactions its snapshot sees, so that a snapshot resumed after a restart gives every record the position it had, and which tables it has snapshotted, so that a table added to tables later is snapshotted while changes stream. If the role may not create it, a resumed snapshot delivers the rows changed since the snapshot began again, under new positions, and added tables are only streamed."`
+	} `param:"snapshot"`
+	Slot struct {
+		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Logical replication slot, created when missing (one reader at a time): lower-case letters, digits and underscores, at most 63."`
+	} `param:"slot"`
+	Publication struct {
+		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores, at most 63."`
+	} `param:"publication"`
+	Cleanup   bool                 `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication, and delete the slot's row of snapshot.stateTable, when the connector is deleted."`
+	Reconnect pg.ReconnectSettings `param:"reconnect"`
+}
+
+// stateTable returns the table's name, quoted.
+func stateTable(name string) (string, error) {
+	parts, err := pg.SplitName(name)
+	if err != nil {
+		return "", fmt.Errorf(`parameter "snapshot.stateTable": %w`, err)
+	}
+	return pgx.Identifier(parts).Sanitize(), nil
+}
