@@ -144,7 +144,7 @@ func (s *Source) dropSlotIfExists(ctx context.Context, slot slotInfo) error {
 	if !slot.exists {
 		return nil
 	}
-	sdk.Logger(ctx).Warn(fmt.Sprintf("postgres: Conduit gave no position, but replication slot %s exists: starting over with a new snapshot from a new slot; records delivered before come again", s.cfg.Slot.Name))
+	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: Conduit gave no position, but replication slot %s exists: starting over with a new snapshot from a new slot; records delivered before come again", s.cfg.Slot.Name))
 	if err := pglogrepl.DropReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, pglogrepl.DropReplicationSlotOptions{}); err != nil {
 		return s.errorf("drop the replication slot to start over: %s", err)
 	}
