@@ -22,6 +22,7 @@ type ack = pconnector.DestinationRunResponseAck
 type ledger struct {
 	writes   []entry // oldest first: opened, and not yet through
 	first    uint64  // the seq of writes[0]
+	unready  int     // the index in writes of the first Write whose acks are not all ready
 	records  int     // records of every Write opened
 	ready    []ack   // the acks of records [sending, readyTo), in order
 	readyTo  int     // records whose acks are ready or sent: a prefix
@@ -81,11 +82,8 @@ func (l *ledger) settle(seq uint64, acks []ack, ended bool) (done int, err error
 // first that has records not settled, and returns how many Writes it
 // made ready whole.
 func (l *ledger) advance() (done int) {
-	for i := range l.writes {
-		e := &l.writes[i]
-		if e.from+e.size <= l.readyTo {
-			continue // ready already
-		}
+	for ; l.unready < len(l.writes); l.unready++ {
+		e := &l.writes[l.unready]
 		l.ready = append(l.ready, e.waiting...)
 		l.readyTo += len(e.waiting)
 		e.waiting = nil
@@ -125,6 +123,7 @@ func (l *ledger) forget() {
 	}
 	l.writes = l.writes[:copy(l.writes, l.writes[n:])]
 	l.first += uint64(n)
+	l.unready -= n // a Write whose acks are sent has them all ready
 }
 
 // hasReady reports whether acks are ready and not yet in a Send.

@@ -105,10 +105,10 @@ func (l *limiter) ended(records int, took time.Duration, now time.Time, complete
 		return
 	}
 	perRecord := l.took.Seconds() / float64(l.records)
-	l.recent = append(l.recent, perRecord)
-	if len(l.recent) > baselineWindows {
-		l.recent = l.recent[1:]
+	if len(l.recent) == baselineWindows {
+		l.recent = l.recent[:copy(l.recent, l.recent[1:])] // the oldest goes
 	}
+	l.recent = append(l.recent, perRecord)
 	inFlight := l.took.Seconds() / now.Sub(l.began).Seconds() // Little's law
 	if !l.pushedBack {
 		l.limit = l.next(perRecord, slices.Min(l.recent), inFlight)
