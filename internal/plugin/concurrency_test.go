@@ -384,6 +384,27 @@ func TestLimiterBacksOffASinkThatDegrades(t *testing.T) {
 	}
 }
 
+// TestLimiterKeepsWritesThatPay: against a sink whose Writes all slow
+// down as more share it (a database whose Writes contend for two CPUs,
+// as the universal scalability law has it: n in flight bring
+// n / (1 + 0.3(n−1) + 0.02n(n−1)) as many records a second as one, most
+// at six), the limit stays where the last Write still adds a quarter of
+// what an average one brings, and delivers at least 1.6x one Write's
+// records a second, rather than falling back to one Write whenever the
+// Writes take longer than one alone.
+func TestLimiterKeepsWritesThatPay(t *testing.T) {
+	scale := func(n int) float64 { return float64(n) / (1 + 0.3*float64(n-1) + 0.02*float64(n*(n-1))) }
+	contended := func(n int) time.Duration { return time.Duration(float64(n) / scale(n) * float64(20*time.Millisecond)) }
+	limits := sinkWindows(newLimiter(Concurrency{Max: 32, Adaptive: true}), 200, contended)
+	gain := 0.0
+	for _, n := range limits[50:] {
+		gain += scale(n) / 150
+	}
+	if gain < 1.6 || slices.Max(limits) > 6 {
+		t.Fatalf("limits %v: %.2fx one Write's records a second, expected at least 1.6x within 6 Writes", limits, gain)
+	}
+}
+
 // TestLimiterPushBackAndIdle: a retryable error takes a tenth off (at
 // least one) once a window, a window pushed back adds nothing, and the
 // limit holds for three windows after; Writes that leave the limit unused

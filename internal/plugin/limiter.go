@@ -6,26 +6,27 @@ import (
 )
 
 // limiter is how many Writes a destination may have in flight together. A
-// fixed one is its Concurrency's Max. An adaptive one looks for the knee,
-// as TCP Vegas and Netflix's Vegas limit do: the most Writes that still
-// bring more records per second, past which more only wait longer. It
-// starts at one Write and, window by window, compares the time the
-// window's Writes took per record with a baseline, the least of the
-// recent windows' (which the windows below the knee set, so that it does
-// not rise with the limit). From the two it estimates how many of the
-// Writes in flight were queued at the sink, not served:
+// fixed one is its Concurrency's Max. An adaptive one looks for the knee:
+// the most Writes that still bring more records per second, past which
+// more only wait longer. It starts at one Write and, window by window,
+// measures the records per second the window's Writes delivered while the
+// limit bound (by Little's law, the Writes in flight averaged at least
+// limit − ½: their durations over the window's length), and keeps the
+// last such rate of each limit. Against the rate of one Write fewer:
 //
-//	queued = limit × (1 − baseline / per record)
-//
-// While that is under one Write and the limit binds (the Writes in flight
-// averaged at least limit − ½ over the window, by Little's law their
-// durations over its length, and most batches were complete: batches grow
-// before Writes multiply), it adds one; once more wait, it comes down
-// to the Writes the sink served, which the baseline explains; a Write
-// refused with a retryable error (the sink pushing back) takes a tenth off
-// at once, and the limit holds for a few windows. A sink that gets slower
-// under load (a Write now and then taking seconds) so brings it back
-// towards one Write at a time.
+//   - a step that paid (the last Write added at least a quarter of what
+//     an average one brings, and most batches were complete, so that
+//     batches grow before Writes multiply) adds one more;
+//   - a step that did not pay (more records in flight, no more records
+//     a second: they only queued) goes back one, and stays there for a
+//     few windows before it tries again;
+//   - a rate that fell (the sink slowed under the load: a listen backlog
+//     overflowing, a Write now and then taking seconds) comes down at
+//     once to the Writes the sink served, by Little's law the limit times
+//     a baseline time per record, the least of the recent windows', over
+//     the window's: towards one Write at a time;
+//   - a Write refused with a retryable error (the sink pushing back)
+//     takes a tenth off at once, and the limit holds for a few windows.
 //
 // It is a pure policy: the owner loop tells it what happened, and asks it.
 type limiter struct {
@@ -42,25 +43,28 @@ type limiter struct {
 	complete   int  // Writes whose batch was complete: it reached the batch size or bytes, or the hold bound
 	pushedBack bool // a Write met a retryable error in the window
 
-	calm   int       // windows to go after a push-back before the limit grows again
+	calm   int       // windows to go before the limit grows again
+	rates  []float64 // by limit, the records a second of its last window that bound, 0 when none
 	recent []float64 // the time per record of the last baselineWindows windows, in seconds
 }
 
 const (
 	// windowWrites is how many Writes, for each one of the limit, make a
-	// window: a limit one too high is tried for that many Writes.
+	// window, which also lasts at least windowTime: a limit one too high
+	// is tried for that long.
 	windowWrites = 8
+	windowTime   = 50 * time.Millisecond
+	// stepShare is the share of an average Write's records a second that
+	// the last Write added must bring for the step to have paid.
+	stepShare = 0.25
+	// fallen is how far the rate may fall below that of one Write fewer
+	// before the limit comes down to the Writes the sink served.
+	fallen = 0.9
 	// baselineWindows is how many windows the baseline is the least of.
-	// It is long enough that the limit, which probes one above the knee
-	// and comes back, has visited the knee's lower side within it; a sink
-	// that has become slower for good sets it after that many windows.
 	baselineWindows = 16
-	// queueAllowance is how many Writes may wait at the sink before the
-	// limit comes down.
-	queueAllowance = 1.0
-	// calmWindows is how many windows the limit holds after a push-back
-	// before it grows again: each try past what the sink takes costs a
-	// refusal and its retry.
+	// calmWindows is how many windows the limit holds after a step that
+	// did not pay or a push-back before it grows again: each try past
+	// the knee costs waiting, or a refusal and its retry.
 	calmWindows = 3
 )
 
@@ -69,6 +73,7 @@ func newLimiter(c Concurrency) *limiter {
 	l.limit = l.max
 	if l.adaptive {
 		l.limit = 1
+		l.rates = make([]float64, l.max+1)
 	}
 	return l
 }
@@ -101,7 +106,8 @@ func (l *limiter) ended(records int, took time.Duration, now time.Time, complete
 	l.writes++
 	l.records += records
 	l.took += took
-	if l.writes < windowWrites*l.limit {
+	length := now.Sub(l.began)
+	if l.writes < windowWrites*l.limit || length < windowTime {
 		return
 	}
 	perRecord := l.took.Seconds() / float64(l.records)
@@ -109,31 +115,32 @@ func (l *limiter) ended(records int, took time.Duration, now time.Time, complete
 		l.recent = l.recent[:copy(l.recent, l.recent[1:])] // the oldest goes
 	}
 	l.recent = append(l.recent, perRecord)
-	inFlight := l.took.Seconds() / now.Sub(l.began).Seconds() // Little's law
-	if !l.pushedBack {
-		l.limit = l.next(perRecord, slices.Min(l.recent), inFlight)
+	bound := l.took.Seconds()/length.Seconds() >= float64(l.limit)-0.5 // Little's law
+	if !l.pushedBack && bound {
+		l.limit = l.next(float64(l.records)/length.Seconds(), perRecord, slices.Min(l.recent))
 	}
 	l.began, l.writes, l.records, l.took, l.complete, l.pushedBack = now, 0, 0, 0, 0, false
 }
 
-// next returns the limit after a window whose Writes took perRecord a
-// record, against baseline, with inFlight of them in flight on average.
-func (l *limiter) next(perRecord, baseline, inFlight float64) int {
-	if perRecord <= 0 {
-		return l.limit
-	}
-	queued := float64(l.limit) * (1 - baseline/perRecord)
+// next returns the limit after a window in which it bound, whose Writes
+// brought rate records a second and took perRecord a record, against
+// baseline.
+func (l *limiter) next(rate, perRecord, baseline float64) int {
+	fewer := l.rates[l.limit-1] // one Write fewer; rates[0] stays 0
+	l.rates[l.limit] = rate
 	switch {
-	case queued > queueAllowance:
-		// Down to the Writes the sink served, which the baseline
-		// explains (Little's law): the knee's lower side, which keeps
-		// the baseline from drifting up; a Write that took seconds in a
-		// window of tens of milliseconds cuts deep.
+	case fewer == 0:
+	case rate < fewer*fallen:
 		served := int(float64(l.limit) * baseline / perRecord)
 		return max(1, min(l.limit-1, served))
+	case rate < fewer*(1+stepShare/float64(l.limit-1)):
+		l.calm = calmWindows
+		return l.limit - 1
+	}
+	switch {
 	case l.calm > 0:
 		l.calm--
-	case inFlight >= float64(l.limit)-0.5 && 2*l.complete > l.writes:
+	case 2*l.complete > l.writes:
 		return min(l.max, l.limit+1)
 	}
 	return l.limit
