@@ -46,7 +46,7 @@ func MayHaveCommitted(err error) bool {
 
 func isNetworkError(err error) bool {
 	msg := err.Error()
-	for _, s := range []string{"connection reset", "broken pipe", "unexpected EOF", "connection refused", "conn closed", "closed pool", "failed to connect"} {
+	for _, s := range []string{"connection reset", "broken pipe", "unexpected EOF", "connection refused", "conn closed", "closed pool", "failed to connect", "use of closed network connection"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

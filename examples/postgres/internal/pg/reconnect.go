@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -76,14 +77,15 @@ func ConnectionLost(err error) bool {
 		return lostCode(pgErr.Code)
 	}
 	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	var netErr *net.OpError
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	msg := err.Error()
 	if i := strings.LastIndex(msg, "[SQLSTATE "); i >= 0 && len(msg) >= i+15 {
 		return lostCode(msg[i+10 : i+15])
 	}
-	for _, s := range []string{"unexpected EOF", "connection refused", "connection reset", "broken pipe", "conn closed", "failed to connect", "no connection to the server", "the database system is"} {
+	for _, s := range []string{"unexpected EOF", "connection refused", "connection reset", "broken pipe", "conn closed", "failed to connect", "no connection to the server", "use of closed network connection", "the database system is"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +35,9 @@ func TestConnectionLost(t *testing.T) {
 		lost bool
 	}{
 		{io.ErrUnexpectedEOF, true},
+		{fmt.Errorf("write failed: %w", net.ErrClosed), true}, // the pool closed a connection the server had ended
+		{errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection"), true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
 		{fmt.Errorf("receive message failed: %w", io.ErrUnexpectedEOF), true},
 		{errors.New("receive changes: receive message failed: unexpected EOF"), true},
 		{&pgconn.PgError{Code: "57P01"}, true},
