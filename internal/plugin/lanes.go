@@ -8,54 +8,87 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 )
 
-// lanes keep each key's records in order among Writes in flight together:
-// a record goes to a Write only once no Write in flight holds its key. A
-// record without a key has no lane.
+// lanes keep records in order among Writes in flight together: a record
+// goes to a Write only once no Write in flight holds its lane in a way it
+// must follow. A keyed record's lane is its key's, and it follows every
+// record of it. A record without a key has its collection's lane of
+// records without a key: one that updates or deletes (naming its row by
+// the row itself, which an earlier record may have written) follows every
+// record of the lane, and a record of the lane follows it; creates and
+// snapshots of the lane go together freely, as they commute.
 type lanes struct {
-	held map[uint64]int // the records of the Writes in flight, by key hash
+	held map[uint64]held // the lanes of the Writes in flight, by hash
 }
 
-// free returns how many records of next, from the oldest on, have a key
-// that no Write in flight holds, and each one's key hash (0: none).
-func (l *lanes) free(next []opencdc.Record) (n int, keys []uint64) {
-	keys = make([]uint64, 0, len(next))
+// held counts a lane's records in Writes in flight: all of them, and
+// those that later records of the lane must follow.
+type held struct{ all, followed int }
+
+// lane is a record's lane: its hash, and whether the lane's later records
+// must follow it.
+type lane struct {
+	hash     uint64
+	followed bool
+}
+
+// free returns how many records of next, from the oldest on, may go in a
+// Write beside those in flight, and each one's lane.
+func (l *lanes) free(next []opencdc.Record) (n int, ls []lane) {
+	ls = make([]lane, 0, len(next))
 	for _, r := range next {
-		h := keyHash(r)
-		if h != 0 && l.held[h] > 0 {
+		ln := laneOf(r)
+		h := l.held[ln.hash]
+		if h.followed > 0 || ln.followed && h.all > 0 {
 			break
 		}
-		keys = append(keys, h)
+		ls = append(ls, ln)
 	}
-	return len(keys), keys
+	return len(ls), ls
 }
 
-// hold notes a Write in flight with records of these key hashes.
-func (l *lanes) hold(keys []uint64) {
-	for _, h := range keys {
-		if h != 0 {
-			l.held[h]++
+// hold notes a Write in flight with records of these lanes.
+func (l *lanes) hold(ls []lane) {
+	for _, ln := range ls {
+		h := l.held[ln.hash]
+		h.all++
+		if ln.followed {
+			h.followed++
 		}
+		l.held[ln.hash] = h
 	}
 }
 
 // release notes the end of a Write that hold noted.
-func (l *lanes) release(keys []uint64) {
-	for _, h := range keys {
-		if h == 0 {
-			continue
+func (l *lanes) release(ls []lane) {
+	for _, ln := range ls {
+		h := l.held[ln.hash]
+		h.all--
+		if ln.followed {
+			h.followed--
 		}
-		if l.held[h]--; l.held[h] == 0 {
-			delete(l.held, h)
+		if h.all == 0 {
+			delete(l.held, ln.hash)
+		} else {
+			l.held[ln.hash] = h
 		}
 	}
 }
 
-// keySeed seeds the key hashes of the process.
-var keySeed = maphash.MakeSeed()
+// keySeed seeds the lane hashes of the process; keylessSeed those of
+// collections' records without a key, apart from any key's.
+var keySeed, keylessSeed = maphash.MakeSeed(), maphash.MakeSeed()
 
-// keyHash returns a hash of r's key, for keeping the records with one
-// key in one lane, or 0 for a record without a key, which has no lane:
-// its order to other records is not a key's.
+// laneOf returns r's lane.
+func laneOf(r opencdc.Record) lane {
+	if h := keyHash(r); h != 0 {
+		return lane{hash: h, followed: true}
+	}
+	collection := r.Metadata[opencdc.MetadataCollection]
+	changes := r.Operation == opencdc.OperationUpdate || r.Operation == opencdc.OperationDelete
+	return lane{hash: maphash.String(keylessSeed, collection), followed: changes}
+}
+
+// keyHash returns a hash of r's key, or 0 for a record without a key.
 func keyHash(r opencdc.Record) uint64 {
 	var key []byte
 	switch k := r.Key.(type) {

@@ -20,12 +20,12 @@ type writers struct {
 	sendAcks func([]ack) error
 	metrics  *metrics.Set
 
-	limit  *limiter
-	ledger ledger
-	lanes  *lanes // nil: any record may go in any Write
-	writes map[uint64]*write
-	keys   []uint64 // the key hashes of the records the last room allowed; nil: none taken
-	solo   int      // Writes in flight started alone, their keys not in lanes
+	limit   *limiter
+	ledger  ledger
+	lanes   *lanes // nil: any record may go in any Write
+	writes  map[uint64]*write
+	allowed []lane // the lanes of the records the last room allowed; nil: none taken
+	solo    int    // Writes in flight started alone, their records in no lane
 
 	readySince time.Time     // when the oldest ack ready and not yet in a Send became ready
 	lastTook   time.Duration // how long the last Write took
@@ -42,9 +42,9 @@ type writers struct {
 type write struct {
 	size       int
 	began      time.Time
-	keys       []uint64 // its records' key hashes, in lanes; nil: it started alone
-	complete   bool     // its batch reached a batching limit or the hold bound
-	pushedBack bool     // it met a retryable error
+	lanes      []lane // its records' lanes, held; nil: it started alone
+	complete   bool   // its batch reached a batching limit or the hold bound
+	pushedBack bool   // it met a retryable error
 }
 
 // writeJob is a batch to write, the seq-th Write.
@@ -66,7 +66,7 @@ type writeEvent struct {
 func newWriters(ctx context.Context, o outcomes, c Concurrency, m *metrics.Set, sendAcks func([]ack) error) *writers {
 	w := &writers{ctx: ctx, outcomes: o, sendAcks: sendAcks, metrics: m, limit: newLimiter(c), writes: map[uint64]*write{}}
 	if c.ByKey && w.limit.max > 1 {
-		w.lanes = &lanes{held: map[uint64]int{}}
+		w.lanes = &lanes{held: map[uint64]held{}}
 	}
 	// Every Write may report before it ends, a Send at once.
 	w.reports = make(chan writeEvent, w.limit.max+1)
@@ -92,23 +92,24 @@ func (w *writers) do(job writeJob) {
 }
 
 // free reports whether another Write may start: the limit has room, and
-// no Write that started alone (its keys not in lanes) is in flight.
+// no Write that started alone (its records in no lane) is in flight.
 func (w *writers) free() bool {
 	return w.ledger.inFlight < w.limit.current() && w.solo == 0
 }
 
 // room returns how many records of next may go in a Write: with lanes,
-// while more than one Write may be in flight, those before the first whose
-// key a Write in flight holds; otherwise all of them. A Write that may be
-// the only one in flight goes alone, its keys not hashed: none can be
-// out of order behind it, and no Write starts beside it (see free).
+// while more than one Write may be in flight, those before the first that
+// must follow a record in flight (see lanes); otherwise all of them. A
+// Write that may be the only one in flight goes alone, its records in no
+// lane: none can be out of order behind it, and no Write starts beside
+// it (see free).
 func (w *writers) room(next []opencdc.Record) int {
-	w.keys = nil
+	w.allowed = nil
 	if w.lanes == nil || w.limit.current() == 1 {
 		return len(next)
 	}
-	n, keys := w.lanes.free(next)
-	w.keys = keys
+	n, ls := w.lanes.free(next)
+	w.allowed = ls
 	return n
 }
 
@@ -118,9 +119,9 @@ func (w *writers) start(batch []opencdc.Record, complete bool, now time.Time) {
 	seq := w.ledger.open(len(batch))
 	wr := &write{size: len(batch), began: now, complete: complete}
 	switch {
-	case w.keys != nil:
-		wr.keys = w.keys[:len(batch)]
-		w.lanes.hold(wr.keys)
+	case w.allowed != nil:
+		wr.lanes = w.allowed[:len(batch)]
+		w.lanes.hold(wr.lanes)
 	case w.lanes != nil:
 		w.solo++
 	}
@@ -139,7 +140,7 @@ func (w *writers) handle(e writeEvent, now time.Time) progress {
 }
 
 // settled takes what a Write settled: its acks into the ledger, and, if
-// it ended, its keys free and its duration for the limit and the pace.
+// it ended, its lanes free and its duration for the limit and the pace.
 func (w *writers) settled(e writeEvent, now time.Time) progress {
 	wr := w.writes[e.seq]
 	done, err := w.ledger.settle(e.seq, e.acks, e.ended)
@@ -161,8 +162,8 @@ func (w *writers) settled(e writeEvent, now time.Time) progress {
 		w.work.finished()
 		delete(w.writes, e.seq)
 		switch {
-		case wr.keys != nil:
-			w.lanes.release(wr.keys)
+		case wr.lanes != nil:
+			w.lanes.release(wr.lanes)
 		case w.lanes != nil:
 			w.solo--
 		}

@@ -23,7 +23,11 @@ type Split int
 const (
 	// SplitByKey keeps the records with equal keys in one lane: a record is
 	// handed to a Write only once every earlier record with its key is
-	// settled, so that they are written in their order.
+	// settled, so that they are written in their order. Records without a
+	// key share their collection's lane (opencdc.collection): an update or
+	// a delete, which can name its row only by the row itself, waits for
+	// every earlier one to settle, and every later one waits for it;
+	// creates and snapshots go together freely.
 	SplitByKey Split = iota + 1
 	// SplitFreely lets any record go in any Write.
 	SplitFreely
