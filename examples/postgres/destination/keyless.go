@@ -118,17 +118,21 @@ func (d *Destination) textCompared(ctx context.Context, t *table) (map[string]bo
 // cast as [run.statement] casts them) and then the old row's. The row is
 // found by a subquery that takes the first equal row (by its table and
 // ctid, which a partition or child table shares), as PostgreSQL's apply
-// takes the first it finds; a column whose type has no equality is
-// compared on its text (see [textEquality]).
+// takes the first it finds. Each column is compared as IS NOT DISTINCT
+// FROM does, but spelt (c = $k OR c IS NULL AND $k IS NULL), which the
+// planner, knowing $k, reduces to a condition an index on c serves (as
+// PostgreSQL's apply uses an index where it can); a column whose type has
+// no equality is compared on its text (see [textEquality]).
 func (r *run) statementEach(textEq map[string]bool) string {
 	n := len(r.columns)
 	where := make([]string, len(r.match))
 	for i, col := range r.match {
 		c, p := "t."+pg.Quote(col), "$"+strconv.Itoa(n+i+1)+"::text::"+r.table.bases[col]
 		if textEq[col] {
-			c, p = c+"::text", p+"::text"
+			where[i] = c + "::text IS NOT DISTINCT FROM " + p + "::text"
+		} else {
+			where[i] = "(" + c + " = " + p + " OR " + c + " IS NULL AND " + p + " IS NULL)"
 		}
-		where[i] = c + " IS NOT DISTINCT FROM " + p
 	}
 	find := " WHERE (tableoid, ctid) = (SELECT t.tableoid, t.ctid FROM " + r.table.ident + " AS t WHERE " + strings.Join(where, " AND ") + " LIMIT 1)"
 	if r.class == deleteOne {

@@ -183,3 +183,26 @@ func TestKeylessTableCreatedWithoutKey(t *testing.T) {
 	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM pg_constraint WHERE conrelid = 'things'::regclass`), []string{"0"})
 	is.Equal(pgtest.Rows(t, conn, `SELECT n, label FROM things ORDER BY n`), []string{"1|a", "2|b"})
 }
+
+func TestKeylessChangesFindTheirRowByAnIndex(t *testing.T) {
+	is := is.New(t)
+	conn, d := setup(t, `CREATE TABLE things (n int, label text); CREATE INDEX ON things (n);
+		INSERT INTO things SELECT g, 'a' FROM generate_series(1, 10000) g; ANALYZE things`, nil)
+	tbl, err := d.table(t.Context(), "things", 0)
+	is.NoErr(err)
+	r := &run{table: tbl, class: deleteOne, match: []string{"label", "n"}}
+	for _, n := range []any{"5", nil} {
+		plan := strings.Join(pgtest.Rows(t, conn, fmt.Sprintf("EXPLAIN %s", strings.ReplaceAll(strings.ReplaceAll(r.statementEach(nil), "$1", "'a'"), "$2", sqlLiteral(n)))), "\n")
+		if !strings.Contains(plan, "things_n_idx") {
+			t.Errorf("n = %v: the row is not found by the index:\n%s", n, plan)
+		}
+	}
+}
+
+// sqlLiteral is v as an SQL literal: NULL for nil.
+func sqlLiteral(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	return fmt.Sprintf("'%v'", v)
+}
