@@ -122,6 +122,14 @@ func TestKeylessFailuresNameTheirRecord(t *testing.T) {
 	is.Equal(n, 0)
 	is.True(sdk.IsRecordFault(err))
 	is.True(strings.Contains(err.Error(), "payload.before"))
+
+	// Nor an update with an old row and no new one.
+	n, err = d.Write(t.Context(), []sdk.Record{change("5", sdk.OperationUpdate, sdk.StructuredData{"n": 2}, sdk.StructuredData{})})
+	is.Equal(n, 0)
+	is.True(sdk.IsRecordFault(err))
+	is.True(strings.Contains(err.Error(), `record at position "5"`))
+	is.True(strings.Contains(err.Error(), "payload.after"))
+	is.Equal(pgtest.Rows(t, conn, `SELECT n FROM things`), []string{"2"})
 }
 
 func TestKeylessLongRunsInOrder(t *testing.T) {

@@ -229,6 +229,10 @@ func (d *Destination) shape(op sdk.Operation, in recordData, t *table, last, r *
 		r.columns = keys
 	case deleteOne:
 		r.columns = nil // the old row finds the row
+	case updateOne:
+		if r.columns = sortedKeys(in.values, nil, last.columns); len(r.columns) == 0 {
+			return sdk.RecordFault(errors.New("an update without a key needs the new row in payload.after"))
+		}
 	default:
 		r.columns = sortedKeys(in.values, keys, last.columns)
 	}
