@@ -214,3 +214,16 @@ func sqlLiteral(v any) string {
 	}
 	return fmt.Sprintf("'%v'", v)
 }
+
+func TestKeylessTypesWithoutEqualityComparedAsText(t *testing.T) {
+	is := is.New(t)
+	_, d := setup(t, `CREATE TYPE mood AS ENUM ('ok'); CREATE DOMAIN doc AS json; CREATE DOMAIN num AS int;
+		CREATE TYPE pair AS (a int, b int);
+		CREATE TABLE kinds (i int, v varchar(5), c cidr, jb jsonb, ia int[], m mood, r int4range, n num,
+			j json, p point, pa point[], d doc, x xml, b box, pr pair)`, nil)
+	tbl, err := d.table(t.Context(), "kinds", 0)
+	is.NoErr(err)
+	text, err := d.textCompared(t.Context(), tbl)
+	is.NoErr(err)
+	is.Equal(text, map[string]bool{"j": true, "p": true, "pa": true, "d": true, "x": true, "b": true, "pr": true})
+}
