@@ -23,11 +23,18 @@ import (
 // nothing, is logged and counted, and is acknowledged, as PostgreSQL's
 // apply skips it; a record replayed after a crash (at least once) is
 // such a record, unless a duplicate of its row is left.
+//
+// Keyless records have no lane among Writes in flight together (see
+// [Destination.WriteSplit]), so with several in flight an update or
+// delete may run before the insert of its row in an earlier Write has
+// committed, and then finds no row: the README says to keep
+// sdk.write.concurrency at 1 for such tables.
 
 // keyless sets the class of a run without key columns from the old row
 // of its record: an update or delete that has one changes one row equal
-// to it; an update without one is a plain insert (as before there was
-// an old row to find a row by); a delete without one cannot be applied.
+// to it; an update without one is a plain insert of its new row, since
+// nothing says which row it changes; a delete without one cannot be
+// applied.
 func (r *run) keyless(before map[string]any, last *run) error {
 	switch {
 	case r.class == remove && len(before) == 0:
