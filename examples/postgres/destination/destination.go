@@ -223,7 +223,9 @@ func (d *Destination) writePlanned(ctx context.Context, records []sdk.Record) (i
 // commit in their order, or a row ends as an older record left it (an
 // update overwritten by the one before it, a row deleted before its
 // create); records of different keys touch different rows, and may commit
-// in any order. Keyless records (plain inserts) may too.
+// in any order. Keyless records have no lane: plain inserts may commit in
+// any order, but an update or delete without a key may then run before
+// the insert of its row in another Write (see keyless.go).
 //
 // The lanes follow the records' keys. With the key parameter naming
 // columns the records' keys do not hold, two records of one row may reach

@@ -4,6 +4,15 @@
 // the table for plain inserts, else into a staging table the statement
 // reads).
 //
+// # Tables without a key
+//
+// An update or delete with no key and the whole old row in
+// payload.before (a table with REPLICA IDENTITY FULL at the source)
+// changes one row equal to the old row, as PostgreSQL's logical
+// replication applies it: a statement per record, a run of them sent in
+// one round trip and one transaction (keyless.go). One whose row is not
+// there is logged, counted and acknowledged.
+//
 // # Tables created and evolved
 //
 // With auto.create and auto.evolve (both on by default), a table a record
@@ -56,6 +65,6 @@
 //
 // Besides what the SDK measures of every destination (sdk.metrics.*), the
 // destination serves the rows it wrote by operation (insert, upsert,
-// delete), the statements that wrote them by method (copy, statement), and
+// update, delete), the keyless changes whose row was not found, the statements that wrote them by method (copy, statement), and
 // the records an exactly-once destination skipped as written before.
 package destination

@@ -98,10 +98,10 @@ func (d *Destination) runFailed(ctx context.Context, r *run, cols textColumns, l
 func (d *Destination) systemError(r *run, i int, err error) error {
 	e := fmt.Errorf("record at position %q: table %s: %s", r.rows[i].position, r.table.name, pg.Reason(err, d.cfg.URL))
 	switch {
-	case pg.Retryable(err) && (r.class != insert || !pg.MayHaveCommitted(err) || d.written != nil):
+	case pg.Retryable(err) && (!r.class.appliesTwice() || !pg.MayHaveCommitted(err) || d.written != nil):
 		return sdk.Retryable(e)
 	case pg.Retryable(err):
-		return fmt.Errorf("%w (the connection broke after the statement was sent, so its rows may or may not be written; a plain insert is not retried, since it could write them twice)", e)
+		return fmt.Errorf("%w (the connection broke after the statement was sent, so its rows may or may not be written; a plain insert, or an update or delete without a key, is not retried, since it could apply twice)", e)
 	}
 	return e
 }
@@ -134,7 +134,7 @@ func (d *Destination) recordError(ctx context.Context, r *run, cols textColumns,
 // (an explicit cast to the column's type changes it, where assigning it,
 // as the statement does, fails).
 func (d *Destination) badColumn(ctx context.Context, r *run, cols textColumns, i int) string {
-	for c, col := range r.columns {
+	for c, col := range r.rendered() {
 		if cols.null[c][i] {
 			continue
 		}

@@ -16,18 +16,22 @@ import (
 type class int
 
 const (
-	upsert class = iota // update with a key
-	create              // create, snapshot with a key: an upsert, tried as a plain insert first
-	insert              // create, snapshot, update without a key
-	remove              // delete
+	upsert    class = iota // update with a key
+	create                 // create, snapshot with a key: an upsert, tried as a plain insert first
+	insert                 // create, snapshot, update without a key or an old row
+	remove                 // delete with a key
+	updateOne              // update without a key, with the old row: changes one row equal to it
+	deleteOne              // delete without a key, with the old row: deletes one row equal to it
 )
 
 // row is one record's values: key columns come from its key when the key
-// has them, every other column from its payload.
+// has them, every other column from its payload; before is the old row
+// that a record without a key changes or deletes.
 type row struct {
 	position sdk.Position
 	key      map[string]any
 	values   map[string]any
+	before   map[string]any
 }
 
 func (r row) get(col string, isKey bool) any {
@@ -47,11 +51,12 @@ type run struct {
 	class   class
 	keys    []string // key columns, sorted
 	columns []string // columns written (for a delete, the key columns), sorted
+	match   []string // the old row's columns, which find the row (updateOne, deleteOne), sorted
 	rows    []row
 }
 
 func (r *run) same(o *run) bool {
-	return r.table == o.table && r.class == o.class && slices.Equal(r.keys, o.keys) && slices.Equal(r.columns, o.columns)
+	return r.table == o.table && r.class == o.class && slices.Equal(r.keys, o.keys) && slices.Equal(r.columns, o.columns) && slices.Equal(r.match, o.match)
 }
 
 // plan groups records into runs. If a record cannot be planned, the runs
@@ -108,6 +113,7 @@ func markLike(mark, err error) error {
 type recordData struct {
 	table       string
 	key, values map[string]any
+	before      map[string]any // the old row, read for an update or delete without a key
 	meta        string
 	hasMeta     bool
 	described   []pg.Column
@@ -134,6 +140,11 @@ func (d *Destination) recordData(rec sdk.Record) (recordData, error) {
 		}
 	}
 	in := recordData{table: name, key: key, values: values}
+	if len(d.cfg.Key) == 0 && len(key) == 0 && (rec.Operation == sdk.OperationUpdate || rec.Operation == sdk.OperationDelete) {
+		if in.before, err = fields("payload.before", rec.Payload.Before); err != nil {
+			return recordData{}, err
+		}
+	}
 	in.meta, in.hasMeta = rec.Metadata[pg.ColumnsKey]
 	if in.hasMeta && (d.cfg.Auto.Create || d.cfg.Auto.Evolve) {
 		if in.described, err = d.lastColumns.decode(in.meta, pg.DecodeColumns); err != nil {
@@ -159,7 +170,11 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 		if change, err := d.typesFor(ctx, in.table, rec.Metadata); change != nil || err != nil {
 			return row{}, change, err
 		}
-		change, err := d.createFor(ctx, in.table, in.described, in.key, in.values)
+		values := in.values
+		if values == nil {
+			values = in.before // a delete without a key: the old row's columns
+		}
+		change, err := d.createFor(ctx, in.table, in.described, in.key, values)
 		return row{}, change, err
 	}
 	if err != nil {
@@ -170,6 +185,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 	}
 	if in.described != nil {
 		in.key, in.values = d.renamed(t, in.described, in.key, in.values)
+		in.before, _ = d.renamed(t, in.described, in.before, nil)
 	}
 	if err := d.shape(rec.Operation, in, t, last, r); err != nil {
 		return row{}, nil, err
@@ -177,7 +193,7 @@ func (d *Destination) planRecord(ctx context.Context, rec sdk.Record, batch uint
 	if change, err := d.fitTable(ctx, rec.Metadata, in, r, batch); change != nil || err != nil {
 		return row{}, change, err
 	}
-	return row{position: rec.Position, key: in.key, values: in.values}, nil, nil
+	return row{position: rec.Position, key: in.key, values: in.values, before: in.before}, nil, nil
 }
 
 // shape sets r's table, keys, class and columns for a record of
@@ -191,16 +207,15 @@ func (d *Destination) shape(op sdk.Operation, in recordData, t *table, last, r *
 	switch op {
 	case sdk.OperationDelete:
 		r.class = remove
-		if len(keys) == 0 {
-			return sdk.RecordFault(errors.New("a delete needs a key: set the key parameter or give the record a key"))
-		}
 	case sdk.OperationUpdate:
 		r.class = upsert
 	default:
 		r.class = create
 	}
-	if len(keys) == 0 && r.class != remove {
-		r.class = insert
+	if len(keys) == 0 {
+		if err := r.keyless(in.before, last); err != nil {
+			return err
+		}
 	}
 	for _, k := range keys {
 		if _, ok := in.key[k]; !ok {
@@ -209,9 +224,16 @@ func (d *Destination) shape(op sdk.Operation, in recordData, t *table, last, r *
 			}
 		}
 	}
-	if r.class == remove {
+	switch r.class {
+	case remove:
 		r.columns = keys
-	} else {
+	case deleteOne:
+		r.columns = nil // the old row finds the row
+	case updateOne:
+		if r.columns = sortedKeys(in.values, nil, last.columns); len(r.columns) == 0 {
+			return sdk.RecordFault(errors.New("an update without a key needs the new row in payload.after"))
+		}
+	default:
 		r.columns = sortedKeys(in.values, keys, last.columns)
 	}
 	return nil
@@ -221,7 +243,7 @@ func (d *Destination) shape(op sdk.Operation, in recordData, t *table, last, r *
 // most once per batch says, and returns the change it needs first
 // (auto.evolve), if any; a column it lacks is else the record's fault.
 func (d *Destination) fitTable(ctx context.Context, md sdk.Metadata, in recordData, r *run, batch uint64) (*schemaChange, error) {
-	t, missing, err := d.missingColumns(ctx, r.table, r.columns, batch)
+	t, missing, err := d.missingColumns(ctx, r.table, r.named(), batch)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ type table struct {
 	// IDENTITY (which COPY overrides where INSERT refuses a value).
 	copyIn bool
 	hints  *tableHints
+	textEq textEquality // read when a run without a key first needs it
 }
 
 // tableHints is what Writes learn of a table by writing to it, shared by

@@ -26,18 +26,22 @@ type textColumns struct {
 // sliced out of one string made of it: an allocation per column, not per
 // value.
 func (r *run) render() (textColumns, *runError) {
-	cols := textColumns{values: make([][]string, len(r.columns)), null: make([][]bool, len(r.columns))}
+	rendered := r.rendered()
+	cols := textColumns{values: make([][]string, len(rendered)), null: make([][]bool, len(rendered))}
 	var bad *runError
 	n := len(r.rows)            // the rows every column has rendered
 	ends := make([]int, n)      // where each value ends in buf; -1: a string, not in buf
 	buf := make([]byte, 0, 256) // the column's values that are not strings
-	for c, col := range r.columns {
-		isKey := slices.Contains(r.keys, col)
+	for c, col := range rendered {
+		isKey, old := slices.Contains(r.keys, col), c >= len(r.columns)
 		k := textFormOf(r.table.types[col])
 		values, null := make([]string, n), make([]bool, n)
 		buf = buf[:0]
 		for i, rw := range r.rows[:n] {
 			v := rw.get(col, isKey)
+			if old {
+				v = rw.before[col] // the old row, which finds the row
+			}
 			if s, ok := v.(string); ok && utf8.ValidString(s) {
 				values[i], ends[i] = s, -1
 				continue
@@ -45,7 +49,7 @@ func (r *run) render() (textColumns, *runError) {
 			var err error
 			if buf, null[i], err = appendText(buf, v, k); err != nil {
 				n = i
-				bad = &runError{i, sdk.RecordFault(fmt.Errorf("record at position %q: table %s: column %q (%s): %w", rw.position, r.table.name, col, r.table.types[col], err))}
+				bad = &runError{i, sdk.RecordFault(fmt.Errorf("record at position %q: table %s: %scolumn %q (%s): %w", rw.position, r.table.name, oldRow(old), col, r.table.types[col], err))}
 				break
 			}
 			ends[i] = len(buf)
@@ -73,7 +77,7 @@ func (r *run) render() (textColumns, *runError) {
 // last: one statement cannot touch a row twice, and the last record's
 // values are what the ordered stream means. nil means every row.
 func (r *run) dedupe(cols textColumns, lo, hi int) []int {
-	if r.class == insert || hi-lo < 2 {
+	if r.class == insert || r.class.oneEach() || hi-lo < 2 {
 		return nil
 	}
 	var keyCols []int

@@ -51,6 +51,9 @@ func (d *Destination) writeRows(ctx context.Context, r *run, cols textColumns) *
 // COPY fails where a statement may not, with the rows' values as
 // parameters.
 func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumns, lo, hi int) error {
+	if c.oneEach() {
+		return d.execEach(ctx, r, cols, lo, hi)
+	}
 	keep := r.dedupe(cols, lo, hi)
 	n := hi - lo
 	if keep != nil {

@@ -195,9 +195,22 @@ func (w *written) floor() int64 {
 func (w *written) exec(ctx context.Context, pool *pgxpool.Pool, sql string, args []any, positions []sdk.Position) error {
 	var b pgx.Batch
 	b.Queue(sql, args...)
-	tx := w.queue(&b, positions)
+	return w.send(ctx, pool, &b, positions, func(pgx.BatchResults) error { return nil })
+}
+
+// send runs the statements queued in b, which write the records at
+// positions, with the insert of their positions (and the deletion of
+// forgotten ones), in one transaction; read reads the results of b's
+// statements first.
+func (w *written) send(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch, positions []sdk.Position, read func(pgx.BatchResults) error) error {
+	tx := w.queue(b, positions)
 	// A batch runs in one implicit transaction.
-	return w.ended(tx, pool.SendBatch(ctx, &b).Close())
+	br := pool.SendBatch(ctx, b)
+	err := read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return w.ended(tx, err)
 }
 
 // commit inserts the positions of the records that tx wrote (and deletes
