@@ -223,9 +223,10 @@ func (d *Destination) writePlanned(ctx context.Context, records []sdk.Record) (i
 // commit in their order, or a row ends as an older record left it (an
 // update overwritten by the one before it, a row deleted before its
 // create); records of different keys touch different rows, and may commit
-// in any order. Keyless records have no lane: plain inserts may commit in
-// any order, but an update or delete without a key may then run before
-// the insert of its row in another Write (see keyless.go).
+// in any order. Keyless records share their table's lane: plain inserts
+// may commit in any order, and an update or delete without a key, which
+// finds its row by its old values (keyless.go), waits for the table's
+// earlier keyless records, and later ones for it.
 //
 // The lanes follow the records' keys. With the key parameter naming
 // columns the records' keys do not hold, two records of one row may reach
