@@ -154,3 +154,18 @@ func TestSourceRefusesTablesWithoutReplicaIdentity(t *testing.T) {
 	}
 	is.New(t).Equal(pgtest.Rows(t, conn, `SELECT tablename FROM pg_publication_tables WHERE pubname = 'connkit'`), []string{"ok"})
 }
+
+// A keyless table added to a streaming source's tables is refused, and
+// stays out of the publication; a keyless table read from the start is
+// fine alongside.
+func TestSourceRefusesKeylessAddedTable(t *testing.T) {
+	is := is.New(t)
+	url, conn := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY, n int);
+		INSERT INTO a SELECT i, i FROM generate_series(1, 100) i;`+keylessDDL)
+	from := firstRun(t, url, conn, newCopyModel(t))
+	_, err := tryOpenSource(t, url, map[string]string{"tables": "a,logs"}, from)
+	if err == nil || !strings.Contains(err.Error(), "table public.logs has no key") || !strings.Contains(err.Error(), "ADD PRIMARY KEY") {
+		t.Fatalf("got error %v, want one naming public.logs and the statement to run", err)
+	}
+	is.Equal(pgtest.Rows(t, conn, `SELECT tablename FROM pg_publication_tables WHERE pubname = 'connkit'`), []string{"a"})
+}
