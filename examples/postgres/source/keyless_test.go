@@ -169,3 +169,20 @@ func TestSourceRefusesKeylessAddedTable(t *testing.T) {
 	}
 	is.Equal(pgtest.Rows(t, conn, `SELECT tablename FROM pg_publication_tables WHERE pubname = 'connkit'`), []string{"a"})
 }
+
+// An update of a keyless row that leaves a TOASTed value unchanged
+// carries it, taken from the old row.
+func TestSourceKeylessUnchangedToast(t *testing.T) {
+	is := is.New(t)
+	url, conn := sourceDB(t, `
+		CREATE TABLE docs (a int, body text);
+		ALTER TABLE docs REPLICA IDENTITY FULL;
+		ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL;
+		INSERT INTO docs VALUES (1, repeat('x', 10000));`)
+	s := openSource(t, url, map[string]string{"tables": "docs"}, nil)
+	readN(t, s, 1)
+	pgtest.Exec(t, conn, `UPDATE docs SET a = 2`)
+	up := readN(t, s, 1)[0]
+	is.Equal(up.Payload.After, sdk.StructuredData{"a": int64(2), "body": strings.Repeat("x", 10000)})
+	is.Equal(up.Payload.Before, sdk.StructuredData{"a": int64(1), "body": strings.Repeat("x", 10000)})
+}
