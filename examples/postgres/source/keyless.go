@@ -44,6 +44,15 @@ func (s *Source) nextBlocks(ctx context.Context, t *sourceTable, after []string,
 	if perBlock < 1 {
 		perBlock = 60
 	}
+	// The rows a snapshot sees are in the blocks the table had when it was
+	// first measured: blocks added since hold rows that stream.
+	if s.keylessBlocks == nil {
+		s.keylessBlocks = map[uint32]uint64{}
+	}
+	if first, ok := s.keylessBlocks[t.oid]; ok {
+		blocks = min(blocks, first)
+	}
+	s.keylessBlocks[t.oid] = blocks
 	r := blockRange{}
 	var start uint64
 	if len(after) == 1 {
