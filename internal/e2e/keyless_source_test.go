@@ -36,7 +36,6 @@ type loggedRecord struct {
 func TestConduitPostgresKeylessSource(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
-			is := is.New(t)
 			from, src := sourceDatabase(t, `
 				CREATE TABLE logs (a int, b text);
 				ALTER TABLE logs REPLICA IDENTITY FULL;
@@ -59,49 +58,57 @@ func TestConduitPostgresKeylessSource(t *testing.T) {
 			c.stop()
 			c.checkProblems()
 
-			lines := c.loggedRecords("e2e:destination")
-			is.Equal(len(lines), 3016)
-			var snapshot, changes []string
-			positions := map[string]bool{}
-			for _, line := range lines {
-				var r loggedRecord
-				if err := json.Unmarshal([]byte(line), &r); err != nil {
-					t.Fatalf("the log destination's record is not JSON (%v): %s", err, line)
-				}
-				is.Equal(r.Key, nil) // a keyless table's records have no key
-				positions[r.Position] = true
-				row := func(d map[string]any) string { return fmt.Sprint(d["a"], ":", d["b"]) }
-				if r.Operation == "snapshot" {
-					snapshot = append(snapshot, row(r.Payload.After))
-					continue
-				}
-				change := r.Operation + " " + row(r.Payload.After)
-				if r.Payload.Before != nil {
-					change += " before " + row(r.Payload.Before)
-				}
-				changes = append(changes, change)
-			}
-			is.Equal(len(positions), len(lines)) // unique
-			var want []string
-			for i := 1; i <= 3000; i++ {
-				want = append(want, fmt.Sprint(i%1000, ":r", i%1000))
-			}
-			slices.Sort(want)
-			slices.Sort(snapshot)
-			is.Equal(snapshot, want) // every row, each of its three copies
-			wantChanges := []string{}
-			for i := 5001; i <= 5010; i++ {
-				wantChanges = append(wantChanges, fmt.Sprint("create ", i, ":new"))
-			}
-			for range 3 {
-				wantChanges = append(wantChanges, "update 7:updated before 7:r7")
-			}
-			for range 3 {
-				wantChanges = append(wantChanges, "delete <nil>:<nil> before 8:r8")
-			}
-			is.Equal(changes, wantChanges)
+			checkKeylessLogged(t, c.loggedRecords("e2e:destination"))
 		})
 	}
+}
+
+// checkKeylessLogged checks the records the log destination logged for
+// TestConduitPostgresKeylessSource: the snapshot's 3,000 rows, then the
+// changes, none with a key, updates and deletes with the whole old row.
+func checkKeylessLogged(t *testing.T, lines []string) {
+	t.Helper()
+	is := is.New(t)
+	is.Equal(len(lines), 3016)
+	var snapshot, changes []string
+	positions := map[string]bool{}
+	for _, line := range lines {
+		var r loggedRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("the log destination's record is not JSON (%v): %s", err, line)
+		}
+		is.Equal(r.Key, nil) // a keyless table's records have no key
+		positions[r.Position] = true
+		row := func(d map[string]any) string { return fmt.Sprint(d["a"], ":", d["b"]) }
+		if r.Operation == "snapshot" {
+			snapshot = append(snapshot, row(r.Payload.After))
+			continue
+		}
+		change := r.Operation + " " + row(r.Payload.After)
+		if r.Payload.Before != nil {
+			change += " before " + row(r.Payload.Before)
+		}
+		changes = append(changes, change)
+	}
+	is.Equal(len(positions), len(lines)) // unique
+	var want []string
+	for i := 1; i <= 3000; i++ {
+		want = append(want, fmt.Sprint(i%1000, ":r", i%1000))
+	}
+	slices.Sort(want)
+	slices.Sort(snapshot)
+	is.Equal(snapshot, want) // every row, each of its three copies
+	wantChanges := []string{}
+	for i := 5001; i <= 5010; i++ {
+		wantChanges = append(wantChanges, fmt.Sprint("create ", i, ":new"))
+	}
+	for range 3 {
+		wantChanges = append(wantChanges, "update 7:updated before 7:r7")
+	}
+	for range 3 {
+		wantChanges = append(wantChanges, "delete <nil>:<nil> before 8:r8")
+	}
+	is.Equal(changes, wantChanges)
 }
 
 // TestConduitPostgresKeylessSnapshotResumed copies a keyless table whose
