@@ -186,3 +186,14 @@ func TestSourceKeylessUnchangedToast(t *testing.T) {
 	is.Equal(up.Payload.After, sdk.StructuredData{"a": int64(2), "body": strings.Repeat("x", 10000)})
 	is.Equal(up.Payload.Before, sdk.StructuredData{"a": int64(1), "body": strings.Repeat("x", 10000)})
 }
+
+// A keyless table's range is read by a TID range scan, which reads its
+// blocks alone.
+func TestKeylessRangeIsATidRangeScan(t *testing.T) {
+	is := is.New(t)
+	url, conn := sourceDB(t, keylessDDL)
+	s := openSource(t, url, map[string]string{"tables": "logs"}, nil)
+	sql, args := s.catalog.tables[0].blockQuery(blockRange{after: "(1,5)", end: 3}, nil)
+	plan := pgtest.Rows(t, conn, "EXPLAIN "+strings.NewReplacer("$1", "'"+string(args[0])+"'", "$2", "'"+string(args[1])+"'").Replace(sql))
+	is.True(strings.Contains(strings.Join(plan, "\n"), "Tid Range Scan"))
+}
