@@ -120,3 +120,21 @@ func addedKeyless(t *sourceTable) error {
 	name := pg.SQLName(t.schema, t.name)
 	return fmt.Errorf(`parameter "tables": table %s has no key (REPLICA IDENTITY FULL without a primary key) and was added while the source streams: such a table is read in chunks whose rows are matched by key with the changes that stream meanwhile; give it a key (ALTER TABLE %s ADD PRIMARY KEY (...), or REPLICA IDENTITY USING INDEX on a unique index), or start the pipeline over (reset its position) so that the first snapshot reads it; the table was not added to the publication`, name, name)
 }
+
+// resumable checks that the snapshot position pos names its row the way
+// its table is read now: by ctid if the table is keyless, by key if not.
+// A primary key added or dropped, or a replica identity changed, since the
+// snapshot began leaves no place in the table to resume at.
+func (s *Source) resumable(pos position) error {
+	for _, t := range s.catalog.tables {
+		if t.ident != pos.Table || t.keyless() == (pos.CTID != "") {
+			continue
+		}
+		was, is := "key", "keyless (REPLICA IDENTITY FULL without a primary key)"
+		if !t.keyless() {
+			was, is = "ctid", "keyed by "+strings.Join(t.keyNames(), ", ")
+		}
+		return fmt.Errorf("the snapshot cannot resume: its position names a row of table %s by its %s, but the table is now %s (its primary key or replica identity changed since the snapshot began); reset the pipeline's position (e.g. recreate the source connector) to take a new snapshot", pg.SQLName(t.schema, t.name), was, is)
+	}
+	return nil
+}

@@ -197,3 +197,21 @@ func TestKeylessRangeIsATidRangeScan(t *testing.T) {
 	plan := pgtest.Rows(t, conn, "EXPLAIN "+strings.NewReplacer("$1", "'"+string(args[0])+"'", "$2", "'"+string(args[1])+"'").Replace(sql))
 	is.True(strings.Contains(strings.Join(plan, "\n"), "Tid Range Scan"))
 }
+
+// A keyless table's snapshot cannot resume once the table has a primary
+// key: the error says so, and what to do.
+func TestSourceKeylessResumeAfterKeyAdded(t *testing.T) {
+	url, conn := sourceDB(t, `
+		CREATE TABLE t (a int, b text);
+		ALTER TABLE t REPLICA IDENTITY FULL;
+		INSERT INTO t SELECT i, 'r' || i FROM generate_series(1, 10) i;`)
+	s := openSource(t, url, map[string]string{"tables": "t"}, nil)
+	recs := readN(t, s, 10)
+	ackAll(t, s, recs[:3])
+	is.New(t).NoErr(s.Teardown(t.Context()))
+	pgtest.Exec(t, conn, `ALTER TABLE t ADD PRIMARY KEY (a)`)
+	_, err := tryOpenSource(t, url, map[string]string{"tables": "t"}, recs[2].Position)
+	if err == nil || !strings.Contains(err.Error(), "table public.t by its ctid, but the table is now keyed by a") || !strings.Contains(err.Error(), "reset the pipeline's position") {
+		t.Fatalf("got error %v, want one saying the table is keyed now and what to do", err)
+	}
+}

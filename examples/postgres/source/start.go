@@ -74,6 +74,9 @@ func (s *Source) startStreaming(ctx context.Context, slot slotInfo) error {
 // versions the first one saw. Replication still starts at the slot's
 // consistent point (resume.go).
 func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
+	if err := s.resumable(pos); err != nil {
+		return err
+	}
 	first, ok, err := s.loadFirstSnapshot(ctx)
 	if err != nil {
 		return err
