@@ -108,8 +108,11 @@ func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos pos
 		}
 	}
 	a := &adder{s: s, state: state, byID: map[string]*sourceTable{}, windows: map[string]*replayed{}}
-	changed := a.followTables(ctx) || !ok
-	if changed {
+	changed, err := a.followTables(ctx)
+	if err != nil {
+		return err
+	}
+	if changed || !ok {
 		saved, err := s.saveTableStates(ctx, s.conn, state)
 		if err != nil {
 			return err
@@ -125,12 +128,17 @@ func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos pos
 // followTables adds to the state the tables read that it lacks, and to
 // todo those not done, and forgets the tables no longer read: their
 // changes are not read meanwhile, so if one comes back it is snapshotted
-// again. It reports whether the state changed.
-func (a *adder) followTables(ctx context.Context) bool {
+// again. It reports whether the state changed. A keyless table cannot be
+// added: its chunks could not be matched against the changes that stream
+// meanwhile (keyless.go).
+func (a *adder) followTables(ctx context.Context) (bool, error) {
 	changed := false
 	for _, t := range a.s.catalog.tables {
 		a.byID[t.ident] = t
 		st, known := a.state[t.ident]
+		if !known && t.keyless() {
+			return false, addedKeyless(t)
+		}
 		if !known {
 			a.state[t.ident] = tableState{}
 			changed = true
@@ -146,7 +154,7 @@ func (a *adder) followTables(ctx context.Context) bool {
 			changed = true
 		}
 	}
-	return changed
+	return changed, nil
 }
 
 // publishedTables is the state of a slot whose row does not list its
@@ -281,7 +289,7 @@ func (a *adder) seen(t *sourceTable) (func(xmin uint32, horizon uint64) bool, er
 // the destination may never get the value otherwise. It is read from the
 // table as it is now; a later change that sets it comes after.
 func (a *adder) fillUnread(ctx context.Context, rel *relation, updated *pglogrepl.TupleData, after sdk.StructuredData, emitted bool) error {
-	if a == nil || !emitted || !slices.Contains(a.todo, rel.table) {
+	if a == nil || !emitted || !slices.Contains(a.todo, rel.table) || rel.table.keyless() {
 		return nil
 	}
 	missing := rel.unchangedToast(updated)

@@ -20,7 +20,7 @@ type sourceTable struct {
 	columns    []string          // stored columns, in attribute order (generated columns are not replicated)
 	types      []string          // each column's type, as format_type spells it
 	notNull    []bool            // each column's NOT NULL
-	keys       []int             // the primary key's columns, as indexes into columns, in key order
+	keys       []int             // the key's columns (identity.go), as indexes into columns, in key order; none: keyless
 	meta       string            // the columns as the snapshot's records describe them (columns.go)
 	defaults   map[string]string // the columns' defaults the records carry, by name (usertypes.go)
 	userTypes  *userTypes        // the user types the columns use (usertypes.go)
@@ -71,7 +71,7 @@ func collectionName(schema, name string) string {
 // resolveTables finds the tables the patterns name (table, schema.table,
 // * for every table in public, schema.* for every table in schema) and
 // describes them, sorted by their quoted names. Every table must exist, be
-// readable and have a primary key. A wildcard leaves out the table named
+// readable and have a replica identity (identity.go). A wildcard leaves out the table named
 // by state (the source's own, see statetable.go).
 func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state string) ([]*sourceTable, error) {
 	var oids []uint32
@@ -133,14 +133,15 @@ func matchTables(ctx context.Context, conn *pgx.Conn, p, state string) ([]uint32
 }
 
 // describeTable reads what the catalog says of the table with the given
-// OID, which must be a readable table with a primary key.
+// OID, which must be a readable table whose replica identity lets the
+// source tell its rows apart (identity.go).
 func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTable, error) {
 	t := &sourceTable{oid: oid}
-	var keys []string
+	var id identity
 	var readable bool
 	var kind string
 	err := conn.QueryRow(ctx, `
-		SELECT n.nspname, c.relname, c.relkind::text, has_table_privilege(c.oid, 'SELECT'),
+		SELECT n.nspname, c.relname, c.relkind::text, has_table_privilege(c.oid, 'SELECT'), c.relreplident::text,
 			array(SELECT a.attname::text FROM pg_attribute a
 				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 				ORDER BY a.attnum),
@@ -150,28 +151,26 @@ func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTabl
 			array(SELECT a.attnotnull FROM pg_attribute a
 				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 				ORDER BY a.attnum),
-			array(SELECT a.attname::text FROM pg_index i
-				CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-				WHERE i.indrelid = c.oid AND i.indisprimary
-				ORDER BY k.ord)
+			`+indexColumns("i.indisprimary")+`,
+			`+indexColumns("i.indisreplident")+`
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &t.columns, &t.types, &t.notNull, &keys)
+		WHERE c.oid = $1`, oid).Scan(&t.schema, &t.name, &kind, &readable, &id.replident, &t.columns, &t.types, &t.notNull, &id.primary, &id.index)
 	if err != nil {
 		return nil, fmt.Errorf("describe table %d: %w", oid, err)
 	}
 	t.ident = pgx.Identifier{t.schema, t.name}.Sanitize()
 	t.collection = collectionName(t.schema, t.name)
-	// What the source can read: the seam for partitioned tables and tables
-	// without a primary key.
+	// What the source can read: the seam for partitioned tables.
 	name := pg.SQLName(t.schema, t.name)
 	switch {
 	case kind != "r":
 		return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary tables can be read)`, name)
 	case !readable:
 		return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
-	case len(keys) == 0:
-		return nil, fmt.Errorf("table %s has no primary key: the source reads tables in key order and keys every record by it; add one (ALTER TABLE %s ADD PRIMARY KEY (...))", name, name)
+	}
+	keys, err := id.keyColumns(name)
+	if err != nil {
+		return nil, err
 	}
 	for _, k := range keys {
 		t.keys = append(t.keys, slices.Index(t.columns, k))
@@ -182,3 +181,17 @@ func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTabl
 	t.meta = t.snapshotColumns()
 	return t, nil
 }
+
+// indexColumns is the subquery of the column names, in index order, of
+// the table c's index that cond picks.
+func indexColumns(cond string) string {
+	return `array(SELECT a.attname::text FROM pg_index i
+				CROSS JOIN unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+				WHERE i.indrelid = c.oid AND ` + cond + `
+				ORDER BY k.ord)`
+}
+
+// keyless reports whether t's rows have no key: REPLICA IDENTITY FULL
+// without a primary key (identity.go).
+func (t *sourceTable) keyless() bool { return len(t.keys) == 0 }

@@ -63,15 +63,15 @@ func (a *adder) readChunk(ctx context.Context, c *liveChunk, after []string) (st
 	if err != nil {
 		return "", err
 	}
-	var read int
-	if c.rows, read, c.last, err = s.readRange(ctx, c.table, after, nil, s.cfg.Snapshot.FetchSize, func(xmin uint32) bool { return seen(xmin, c.snap.xmax) }); err != nil {
+	res, err := s.readRange(ctx, c.table, after, nil, s.cfg.Snapshot.FetchSize, func(xmin uint32) bool { return seen(xmin, c.snap.xmax) })
+	if err != nil {
 		return "", err
 	}
 	if err := s.endChunkTx(ctx); err != nil {
 		return "", err
 	}
-	a.progress.readRows(a.finished, read)
-	c.done = read < s.cfg.Snapshot.FetchSize
+	c.rows, c.last, c.done = res.rows, res.last, res.done
+	a.progress.readRows(a.finished, res.read)
 	return view, nil
 }
 
@@ -116,7 +116,7 @@ func (a *adder) records(rows []rangeRow, dropped map[string]bool, lsn pglogrepl.
 	for _, row := range rows {
 		if !dropped[row.name] {
 			rec := row.rec
-			rec.Position = position{Table: row.table, Key: row.key, Version: row.version, LSN: lsn.String()}.bytes()
+			rec.Position = row.position(lsn.String())
 			recs = append(recs, rec)
 		}
 	}

@@ -1,8 +1,10 @@
 // Package source is the postgres connector's source. It reads a consistent snapshot of its tables (under the snapshot
-// its replication slot exports, in primary key order, in batches), then
+// its replication slot exports, in key order, in batches), then
 // streams their changes through logical replication with the built-in
 // pgoutput plugin: inserts, updates and deletes become create, update and
-// delete records, keyed by the primary key, with opencdc.collection set to
+// delete records, keyed by the primary key (or the replica identity index;
+// a table with REPLICA IDENTITY FULL and no primary key is read in ctid
+// order, its records have no key, see keyless.go), with opencdc.collection set to
 // the table's name (schema.name outside public), which is also the table
 // the destination writes them to. Positions say where the source is (table
 // and key during the snapshot, transaction and change afterwards), so a

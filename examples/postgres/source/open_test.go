@@ -29,7 +29,7 @@ func TestSourceErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name, url, tables, want string
 	}{
-		{"no primary key", url, "keyless", "table public.keyless has no primary key"},
+		{"no primary key", url, "keyless", "table public.keyless has no primary key and REPLICA IDENTITY DEFAULT"},
 		{"missing table", url, "nope", "table nope does not exist"},
 		{"empty schema", url, "nothing.*", `matches no table`},
 		{"no replication attribute", as("plain"), "a", `role "plain" may not use logical replication: ALTER ROLE plain WITH REPLICATION`},

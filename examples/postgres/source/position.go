@@ -21,6 +21,9 @@ import (
 type position struct {
 	Table string   `json:"table,omitempty"` // snapshot: the table, schema-qualified
 	Key   []string `json:"key,omitempty"`   // snapshot: the key's columns as text, in key order
+	// CTID is, in the snapshot of a keyless table, the row's ctid ("(block,offset)"),
+	// in place of a key: the table is read in ctid order (keyless.go).
+	CTID string `json:"ctid,omitempty"`
 	// Version is, in the snapshot, the row version read (its xmin): a row
 	// read again unchanged after a restart has the same position, so an
 	// exactly-once destination skips it, and a row changed meanwhile a
@@ -47,21 +50,19 @@ func (p position) bytes() sdk.Position {
 		lsn, _ := pglogrepl.ParseLSN(p.LSN)
 		return cdcPosition(lsn, p.Index)
 	}
-	n := len(p.Table) + len(p.Version) + len(p.LSN) + 36
+	n := len(p.Table) + len(p.Version) + len(p.LSN) + len(p.CTID) + 44
 	for _, k := range p.Key {
 		n += len(k) + 3
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"table":`...)
 	b = appendJSONString(b, p.Table)
-	b = append(b, `,"key":[`...)
-	for i, k := range p.Key {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k)
+	if p.CTID != "" {
+		b = append(b, `,"ctid":`...)
+		b = appendJSONString(b, p.CTID)
+	} else {
+		b = appendKey(b, p.Key)
 	}
-	b = append(b, ']')
 	if p.Version != "" {
 		b = append(b, `,"v":`...)
 		b = appendJSONString(b, p.Version)
@@ -71,6 +72,27 @@ func (p position) bytes() sdk.Position {
 		b = appendJSONString(b, p.LSN)
 	}
 	return append(b, '}')
+}
+
+// appendKey appends a position's key.
+func appendKey(b []byte, key []string) []byte {
+	b = append(b, `,"key":[`...)
+	for i, k := range key {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+	}
+	return append(b, ']')
+}
+
+// after is where a snapshot resumed after p reads on: after its key, or
+// after its ctid for a keyless table.
+func (p position) after() []string {
+	if p.CTID != "" {
+		return []string{p.CTID}
+	}
+	return p.Key
 }
 
 // cdcPosition is the position of the change at index i of the transaction
@@ -148,6 +170,11 @@ func parsePosition(b sdk.Position) (position, error) {
 	if p.LSN != "" {
 		if _, err := pglogrepl.ParseLSN(p.LSN); err != nil {
 			return p, fmt.Errorf("position %q is not a postgres source position: %w", b, err)
+		}
+	}
+	if p.CTID != "" {
+		if _, err := parseTID(p.CTID); err != nil || p.Table == "" || p.Key != nil {
+			return p, fmt.Errorf("position %q is not a postgres source position: expected a ctid (block,offset) in place of a key", b)
 		}
 	}
 	if p.Version != "" {

@@ -22,6 +22,7 @@ func TestPositionEncoding(t *testing.T) {
 		{LSN: "FFFFFFFF/FFFFFFFF", Index: 1},
 		{Table: `"public"."a"`, Key: []string{"40"}, Version: "4711"},
 		{Table: `"public"."b"`, Key: []string{"7", "x"}, Version: "4712", LSN: "0/16B3F08"}, // an added table's row
+		{Table: `"public"."logs"`, CTID: "(12,7)", Version: "4713"},                         // a keyless table's row
 	} {
 		want, err := json.Marshal(p)
 		is.NoErr(err)
@@ -32,6 +33,7 @@ func TestPositionEncoding(t *testing.T) {
 		is.Equal(back.LSN, p.LSN)
 		is.Equal(back.Index, p.Index)
 		is.Equal(back.Version, p.Version)
+		is.Equal(back.CTID, p.CTID)
 		if p.Table != "" {
 			is.Equal(back.Key, p.Key)
 		}
@@ -52,6 +54,10 @@ func TestPositionVersionErrors(t *testing.T) {
 		`{"table":"a","key":["1"],"v":"x"}`,
 		`{"table":"a","key":["1"],"v":"4294967296"}`,
 		`{"lsn":"0/1","v":"7"}`,
+		`{"table":"a","ctid":"(x,1)"}`,
+		`{"table":"a","ctid":"(1,70000)"}`,
+		`{"table":"a","key":["1"],"ctid":"(1,1)"}`,
+		`{"lsn":"0/1","ctid":"(1,1)"}`,
 	} {
 		if _, err := parsePosition([]byte(b)); err == nil {
 			t.Errorf("parsePosition(%s): no error", b)

@@ -14,7 +14,7 @@ type relation struct {
 	table *sourceTable // nil: a table the source does not read
 	names []string
 	oids  []uint32
-	keys  []string          // the primary key's column names
+	keys  []string          // the key's column names (identity.go); none: keyless
 	meta  string            // the columns as its records describe them (columns.go)
 	was   map[string]string // the columns renamed while streaming: new name → first name
 	types *userTypes        // the user types its columns use (usertypes.go)
@@ -60,8 +60,12 @@ func (r *relation) data(t *pglogrepl.TupleData) sdk.StructuredData {
 	return d
 }
 
-// key picks the primary key's columns out of d.
-func (r *relation) key(d sdk.StructuredData) sdk.StructuredData {
+// key picks the key's columns out of d; nil for a keyless table, whose
+// records have no key.
+func (r *relation) key(d sdk.StructuredData) sdk.Data {
+	if len(r.keys) == 0 {
+		return nil
+	}
 	k := make(sdk.StructuredData, len(r.keys))
 	for _, name := range r.keys {
 		k[name] = d[name]
@@ -81,6 +85,17 @@ func (r *relation) keyText(t *pglogrepl.TupleData) []string {
 		out = append(out, string(t.Columns[i].Data))
 	}
 	return out
+}
+
+// fillFromOld sets the columns of the new tuple t that pgoutput left out
+// (unchanged TOASTed values) from the old row, which a table with
+// REPLICA IDENTITY FULL sends whole.
+func (r *relation) fillFromOld(t *pglogrepl.TupleData, after, old sdk.StructuredData) {
+	for _, name := range r.unchangedToast(t) {
+		if v, ok := old[name]; ok {
+			after[name] = v
+		}
+	}
 }
 
 // unchangedToast returns the columns of t whose values are TOASTed and

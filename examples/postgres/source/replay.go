@@ -50,7 +50,7 @@ func (a *adder) replay(ctx context.Context, r *replicator, win *replayed, w wate
 	}
 	after := w.After
 	if skip.added() && skip.lsn() == r.commitLSN && skip.Table == w.Table {
-		after = skip.Key // the rows up to this one are acknowledged
+		after = skip.after() // the rows up to this one are acknowledged
 	}
 	if err := a.s.beginChunkTx(ctx); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (a *adder) replay(ctx context.Context, r *replicator, win *replayed, w wate
 	if err != nil {
 		return err
 	}
-	rows, _, _, err := a.s.readRange(ctx, win.table, after, w.Last, 0, func(xmin uint32) bool {
+	res, err := a.s.readRange(ctx, win.table, after, w.Last, 0, func(xmin uint32) bool {
 		return snap.saw(xmin, current.xmax) && seen(xmin, current.xmax)
 	})
 	if err != nil {
@@ -72,5 +72,5 @@ func (a *adder) replay(ctx context.Context, r *replicator, win *replayed, w wate
 	if err := a.s.endChunkTx(ctx); err != nil {
 		return err
 	}
-	return a.queue(ctx, r, a.records(rows, win.dropped, r.commitLSN))
+	return a.queue(ctx, r, a.records(res.rows, win.dropped, r.commitLSN))
 }

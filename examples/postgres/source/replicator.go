@@ -200,13 +200,15 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 		oldTuple = m.OldTuple
 	}
 	var before sdk.Data
+	after := rel.data(m.NewTuple)
 	switch m.OldTupleType {
 	case pglogrepl.UpdateMessageTupleTypeOld:
-		before = rel.data(m.OldTuple)
+		old := rel.data(m.OldTuple)
+		rel.fillFromOld(m.NewTuple, after, old)
+		before = old
 	case pglogrepl.UpdateMessageTupleTypeKey:
 		before = rel.key(rel.data(m.OldTuple)) // the key changed: the old key
 	}
-	after := rel.data(m.NewTuple)
 	if err := r.followTypes(ctx, rel, after); err != nil {
 		return err
 	}
@@ -243,7 +245,7 @@ func (r *replicator) relation(id uint32) *relation {
 
 // emit adds the record of the transaction's next change to the pending
 // ones, unless it is skipped.
-func (r *replicator) emit(rel *relation, op sdk.Operation, key sdk.StructuredData, before, after sdk.Data) {
+func (r *replicator) emit(rel *relation, op sdk.Operation, key, before, after sdk.Data) {
 	i := r.index
 	r.index++
 	if i <= r.skip {

@@ -44,7 +44,7 @@ func (r *replicator) fillUnchanged(ctx context.Context, rel *relation, old, upda
 	firstChange := !res.changed[oldKey]
 	res.changed[oldKey], res.changed[rowName(rel, updated)] = true, true
 	missing := rel.unchangedToast(updated)
-	if !firstChange || !emitted || len(missing) == 0 {
+	if !firstChange || !emitted || len(missing) == 0 || rel.table.keyless() { // a keyless table's old row filled them
 		return nil
 	}
 	if covered, err := r.s.coveredByResume(ctx, rel, old); err != nil || !covered {

@@ -60,43 +60,42 @@ func (s *Source) snapshot(ctx context.Context) error {
 // query read.
 func (s *Source) snapshotTable(ctx context.Context, t *sourceTable, after []string, read func(int)) error {
 	for {
-		recs, n, last, err := s.fetch(ctx, t, after)
+		recs, res, err := s.fetch(ctx, t, after)
 		if err != nil {
 			return err
 		}
-		read(n)
+		read(res.read)
 		if len(recs) > 0 {
 			s.acks.queued.Add(int64(len(recs)))
 			if err := s.q.put(ctx, recs, 0, nil); err != nil {
 				return err
 			}
 		}
-		if n < s.cfg.Snapshot.FetchSize {
+		if res.done {
 			return nil
 		}
-		after = last
+		after = res.last
 	}
 }
 
 // fetch reads up to fetchSize rows of t after the key after (all from the
 // start when nil), in text format, and returns as snapshot records those
-// a resumed snapshot keeps (resumed), how many rows it read, and the last
-// row's key.
-func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]sdk.Record, int, []string, error) {
+// a resumed snapshot keeps (resumed), and what it read.
+func (s *Source) fetch(ctx context.Context, t *sourceTable, after []string) ([]sdk.Record, rangeRead, error) {
 	var keep func(xmin uint32) bool
 	if s.resume != nil {
 		// A row written since the first snapshot is left out: replication
 		// streams it.
 		keep = func(xmin uint32) bool { return s.resume.first.saw(xmin, s.resume.horizon) }
 	}
-	rows, read, last, err := s.readRange(ctx, t, after, nil, s.cfg.Snapshot.FetchSize, keep)
+	res, err := s.readRange(ctx, t, after, nil, s.cfg.Snapshot.FetchSize, keep)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, res, err
 	}
-	recs := make([]sdk.Record, len(rows))
-	for i, r := range rows {
-		r.rec.Position = position{Table: t.ident, Key: r.key, Version: r.version}.bytes()
+	recs := make([]sdk.Record, len(res.rows))
+	for i, r := range res.rows {
+		r.rec.Position = r.position("")
 		recs[i] = r.rec
 	}
-	return recs, read, last, nil
+	return recs, res, nil
 }

@@ -32,6 +32,8 @@ type Source struct {
 	lost    pg.Outage      // a lost connection that the reader is reconnecting after (reconnect.go)
 	catalog catalog        // the tables read
 
+	keylessBlocks map[uint32]uint64 // a keyless table's blocks when its snapshot first measured it, by OID (keyless.go)
+
 	// What Open found to read (start.go).
 	snap   *snapshotFrom // where the snapshot resumes; nil: no snapshot
 	resume *resumed      // the snapshot resumes under a fresh one (resume.go); nil: it does not

@@ -74,6 +74,9 @@ func (s *Source) startStreaming(ctx context.Context, slot slotInfo) error {
 // versions the first one saw. Replication still starts at the slot's
 // consistent point (resume.go).
 func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
+	if err := s.resumable(pos); err != nil {
+		return err
+	}
 	first, ok, err := s.loadFirstSnapshot(ctx)
 	if err != nil {
 		return err
@@ -87,7 +90,7 @@ func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
 		return err
 	}
 	s.resume = &resumed{table: pos.Table, key: pos.Key, until: fresh.consistent, first: first, horizon: fresh.txs.xmax, changed: map[string]bool{}}
-	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; rows written since the first snapshot come as changes", pos.Table, pos.Key), "table", pos.Table)
+	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; rows written since the first snapshot come as changes", pos.Table, pos.after()), "table", pos.Table)
 	s.snap = s.snapshotAfter(pos)
 	return nil
 }
@@ -111,7 +114,7 @@ func (s *Source) resumeStreaming(ctx context.Context, pos position, slot slotInf
 func (s *Source) snapshotAfter(pos position) *snapshotFrom {
 	for i, t := range s.catalog.tables {
 		if t.ident == pos.Table {
-			return &snapshotFrom{table: i, key: pos.Key}
+			return &snapshotFrom{table: i, key: pos.after()}
 		}
 		if t.ident > pos.Table {
 			return &snapshotFrom{table: i}
