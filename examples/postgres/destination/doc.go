@@ -11,7 +11,8 @@
 // changes one row equal to the old row, as PostgreSQL's logical
 // replication applies it: a statement per record, a run of them sent in
 // one round trip and one transaction (keyless.go). One whose row is not
-// there is logged, counted and acknowledged.
+// there is logged, counted and acknowledged: an update inserts its new
+// row, a delete changes nothing.
 //
 // # Tables created and evolved
 //

@@ -19,16 +19,18 @@ import (
 // replication applies it: an update changes one row equal to its old row
 // (payload.before), a delete deletes one such row, every column compared
 // with IS NOT DISTINCT FROM, so that NULLs match. Of rows that are exact
-// duplicates, one is changed. A record whose old row is not there changes
-// nothing, is logged and counted, and is acknowledged, as PostgreSQL's
-// apply skips it; a record replayed after a crash (at least once) is
-// such a record, unless a duplicate of its row is left.
+// duplicates, one is changed. An update whose old row is not there
+// inserts its new row, as an upsert does for a keyed record: a postgres
+// source's resumed snapshot leaves a row changed since the snapshot began
+// to its changes, so the update is all the destination gets of it. A
+// delete whose old row is not there changes nothing. Both are logged and
+// counted, and acknowledged. A record replayed after a crash (at least
+// once) is such a record, unless a duplicate of its row is left; the
+// exactly-once mode skips it.
 //
-// Keyless records have no lane among Writes in flight together (see
-// [Destination.WriteSplit]), so with several in flight an update or
-// delete may run before the insert of its row in an earlier Write has
-// committed, and then finds no row: the README says to keep
-// sdk.write.concurrency at 1 for such tables.
+// Keyless records share their collection's lane among Writes in flight
+// together (see [Destination.WriteSplit]): an update or delete waits for
+// the inserts of the Writes before it.
 
 // keyless sets the class of a run without key columns from the old row
 // of its record: an update or delete that has one changes one row equal
@@ -145,11 +147,15 @@ func (r *run) statementEach(textEq map[string]bool) string {
 	if r.class == deleteOne {
 		return "DELETE FROM " + r.table.ident + find
 	}
-	set := make([]string, n)
+	set, names, values := make([]string, n), make([]string, n), make([]string, n)
 	for i, col := range r.columns {
-		set[i] = pg.Quote(col) + " = $" + strconv.Itoa(i+1) + "::text::" + r.table.bases[col]
+		names[i], values[i] = pg.Quote(col), "$"+strconv.Itoa(i+1)+"::text::"+r.table.bases[col]
+		set[i] = names[i] + " = " + values[i]
 	}
-	return "UPDATE " + r.table.ident + " SET " + strings.Join(set, ", ") + find
+	// The INSERT adds the new row only when the UPDATE found no old one:
+	// its count says which.
+	return "WITH changed AS (UPDATE " + r.table.ident + " SET " + strings.Join(set, ", ") + find + " RETURNING 1) " +
+		"INSERT INTO " + r.table.ident + " (" + strings.Join(names, ", ") + ") SELECT " + strings.Join(values, ", ") + " WHERE NOT EXISTS (SELECT FROM changed)"
 }
 
 // execEach applies the run's rows[lo:hi], an updateOne or deleteOne run,
@@ -174,7 +180,9 @@ func (d *Destination) execEach(ctx context.Context, r *run, cols textColumns, lo
 			if err != nil {
 				return err
 			}
-			if tag.RowsAffected() == 0 {
+			inserted := r.class == updateOne && tag.RowsAffected() == 1 // the INSERT: no old row
+			gone := r.class == deleteOne && tag.RowsAffected() == 0
+			if inserted || gone {
 				missed = append(missed, i)
 			}
 		}
@@ -192,7 +200,11 @@ func (d *Destination) execEach(ctx context.Context, r *run, cols textColumns, lo
 	if err != nil {
 		return err
 	}
-	d.metrics.written(r.class, "statement", hi-lo-len(missed))
+	written := hi - lo
+	if r.class == deleteOne {
+		written -= len(missed)
+	}
+	d.metrics.written(r.class, "statement", written)
 	d.notFound(ctx, r, missed)
 	return nil
 }
@@ -205,7 +217,11 @@ func (d *Destination) notFound(ctx context.Context, r *run, missed []int) {
 	}
 	op := r.class.operation()
 	for _, i := range missed {
-		sdk.Logger(ctx).Warn(fmt.Sprintf("postgres: record at position %q: table %s has no row equal to the record's payload.before, so the %s changed nothing (as PostgreSQL's logical replication, it is acknowledged)", r.rows[i].position, r.table.name, op))
+		what := "the delete changed nothing"
+		if r.class == updateOne {
+			what = "the update inserted the record's payload.after, as an upsert does"
+		}
+		sdk.Logger(ctx).Warn(fmt.Sprintf("postgres: record at position %q: table %s has no row equal to the record's payload.before, so %s", r.rows[i].position, r.table.name, what))
 	}
 	d.metrics.notFound.Add(float64(len(missed)), op)
 }

@@ -65,6 +65,8 @@ func TestKeylessChangesOneRowEach(t *testing.T) {
 	})
 }
 
+// An update whose old row is not there inserts its new row; a delete
+// changes nothing; each is logged and counted.
 func TestKeylessRowNotFoundIsLoggedAndCounted(t *testing.T) {
 	is := is.New(t)
 	url, conn := server.Database(t, keylessTable+`; INSERT INTO things (n, label) VALUES (1, 'a')`)
@@ -83,7 +85,7 @@ func TestKeylessRowNotFoundIsLoggedAndCounted(t *testing.T) {
 	})
 	is.NoErr(err)
 	is.Equal(n, 3)
-	is.Equal(pgtest.Rows(t, conn, `SELECT count(*) FROM things`), []string{"0"})
+	is.Equal(pgtest.Rows(t, conn, `SELECT n, label FROM things`), []string{"10|b"}) // the update's new row, as an upsert
 	for _, pos := range []string{`\"u1\"`, `\"d1\"`} {
 		if !strings.Contains(log.String(), pos) || !strings.Contains(log.String(), "has no row equal to the record's payload.before") {
 			t.Errorf("no warning names the record at %s:\n%s", pos, log.String())
@@ -100,6 +102,9 @@ func TestKeylessRowNotFoundIsLoggedAndCounted(t *testing.T) {
 	}
 	if got := metricstest.Sample(t, address, "connkit_postgres_rows_total", "operation=delete"); got != 1 {
 		t.Errorf("rows deleted = %v, want 1", got)
+	}
+	if got := metricstest.Sample(t, address, "connkit_postgres_rows_total", "operation=update"); got != 1 {
+		t.Errorf("rows updated = %v, want 1", got)
 	}
 }
 

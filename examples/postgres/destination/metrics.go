@@ -21,7 +21,7 @@ func newDestinationMetrics(ctx context.Context) destinationMetrics {
 		rows:          metrics.NewCounter(ctx, "postgres_rows_total", "Rows written, by the statement's operation: insert, upsert, update (one row, without a key) or delete.", "operation"),
 		runs:          metrics.NewCounter(ctx, "postgres_runs_total", "Runs of records (or, after a failure, parts of one) written with one statement, by method: copy (COPY, from 100 rows) or statement (one statement over arrays of values).", "method"),
 		deduplicated:  metrics.NewCounter(ctx, "postgres_deduplicated_rows_total", "Records acknowledged without being written again, their positions being written already (exactlyOnce.enabled)."),
-		notFound:      metrics.NewCounter(ctx, "postgres_rows_not_found_total", "Updates and deletes of records without a key whose old row (payload.before) the table did not have, so that they changed nothing, by operation: update or delete.", "operation"),
+		notFound:      metrics.NewCounter(ctx, "postgres_rows_not_found_total", "Updates and deletes of records without a key whose old row (payload.before) the table did not have, by operation: update (its new row inserted) or delete (nothing changed).", "operation"),
 		schemaChanges: metrics.NewCounter(ctx, "postgres_schema_changes_total", "Statements that changed a table before a record was written, by kind: create, add_column, rename_column, alter_type, create_type, add_value (auto.create, auto.evolve).", "kind"),
 	}
 }
