@@ -49,14 +49,20 @@ func leaveOutPartitions(ctx context.Context, conn *pgx.Conn, oids, named []uint3
 // nestedPartitions returns the tables of oids that are partitions of
 // others of oids.
 func nestedPartitions(ctx context.Context, conn *pgx.Conn, oids []uint32) ([]nestedPartition, error) {
+	// pg_inherits rather than pg_partition_ancestors, which PostgreSQL 11
+	// lacks; a partition's ancestors are the tables it inherits from.
 	rows, _ := conn.Query(ctx, `
-		SELECT DISTINCT ON (c.oid) c.oid, cn.nspname, c.relname, an.nspname, ac.relname
-		FROM unnest($1::oid[]) AS p(oid)
-		CROSS JOIN LATERAL pg_partition_ancestors(p.oid::regclass) WITH ORDINALITY AS a(relid, ord)
-		JOIN pg_class c ON c.oid = p.oid JOIN pg_namespace cn ON cn.oid = c.relnamespace
-		JOIN pg_class ac ON ac.oid = a.relid JOIN pg_namespace an ON an.oid = ac.relnamespace
-		WHERE a.relid::oid <> p.oid AND a.relid::oid = ANY ($1::oid[])
-		ORDER BY c.oid, a.ord`, oids)
+		WITH RECURSIVE up(oid, ancestor, depth) AS (
+			SELECT i.inhrelid, i.inhparent, 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+			WHERE i.inhrelid = ANY ($1::oid[]) AND c.relispartition
+			UNION ALL
+			SELECT up.oid, i.inhparent, up.depth + 1 FROM up JOIN pg_inherits i ON i.inhrelid = up.ancestor
+			JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relispartition)
+		SELECT DISTINCT ON (up.oid) up.oid, cn.nspname, c.relname, an.nspname, ac.relname
+		FROM up JOIN pg_class c ON c.oid = up.oid JOIN pg_namespace cn ON cn.oid = c.relnamespace
+		JOIN pg_class ac ON ac.oid = up.ancestor JOIN pg_namespace an ON an.oid = ac.relnamespace
+		WHERE up.ancestor = ANY ($1::oid[])
+		ORDER BY up.oid, up.depth`, oids)
 	var nested []nestedPartition
 	var p nestedPartition
 	var schema, name, ancestorSchema, ancestor string

@@ -111,12 +111,15 @@ func TestSourcePartitionedTableNames(t *testing.T) {
 	url, conn := sourceDB(t, partitionedDDL+`
 		CREATE SCHEMA other;
 		CREATE TABLE other.m_z PARTITION OF m FOR VALUES IN ('z');
-		CREATE TABLE other.solo (id int PRIMARY KEY)`)
+		CREATE TABLE other.solo (id int PRIMARY KEY);
+		CREATE TABLE m_f PARTITION OF m FOR VALUES IN ('f') PARTITION BY RANGE (id);
+		CREATE TABLE m_f1 PARTITION OF m_f FOR VALUES FROM (0) TO (100)`)
 	for _, tt := range []struct{ tables, want string }{
 		{"*", `"public"."m" "public"."plain"`},
 		{"m,other.*", `"other"."solo" "public"."m"`},
 		{"other.*", `"other"."m_z" "other"."solo"`}, // m_z's parent is not read
 		{"m_b", `"public"."m_b"`},
+		{"m_f,m_b", `"public"."m_b" "public"."m_f"`}, // a partition that is partitioned
 	} {
 		t.Run(tt.tables, func(t *testing.T) {
 			is := is.New(t)
@@ -132,6 +135,9 @@ func TestSourcePartitionedTableNames(t *testing.T) {
 	_, err := resolveTables(t.Context(), conn, []string{"m", "m_b"}, "")
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), `parameter "tables": public.m_b is a partition of public.m, which is read too`))
+	_, err = resolveTables(t.Context(), conn, []string{"m_f1", "m"}, "") // a partition of a partition
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), `parameter "tables": public.m_f1 is a partition of public.m, which is read too`))
 
 	// A partition read by itself streams under its own name.
 	s := openSource(t, url, map[string]string{"tables": "m_b"}, nil)
@@ -183,6 +189,19 @@ func TestSourcePartitionedTableAdded(t *testing.T) {
 		want = append(want, fmt.Sprintf("snapshot m %d/%c %d", i, 'a'+(i-1)%3, i*10))
 	}
 	is.Equal(changes(got), want)
+	pgtest.Exec(t, conn, `INSERT INTO m_b VALUES (10, 'b', 100)`)
+	is.Equal(changes(readN(t, s, 1)), []string{"create m 10/b 100"})
+	nothingMore(t, s)
+}
+
+// A publication FOR ALL TABLES that does not publish via the partition
+// root is changed to.
+func TestSourcePartitionedTableAllTablesPublication(t *testing.T) {
+	is := is.New(t)
+	url, conn := sourceDB(t, partitionedDDL+`; CREATE PUBLICATION allpub FOR ALL TABLES`)
+	s := openSource(t, url, map[string]string{"tables": "m", "publication.name": "allpub"}, nil)
+	readN(t, s, 9)
+	is.Equal(pgtest.Rows(t, conn, `SELECT pubviaroot FROM pg_publication WHERE pubname = 'allpub'`), []string{"true"})
 	pgtest.Exec(t, conn, `INSERT INTO m_b VALUES (10, 'b', 100)`)
 	is.Equal(changes(readN(t, s, 1)), []string{"create m 10/b 100"})
 	nothingMore(t, s)

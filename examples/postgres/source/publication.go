@@ -29,7 +29,8 @@ type publication struct {
 // is published. Every table must then be published under its own name.
 func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []*sourceTable) error {
 	p := publication{name: name, ident: pgx.Identifier{name}.Sanitize()}
-	if err := conn.QueryRow(ctx, `SELECT count(*) > 0, coalesce(bool_or(puballtables), false), coalesce(bool_or(pubviaroot), false) FROM pg_publication WHERE pubname = $1`, name).Scan(&p.exists, &p.all, &p.viaRoot); err != nil {
+	// pubviaroot, through to_jsonb: PostgreSQL 12 and earlier lack it.
+	if err := conn.QueryRow(ctx, `SELECT count(*) > 0, coalesce(bool_or(puballtables), false), coalesce(bool_or((to_jsonb(p) ->> 'pubviaroot')::bool), false) FROM pg_publication p WHERE pubname = $1`, name).Scan(&p.exists, &p.all, &p.viaRoot); err != nil {
 		return fmt.Errorf("look up publication %s: %w", name, err)
 	}
 	partitioned := partitionedTables(tables)
