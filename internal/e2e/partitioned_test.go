@@ -19,6 +19,30 @@ const partitionedTableDDL = `
 	CREATE TABLE m_c PARTITION OF m FOR VALUES IN ('c');
 	INSERT INTO m SELECT i, chr(97 + i % 3), i, 'row ' || i FROM generate_series(1, 3000) i`
 
+// partitionedChanges change m while it streams: every partition, a
+// partition created and one attached, one detached (whose rows as they
+// were then are kept in m_b_at_detach, and which changes after).
+var partitionedChanges = []string{
+	`INSERT INTO m SELECT i, chr(97 + i % 3), i, 'new ' || i FROM generate_series(3001, 3300) i`,
+	`UPDATE m SET n = -n, note = NULL WHERE id % 50 = 0`,
+	`DELETE FROM m WHERE id BETWEEN 100 AND 120`,
+	`INSERT INTO m_c SELECT i, 'c', i, 'into m_c' FROM generate_series(3301, 3400) i`,
+	// Partitions attached while streaming.
+	`CREATE TABLE m_d PARTITION OF m FOR VALUES IN ('d')`,
+	`INSERT INTO m SELECT i, 'd', i, 'attached ' || i FROM generate_series(4001, 4200) i`,
+	`CREATE TABLE m_e (id int NOT NULL, region text NOT NULL, n bigint, note text)`,
+	`ALTER TABLE m ATTACH PARTITION m_e FOR VALUES IN ('e')`,
+	`INSERT INTO m_e SELECT i, 'e', i, 'attached ' || i FROM generate_series(5001, 5200) i`,
+	`UPDATE m SET n = n + 1 WHERE region IN ('d', 'e') AND id % 2 = 0`,
+	`DELETE FROM m_d WHERE id > 4190`,
+	// A partition detached: its later changes are not m's.
+	`ALTER TABLE m DETACH PARTITION m_b`,
+	`CREATE TABLE m_b_at_detach AS SELECT * FROM m_b`,
+	`INSERT INTO m_b SELECT i, 'b', i, 'detached' FROM generate_series(6001, 6100) i`,
+	`UPDATE m_b SET n = 0`,
+	`DELETE FROM m_b WHERE id < 500`,
+}
+
 // TestConduitPostgresPartitioned runs standalone:postgres on partitioned
 // table m, named by its parent, into standalone:postgres in real Conduit,
 // on both engines: the snapshot of every partition, then changes to each
@@ -45,26 +69,7 @@ func TestConduitPostgresPartitioned(t *testing.T) {
 					t.Fatalf("%s: %v", sql, err)
 				}
 			}
-			for _, sql := range []string{
-				`INSERT INTO m SELECT i, chr(97 + i % 3), i, 'new ' || i FROM generate_series(3001, 3300) i`,
-				`UPDATE m SET n = -n, note = NULL WHERE id % 50 = 0`,
-				`DELETE FROM m WHERE id BETWEEN 100 AND 120`,
-				`INSERT INTO m_c SELECT i, 'c', i, 'into m_c' FROM generate_series(3301, 3400) i`,
-				// Partitions attached while streaming.
-				`CREATE TABLE m_d PARTITION OF m FOR VALUES IN ('d')`,
-				`INSERT INTO m SELECT i, 'd', i, 'attached ' || i FROM generate_series(4001, 4200) i`,
-				`CREATE TABLE m_e (id int NOT NULL, region text NOT NULL, n bigint, note text)`,
-				`ALTER TABLE m ATTACH PARTITION m_e FOR VALUES IN ('e')`,
-				`INSERT INTO m_e SELECT i, 'e', i, 'attached ' || i FROM generate_series(5001, 5200) i`,
-				`UPDATE m SET n = n + 1 WHERE region IN ('d', 'e') AND id % 2 = 0`,
-				`DELETE FROM m_d WHERE id > 4190`,
-				// A partition detached: its later changes are not m's.
-				`ALTER TABLE m DETACH PARTITION m_b`,
-				`CREATE TABLE m_b_at_detach AS SELECT * FROM m_b`,
-				`INSERT INTO m_b SELECT i, 'b', i, 'detached' FROM generate_series(6001, 6100) i`,
-				`UPDATE m_b SET n = 0`,
-				`DELETE FROM m_b WHERE id < 500`,
-			} {
+			for _, sql := range partitionedChanges {
 				exec(sql)
 				time.Sleep(50 * time.Millisecond) // rows keep being inserted meanwhile
 			}
