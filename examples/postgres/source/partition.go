@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -75,4 +76,35 @@ func nestedPartitions(ctx context.Context, conn *pgx.Conn, oids []uint32) ([]nes
 		return nil, fmt.Errorf("look up the partitions of the tables read: %w", err)
 	}
 	return nested, nil
+}
+
+// checkNotAncestor fails when the stream reports changes under a table
+// that is not read but is an ancestor of a partition that is: the
+// publication publishes that partition's changes under the ancestor's name
+// (publish_via_partition_root, set since Open, by another source sharing
+// the publication, say), and the source would miss them otherwise.
+func (s *Source) checkNotAncestor(ctx context.Context, relID uint32) error {
+	read := make([]uint32, len(s.catalog.tables))
+	for i, t := range s.catalog.tables {
+		read[i] = t.oid
+	}
+	var schema, name, ancestorSchema, ancestor string
+	err := s.conn.QueryRow(ctx, `
+		WITH RECURSIVE down(oid) AS (
+			SELECT $1::oid
+			UNION ALL
+			SELECT i.inhrelid FROM down JOIN pg_inherits i ON i.inhparent = down.oid)
+		SELECT n.nspname, c.relname, an.nspname, ac.relname
+		FROM down JOIN pg_class c ON c.oid = down.oid JOIN pg_namespace n ON n.oid = c.relnamespace,
+			pg_class ac JOIN pg_namespace an ON an.oid = ac.relnamespace
+		WHERE down.oid = ANY ($2::oid[]) AND down.oid <> $1 AND ac.oid = $1
+		LIMIT 1`, relID, read).Scan(&schema, &name, &ancestorSchema, &ancestor)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return s.failedTo("look up the partitions of a table the publication reports", err)
+	}
+	partition, parent := pg.SQLName(schema, name), pg.SQLName(ancestorSchema, ancestor)
+	return fmt.Errorf("publication %s now publishes the changes of partition %s under the name of %s (publish_via_partition_root, set since the source opened: by a source reading %s through the same publication?), so the source would miss them: give each source a publication of its own (parameter \"publication.name\"), or read %s", s.cfg.Publication.Name, partition, parent, parent, parent)
 }

@@ -1,9 +1,11 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/connkit/connkit/sdk"
@@ -145,6 +147,18 @@ func TestSourcePartitionedTableNames(t *testing.T) {
 	pgtest.Exec(t, conn, `INSERT INTO m VALUES (20, 'b', 200), (21, 'a', 210)`)
 	is.Equal(changes(readN(t, s, 1)), []string{"create m_b 20/b 200"})
 	nothingMore(t, s)
+
+	// Once the publication publishes its changes under its parent's name,
+	// the source fails rather than miss them.
+	pgtest.Exec(t, conn, `ALTER PUBLICATION connkit ADD TABLE m`)
+	pgtest.Exec(t, conn, `ALTER PUBLICATION connkit SET (publish_via_partition_root = true)`)
+	pgtest.Exec(t, conn, `INSERT INTO m VALUES (22, 'b', 220)`)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	recs, err := s.ReadBatch(ctx, 1)
+	is.True(err != nil) // no record: it would come under public.m
+	is.Equal(len(recs), 0)
+	is.True(strings.Contains(err.Error(), "publication connkit now publishes the changes of partition public.m_b under the name of public.m"))
 }
 
 // An existing publication that lists partitions and does not publish via
