@@ -179,6 +179,8 @@ func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTabl
 		return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary and partitioned tables can be read)`, name)
 	case !readable:
 		return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
+	case t.partitioned && len(id.primary) == 0:
+		return nil, partitionedWithoutKey(name) // partition.go
 	}
 	keys, err := id.keyColumns(name)
 	if err != nil {

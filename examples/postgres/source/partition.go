@@ -20,6 +20,13 @@ import (
 // partition attached later. A partition named by itself is an ordinary
 // table.
 
+// partitionedWithoutKey is the error for a partitioned table without a
+// primary key: the source reads a table without one by ctid (keyless.go),
+// which is a place in one partition, not a row's identity across them.
+func partitionedWithoutKey(name string) error {
+	return fmt.Errorf("partitioned table %s has no primary key: the source reads a partitioned table in key order, and a row's place (ctid) does not tell rows of different partitions apart; add one, with the partition key's columns (ALTER TABLE %s ADD PRIMARY KEY (...)), or name its partitions in parameter \"tables\" instead, each with REPLICA IDENTITY FULL or a primary key", name, name)
+}
+
 // nestedPartition is a table matched that is a partition, at any depth,
 // of another table matched.
 type nestedPartition struct {

@@ -137,6 +137,10 @@ func TestSourcePartitionedTableNames(t *testing.T) {
 	_, err := resolveTables(t.Context(), conn, []string{"m", "m_b"}, "")
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), `parameter "tables": public.m_b is a partition of public.m, which is read too`))
+	pgtest.Exec(t, conn, `CREATE TABLE keyless (v int) PARTITION BY RANGE (v); ALTER TABLE keyless REPLICA IDENTITY FULL`)
+	_, err = resolveTables(t.Context(), conn, []string{"keyless"}, "")
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "partitioned table public.keyless has no primary key"))
 	_, err = resolveTables(t.Context(), conn, []string{"m_f1", "m"}, "") // a partition of a partition
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), `parameter "tables": public.m_f1 is a partition of public.m, which is read too`))
