@@ -24,6 +24,8 @@ type sourceTable struct {
 	meta       string            // the columns as the snapshot's records describe them (columns.go)
 	defaults   map[string]string // the columns' defaults the records carry, by name (usertypes.go)
 	userTypes  *userTypes        // the user types the columns use (usertypes.go)
+
+	partitioned bool // a partitioned table, read through its parent (partition.go)
 }
 
 // keyNames returns the primary key's column names, in key order.
@@ -71,19 +73,27 @@ func collectionName(schema, name string) string {
 // resolveTables finds the tables the patterns name (table, schema.table,
 // * for every table in public, schema.* for every table in schema) and
 // describes them, sorted by their quoted names. Every table must exist, be
-// readable and have a replica identity (identity.go). A wildcard leaves out the table named
-// by state (the source's own, see statetable.go).
+// readable and have a replica identity (identity.go). A wildcard leaves out
+// the table named by state (the source's own, see statetable.go), and the
+// partitions of the partitioned tables read (partition.go).
 func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state string) ([]*sourceTable, error) {
-	var oids []uint32
+	var oids, named []uint32
 	for _, p := range patterns {
-		found, err := matchTables(ctx, conn, strings.TrimSpace(p), state)
+		found, wildcard, err := matchTables(ctx, conn, strings.TrimSpace(p), state)
 		if err != nil {
 			return nil, err
 		}
 		oids = append(oids, found...)
+		if !wildcard {
+			named = append(named, found...)
+		}
 	}
 	slices.Sort(oids)
 	oids = slices.Compact(oids)
+	oids, err := leaveOutPartitions(ctx, conn, oids, named)
+	if err != nil {
+		return nil, err
+	}
 
 	tables := make([]*sourceTable, 0, len(oids))
 	for _, oid := range oids {
@@ -99,11 +109,12 @@ func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state
 	return tables, nil
 }
 
-// matchTables returns the OIDs of the tables pattern p names.
-func matchTables(ctx context.Context, conn *pgx.Conn, p, state string) ([]uint32, error) {
+// matchTables returns the OIDs of the tables pattern p names, and whether
+// p is a wildcard.
+func matchTables(ctx context.Context, conn *pgx.Conn, p, state string) ([]uint32, bool, error) {
 	parts, err := pg.SplitName(p)
 	if err != nil {
-		return nil, fmt.Errorf(`parameter "tables": %w`, err)
+		return nil, false, fmt.Errorf(`parameter "tables": %w`, err)
 	}
 	if parts[len(parts)-1] == "*" {
 		schema := "public"
@@ -112,24 +123,24 @@ func matchTables(ctx context.Context, conn *pgx.Conn, p, state string) ([]uint32
 		}
 		rows, _ := conn.Query(ctx, `
 			SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = $1 AND c.relkind = 'r' AND c.oid IS DISTINCT FROM to_regclass($2)`, schema, state)
+			WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.oid IS DISTINCT FROM to_regclass($2)`, schema, state)
 		found, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
 		if err != nil {
-			return nil, fmt.Errorf("list the tables of schema %s: %w", schema, err)
+			return nil, false, fmt.Errorf("list the tables of schema %s: %w", schema, err)
 		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf(`parameter "tables": %q matches no table: schema %s has none`, p, schema)
+			return nil, false, fmt.Errorf(`parameter "tables": %q matches no table: schema %s has none`, p, schema)
 		}
-		return found, nil
+		return found, true, nil
 	}
 	var oid *uint32
 	if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, pgx.Identifier(parts).Sanitize()).Scan(&oid); err != nil {
-		return nil, fmt.Errorf("look up table %s: %w", p, err)
+		return nil, false, fmt.Errorf("look up table %s: %w", p, err)
 	}
 	if oid == nil {
-		return nil, fmt.Errorf(`parameter "tables": table %s does not exist`, p)
+		return nil, false, fmt.Errorf(`parameter "tables": table %s does not exist`, p)
 	}
-	return []uint32{*oid}, nil
+	return []uint32{*oid}, false, nil
 }
 
 // describeTable reads what the catalog says of the table with the given
@@ -160,13 +171,16 @@ func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTabl
 	}
 	t.ident = pgx.Identifier{t.schema, t.name}.Sanitize()
 	t.collection = collectionName(t.schema, t.name)
-	// What the source can read: the seam for partitioned tables.
+	t.partitioned = kind == "p"
+	// What the source can read.
 	name := pg.SQLName(t.schema, t.name)
 	switch {
-	case kind != "r":
-		return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary tables can be read)`, name)
+	case kind != "r" && kind != "p":
+		return nil, fmt.Errorf(`parameter "tables": %s is not a table (only ordinary and partitioned tables can be read)`, name)
 	case !readable:
 		return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
+	case t.partitioned && len(id.primary) == 0:
+		return nil, partitionedWithoutKey(name) // partition.go
 	}
 	keys, err := id.keyColumns(name)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // Config is the source's configuration.
 type Config struct {
 	URL      string   `param:"url" validate:"required" desc:"PostgreSQL connection URL, e.g. postgres://user:password@host:5432/db; the role needs the REPLICATION attribute. The password never appears in logs or errors."`
-	Tables   []string `param:"tables" validate:"required" desc:"Comma-separated tables to read, each table or schema.table; * for every table in public, schema.* for every table in schema (snapshot.stateTable left out). Each table needs a primary key, REPLICA IDENTITY USING INDEX (records keyed by that index) or REPLICA IDENTITY FULL (without a primary key: records with no key, updates and deletes with the whole old row); others are refused with the ALTER TABLE to run."`
+	Tables   []string `param:"tables" validate:"required" desc:"Comma-separated tables to read, each table or schema.table; * for every table in public, schema.* for every table in schema (snapshot.stateTable, and the partitions of the partitioned tables taken, left out). A partitioned table named by its parent is read whole, under the parent's name. Each table needs a primary key, REPLICA IDENTITY USING INDEX (records keyed by that index) or REPLICA IDENTITY FULL (without a primary key: records with no key, updates and deletes with the whole old row); others are refused with the ALTER TABLE to run."`
 	Snapshot struct {
 		Mode       string `param:"mode" default:"initial" validate:"inclusion=initial|never" desc:"initial: copy the tables' rows first, then stream their changes; never: stream changes only."`
 		FetchSize  int    `param:"fetchSize" default:"10000" validate:"gt=0" desc:"Rows the snapshot reads per query, and about how many records the source holds ahead of Conduit."`

@@ -29,7 +29,7 @@ func (r *replicator) newRelation(ctx context.Context, m *pglogrepl.RelationMessa
 		rel.oids = append(rel.oids, c.DataType)
 	}
 	if rel.table == nil {
-		return rel, nil
+		return rel, r.s.checkNotAncestor(ctx, m.RelationID) // partition.go
 	}
 	rel.keys = rel.table.keyNames()
 	var err error
