@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strconv"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -77,8 +79,11 @@ func (e *encoding) encode(ctx context.Context, codecs *schema.Codecs, rec *openc
 			return nil
 		}
 		shape := after
-		if !isAfter {
+		switch {
+		case !isAfter:
 			shape = before
+		case isBefore:
+			shape = payloadShape(before, after)
 		}
 		c, err := e.codec(ctx, codecs, rec, shape, e.subjects.Payload, &subs.payload, opencdc.MetadataPayloadSchemaSubject, opencdc.MetadataPayloadSchemaVersion)
 		if err != nil {
@@ -150,4 +155,58 @@ func (e *encoding) subject(collection, base string) string {
 		base = e.subjects.Context + ":" + base
 	}
 	return base
+}
+
+// payloadShape returns the data a payload's schema is extracted from when
+// it has both a before and an after, which one schema encodes: after, or,
+// where a field is nil on one side only or on one side at all (a column
+// set to or from NULL), a copy with that field of the other side's type
+// made nullable, as a nil pointer of it, which the extractor takes for a
+// nullable union.
+func payloadShape(before, after opencdc.StructuredData) opencdc.StructuredData {
+	var shape opencdc.StructuredData
+	widen := func(name string, v any) {
+		if shape == nil {
+			shape = maps.Clone(after)
+		}
+		shape[name] = v
+	}
+	for name, b := range before {
+		a, inAfter := after[name]
+		switch {
+		case !inAfter:
+			widen(name, nullable(b))
+		case a == nil && b != nil:
+			widen(name, nullable(b))
+		case a != nil && b == nil:
+			widen(name, nullable(a))
+		}
+	}
+	for name, a := range after {
+		if _, inBefore := before[name]; !inBefore && a != nil {
+			widen(name, nullable(a))
+		}
+	}
+	if shape == nil {
+		return after
+	}
+	return shape
+}
+
+// nullable returns a nil pointer of v's type, whose schema is v's made
+// nullable; nil, or v itself for maps and slices, whose schemas come from
+// their elements.
+func nullable(v any) any {
+	if v == nil {
+		return nil
+	}
+	switch t := reflect.TypeOf(v); t.Kind() {
+	case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return reflect.Zero(reflect.PointerTo(t)).Interface() // bytes
+		}
+		return v
+	default:
+		return reflect.Zero(reflect.PointerTo(t)).Interface()
+	}
 }

@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,4 +177,34 @@ func TestDecodeLeavesEmptyRawData(t *testing.T) {
 	is.Equal(n, 1)
 	is.Equal(dst.got[0].Payload.After, structured(1).Payload.After)
 	is.Equal(dst.got[0].Payload.Before, opencdc.RawData{})
+}
+
+// An update that sets columns to and from NULL, or a delete's before
+// beside a nil after, is encoded with one schema that holds both sides:
+// a field nil on one side is nullable, of the other side's type.
+func TestSchemasOfChangesToAndFromNull(t *testing.T) {
+	is := is.New(t)
+	reg := schema.NewInMemory()
+	payloads := []opencdc.Change{
+		{Before: opencdc.StructuredData{"a": int64(1), "b": nil, "c": "x", "raw": nil}, After: opencdc.StructuredData{"a": int64(1), "b": "set", "c": nil, "raw": []byte{1}}},
+		{Before: opencdc.StructuredData{"a": int64(2), "b": "set", "c": nil, "raw": []byte{2}}, After: opencdc.StructuredData{"a": nil, "b": nil, "c": "y", "raw": nil}},
+		{Before: opencdc.StructuredData{"a": int64(3), "b": nil, "c": "z", "raw": nil}},
+	}
+	var recs []opencdc.Record
+	for i, p := range payloads {
+		recs = append(recs, opencdc.Record{Position: opencdc.Position(strconv.Itoa(i)), Operation: opencdc.OperationUpdate,
+			Metadata: opencdc.Metadata{opencdc.MetadataCollection: "t"}, Payload: p})
+	}
+	src := encodeWith(reg, Subjects{Payload: "payload", Context: "c"})(&listSource{recs: slices.Clone(recs)})
+	dst := &collect{}
+	d := decodeWith(reg, true, true)(dst)
+	for range recs {
+		r, err := src.Read(t.Context())
+		is.NoErr(err)
+		_, err = d.Write(t.Context(), []opencdc.Record{r})
+		is.NoErr(err)
+	}
+	for i, r := range dst.got {
+		is.Equal(r.Payload, payloads[i]) // each side as it was
+	}
 }
