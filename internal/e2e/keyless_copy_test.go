@@ -1,0 +1,98 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// keylessChanges are statements on a keyless table logs (a int, b text,
+// j json) whose rows are each there three times: inserts (duplicates
+// among them), updates and deletes of one copy of a row (by ctid), of
+// every copy, to and from NULL, and of a json value; each a transaction.
+var keylessChanges = []string{
+	`INSERT INTO logs SELECT i % 50, 'new', '{"x": 1}' FROM generate_series(1, 200) i`,
+	`UPDATE logs SET b = 'one of three' WHERE ctid = (SELECT ctid FROM logs WHERE a = 7 LIMIT 1)`,
+	`UPDATE logs SET b = 'all three' WHERE a = 8`,
+	`DELETE FROM logs WHERE ctid = (SELECT ctid FROM logs WHERE a = 9 LIMIT 1)`,
+	`DELETE FROM logs WHERE a = 10`,
+	`UPDATE logs SET b = NULL WHERE a BETWEEN 11 AND 20`,
+	`UPDATE logs SET b = 'was null' WHERE ctid = (SELECT ctid FROM logs WHERE b IS NULL LIMIT 1)`,
+	`UPDATE logs SET j = '{"x": 2}' WHERE a = 21 AND b = 'new'`,
+	`DELETE FROM logs WHERE b IS NULL AND a = 12`,
+	`UPDATE logs SET a = a + 1000 WHERE a BETWEEN 30 AND 40`,
+}
+
+// TestConduitPostgresKeylessCopy copies a table without a primary key
+// (REPLICA IDENTITY FULL), every row there three times, into a keyless
+// table with connkit's Postgres source and destination in real Conduit,
+// with the defaults (Writes in flight by auto), with and without exactly
+// once: the snapshot, then keylessChanges, each applied by its old row.
+// The copy ends equal to the table, as a multiset of rows.
+func TestConduitPostgresKeylessCopy(t *testing.T) {
+	for _, engine := range engines {
+		for _, once := range []string{"false", "true"} {
+			t.Run(engine.name+"/exactlyOnce="+once, func(t *testing.T) {
+				from, src := sourceDatabase(t, `
+					CREATE TABLE logs (a int, b text, j json);
+					ALTER TABLE logs REPLICA IDENTITY FULL;
+					INSERT INTO logs SELECT i % 1000, 'r' || (i % 1000), '{"x": 0}' FROM generate_series(1, 3000) i`)
+				to, _ := pg.Database(t, `CREATE TABLE logs (a int, b text, j json)`)
+				pipeline := pipelineYAML("standalone:postgres", map[string]string{
+					"url": from, "tables": "logs", "slot.name": dbName(from),
+				}, "standalone:postgres", map[string]string{"url": to, "exactlyOnce.enabled": once})
+				c := startConduit(t, pipeline, engine.flags...)
+				waitForCount(t, c, to, `SELECT count(*) FROM logs`, 3000, 3*time.Minute)
+				for round := range 5 {
+					for _, sql := range keylessChanges {
+						if _, err := src.Exec(t.Context(), strings.ReplaceAll(sql, "'new'", fmt.Sprintf("'new %d'", round))); err != nil {
+							t.Fatalf("%s: %v", sql, err)
+						}
+					}
+				}
+				rows := `SELECT concat_ws('|', a, coalesce(b, '<null>'), j::text) FROM logs`
+				want := column(t, from, rows)
+				slices.Sort(want)
+				var got []string
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+					if got = column(t, to, rows); len(got) == len(want) {
+						if slices.Sort(got); slices.Equal(got, want) {
+							break
+						}
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("the copy differs from the table: %s", multisetDiff(want, got))
+				}
+				c.stop()
+				c.checkProblems()
+			})
+		}
+	}
+}
+
+// multisetDiff says which rows, sorted lists both, one has more of than
+// the other, up to 20 of each.
+func multisetDiff(want, got []string) string {
+	counts := map[string]int{}
+	for _, r := range want {
+		counts[r]++
+	}
+	for _, r := range got {
+		counts[r]--
+	}
+	var missing, extra []string
+	for r, n := range counts {
+		switch {
+		case n > 0 && len(missing) < 20:
+			missing = append(missing, fmt.Sprintf("%s ×%d", r, n))
+		case n < 0 && len(extra) < 20:
+			extra = append(extra, fmt.Sprintf("%s ×%d", r, -n))
+		}
+	}
+	return fmt.Sprintf("%d rows in the table, %d in the copy; missing %v; extra %v", len(want), len(got), missing, extra)
+}
