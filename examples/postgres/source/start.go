@@ -12,15 +12,27 @@ import (
 // start sets what the source reads first, in the way that fits where it
 // starts from: nowhere (the first snapshot, or with snapshot.mode never the
 // changes alone), a position of the snapshot (the snapshot resumed), or a
-// change's position (the changes after it). Each way is a method of its
+// change's position (the changes after it); a position whose slot is gone
+// fails, or with snapshot.mode when_needed starts again (lostslot.go), and
+// snapshot.mode always starts over every time. Each way is a method of its
 // own, which leaves s.snap, s.resume, s.adder and s.from as the reader's
-// goroutine starts from them; another snapshot mode is another case here.
+// goroutine starts from them.
 func (s *Source) start(ctx context.Context, from sdk.Position, pos position, slot slotInfo) error {
+	mode := s.cfg.Snapshot.Mode
 	switch {
-	case from == nil && s.cfg.Snapshot.Mode == "initial":
-		return s.startSnapshot(ctx, slot)
-	case from == nil:
+	case from == nil && mode == "never":
 		return s.startStreaming(ctx, slot)
+	case from == nil:
+		return s.startSnapshot(ctx, slot)
+	case mode == "always":
+		sdk.Logger(ctx).Info("postgres: snapshot.mode is always: starting over with a new snapshot from a new slot")
+		return s.startSnapshot(ctx, slot)
+	case mode == "initial_only" && pos.snapshot():
+		return s.resumeSnapshot(ctx, pos)
+	case slot.gone() && mode == "when_needed":
+		return s.recoverSlot(ctx, pos, slot)
+	case slot.gone():
+		return s.slotGone(from, slot)
 	case pos.snapshot():
 		return s.resumeSnapshot(ctx, pos)
 	default:
@@ -44,6 +56,11 @@ func (s *Source) startSnapshot(ctx context.Context, slot slotInfo) error {
 	if err := s.beginSnapshot(ctx, exported); err != nil {
 		return err
 	}
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		if err := s.releaseSlotForSnapshot(ctx); err != nil {
+			return err
+		}
+	}
 	_, view, err := s.snapshotView(ctx)
 	if err != nil {
 		return err
@@ -61,8 +78,11 @@ func (s *Source) startSnapshot(ctx context.Context, slot slotInfo) error {
 // startStreaming streams the changes alone (snapshot.mode never), from
 // where the slot is, creating it when missing.
 func (s *Source) startStreaming(ctx context.Context, slot slotInfo) error {
-	if slot.exists {
+	if slot.exists && !slot.gone() {
 		return nil
+	}
+	if err := s.dropLostSlot(ctx, slot); err != nil {
+		return err
 	}
 	_, err := s.createSlot(ctx, "NOEXPORT_SNAPSHOT")
 	return err
