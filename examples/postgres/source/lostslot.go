@@ -77,7 +77,7 @@ func (s *Source) recoverSlot(ctx context.Context, pos position, slot slotInfo) e
 		what = "was invalidated: " + what
 	}
 	sdk.Logger(ctx).Warn(fmt.Sprintf("postgres: replication slot %s %s, so the changes since the pipeline's position are gone; snapshot.mode is when_needed: creating a new slot and taking a fresh snapshot of every table", s.cfg.Slot.Name, what))
-	if err := s.dropLostSlot(ctx, slot); err != nil {
+	if err := s.dropSlot(ctx, slot, "drop the invalidated replication slot"); err != nil {
 		return err
 	}
 	if pos.snapshot() {
@@ -89,14 +89,14 @@ func (s *Source) recoverSlot(ctx context.Context, pos position, slot slotInfo) e
 	return s.snapshotAllWhileStreaming(ctx)
 }
 
-// dropLostSlot drops a slot the server invalidated, so that one of the
-// same name can be created.
-func (s *Source) dropLostSlot(ctx context.Context, slot slotInfo) error {
+// dropSlot drops the slot, if it exists, so that one of the same name can
+// be created; why is what the error says it was doing.
+func (s *Source) dropSlot(ctx context.Context, slot slotInfo, why string) error {
 	if !slot.exists {
 		return nil
 	}
 	if err := pglogrepl.DropReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, pglogrepl.DropReplicationSlotOptions{}); err != nil {
-		return s.errorf("drop the invalidated replication slot: %s", err)
+		return s.failedTo(why, err)
 	}
 	return nil
 }

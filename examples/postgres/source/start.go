@@ -26,7 +26,10 @@ func (s *Source) start(ctx context.Context, from sdk.Position, pos position, slo
 		return s.startSnapshot(ctx, slot)
 	case mode == "always":
 		sdk.Logger(ctx).Info("postgres: snapshot.mode is always: starting over with a new snapshot from a new slot")
-		return s.startSnapshot(ctx, slot)
+		if err := s.dropSlot(ctx, slot, "drop the replication slot to start over"); err != nil {
+			return err
+		}
+		return s.startSnapshot(ctx, slotInfo{})
 	case mode == "initial_only" && pos.snapshot():
 		return s.resumeSnapshot(ctx, pos)
 	case slot.gone() && mode == "when_needed":
@@ -81,7 +84,7 @@ func (s *Source) startStreaming(ctx context.Context, slot slotInfo) error {
 	if slot.exists && !slot.gone() {
 		return nil
 	}
-	if err := s.dropLostSlot(ctx, slot); err != nil {
+	if err := s.dropSlot(ctx, slot, "drop the invalidated replication slot"); err != nil {
 		return err
 	}
 	_, err := s.createSlot(ctx, "NOEXPORT_SNAPSHOT")
