@@ -101,6 +101,10 @@ func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		// No change streams: every row is read as it is now.
+		first, ok = txSnapshot{xmax: math.MaxUint64}, true
+	}
 	if !ok {
 		sdk.Logger(ctx).Warn(fmt.Sprintf(`postgres: no record of slot %s's snapshot in %s (parameter "snapshot.stateTable"): the resumed snapshot reads every row, and delivers the rows changed since the snapshot began again, under new positions`, s.cfg.Slot.Name, s.cfg.Snapshot.StateTable))
 		first = txSnapshot{xmax: math.MaxUint64} // every version seen
@@ -110,7 +114,11 @@ func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
 		return err
 	}
 	s.resume = &resumed{table: pos.Table, key: pos.Key, until: fresh.consistent, first: first, horizon: fresh.txs.xmax, changed: map[string]bool{}}
-	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; rows written since the first snapshot come as changes", pos.Table, pos.Key), "table", pos.Table)
+	since := "rows written since the first snapshot come as changes"
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		since = "rows written since the first snapshot are read as they are now"
+	}
+	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; %s", pos.Table, pos.Key, since), "table", pos.Table)
 	s.snap = s.snapshotAfter(pos)
 	return nil
 }
