@@ -6,6 +6,7 @@ import (
 
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 )
 
 // A replication slot can be lost while the source is stopped: the server
@@ -64,6 +65,30 @@ func (s *Source) slotGone(from sdk.Position, slot slotInfo) error {
 		what, setting = "was invalidated: "+w, fmt.Sprintf(" (raise %s to let a slot fall further behind, or set it to -1 for no limit)", set)
 	}
 	return fmt.Errorf("replication slot %s %s, so the changes since position %s are gone%s: set parameter \"snapshot.mode\" to when_needed to start again with a fresh snapshot from a new slot, or drop the slot (SELECT pg_drop_replication_slot('%s')) and reset the pipeline's position (e.g. recreate the source connector)", name, what, from, setting, name)
+}
+
+// lostWhileRunning is the error for a slot that replication could not
+// start from (55000) because the server invalidated it while the source
+// ran, asked on a connection of its own; err, PostgreSQL's, otherwise.
+func (s *Source) lostWhileRunning(ctx context.Context, err error) error {
+	conn, cerr := pgx.Connect(ctx, s.cfg.URL)
+	if cerr != nil {
+		return s.errorf("start logical replication: %s", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var h slotHealth
+	if cerr := conn.QueryRow(ctx, `SELECT `+slotHealthColumns+` FROM pg_replication_slots s WHERE slot_name = $1`, s.cfg.Slot.Name).Scan(&h.walStatus, &h.reason, &h.conflicting); cerr != nil {
+		return s.errorf("start logical replication: %s", err)
+	}
+	what, setting, lost := h.invalidated()
+	if !lost {
+		return s.errorf("start logical replication: %s", err)
+	}
+	next := `set parameter "snapshot.mode" to when_needed and restart the pipeline to start again with a fresh snapshot from a new slot, or drop the slot (SELECT pg_drop_replication_slot('` + s.cfg.Slot.Name + `')) and reset the pipeline's position (e.g. recreate the source connector)`
+	if s.cfg.Snapshot.Mode == "when_needed" {
+		next = "the next start creates a new slot and snapshots every table again (snapshot.mode when_needed)"
+	}
+	return &sourceError{text: fmt.Sprintf("replication slot %s was invalidated while the source ran: %s, so the changes not yet acknowledged are gone (raise %s to let a slot fall further behind): %s", s.cfg.Slot.Name, what, setting, next), cause: err}
 }
 
 // recoverSlot starts again from a new slot, the position's slot being

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	connmetrics "github.com/connkit/connkit/internal/metrics"
 	"github.com/connkit/connkit/internal/metrics/metricstest"
@@ -108,6 +109,24 @@ func TestSourceLostSlot(t *testing.T) {
 	is.NoErr(conn.QueryRow(t.Context(), `SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&status))
 	is.True(status != "lost") // a new slot
 	nothingMore(t, s)
+}
+
+// A slot invalidated while the source streams, changes read and not
+// acknowledged, fails the source with what happened and what to do.
+func TestSourceSlotLostWhileStreaming(t *testing.T) {
+	url, conn := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY, n bigint)`)
+	slot := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
+	s := openSource(t, url, map[string]string{"tables": "a"}, nil)
+	pgtest.Exec(t, conn, `INSERT INTO a VALUES (1, 1)`)
+	readN(t, s, 1) // not acknowledged: the slot stays behind it
+	pgtest.InvalidateSlot(t, conn, slot)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := s.Read(ctx)
+	want := "replication slot " + slot + " was invalidated while the source ran: it fell more than max_slot_wal_keep_size behind"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "when_needed") {
+		t.Fatalf("got %v, want %q in it", err, want)
+	}
 }
 
 // A position whose slot was dropped fails Open, saying what to do.
