@@ -19,8 +19,9 @@ import (
 // and starts Conduit again: the pipeline fails, its error naming the slot,
 // the setting and snapshot.mode when_needed. With snapshot.mode
 // when_needed in the pipeline file, Conduit started again copies the
-// table, rows changed while the slot was lost included, while changes
-// stream, with no other step: the copy equals the table.
+// table in chunks, rows changed while the slot was lost included, while
+// rows keep being inserted and updated, with no other step: the copy
+// equals the table.
 func TestConduitPostgresLostSlot(t *testing.T) {
 	const ddl = `CREATE TABLE items (id int PRIMARY KEY, n bigint)`
 	for _, engine := range engines {
@@ -43,7 +44,7 @@ func TestConduitPostgresLostSlot(t *testing.T) {
 			c.stop()
 
 			// While Conduit is stopped, rows change and the slot is lost.
-			pgtest.Exec(t, src, `INSERT INTO items SELECT i, i FROM generate_series(3101, 3500) i; UPDATE items SET n = -n WHERE id % 10 = 0`)
+			pgtest.Exec(t, src, `INSERT INTO items SELECT i, i FROM generate_series(3101, 20000) i; UPDATE items SET n = -n WHERE id % 10 = 0`)
 			pgtest.InvalidateSlot(t, src, slot)
 
 			failure := failedStart(t, dir, flags)
@@ -56,9 +57,12 @@ func TestConduitPostgresLostSlot(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "pipelines", "pipeline.yaml"), []byte(pipeline("when_needed")), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			inserting := keepInserting(t, from, "items", 20001)
 			c = runConduit(t, conduitBin(t), dir, flags...)
-			pgtest.Exec(t, src, `INSERT INTO items SELECT i, i FROM generate_series(3501, 3600) i; UPDATE items SET n = 0 WHERE id = 3200`)
-			waitForCount(t, c, to, `SELECT count(*) FROM items`, 3600, 3*time.Minute)
+			waitForCount(t, c, to, `SELECT count(*) FROM items WHERE id > 3100 AND id <= 20000`, 1000, 3*time.Minute)
+			pgtest.Exec(t, src, `UPDATE items SET n = n + 1 WHERE id % 7 = 0`) // while the table is read in chunks
+			last := inserting.stop()
+			waitForCount(t, c, to, `SELECT count(*) FROM items`, int64(last), 3*time.Minute)
 			deadline := time.Now().Add(time.Minute)
 			for dump(t, dst, "items") != dump(t, src, "items") {
 				if time.Now().After(deadline) {
