@@ -134,7 +134,7 @@ func TestSourceMissingSlot(t *testing.T) {
 	url, conn := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY, n bigint); INSERT INTO a SELECT i, i FROM generate_series(1, 100) i`)
 	slot := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
 	last := streamedThenStopped(t, url, conn, upserts{})
-	pgtest.Exec(t, conn, `SELECT pg_drop_replication_slot($1)`, slot)
+	pgtest.DropSlots(t.Context(), conn, 5*time.Second) // once the server notices the reader is gone
 	_, err := tryOpenSource(t, url, map[string]string{"tables": "a"}, last)
 	want := "replication slot " + slot + ` does not exist, so the changes since position ` + string(last) + ` are gone: set parameter "snapshot.mode" to when_needed`
 	if err == nil || !strings.Contains(err.Error(), want) {
