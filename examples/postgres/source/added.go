@@ -93,7 +93,7 @@ type seenExport struct {
 // records them in the state row. The snapshot of the added tables starts in
 // startAdding.
 func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos position) error {
-	if from == nil || pos.snapshot() || s.cfg.Snapshot.Mode != "initial" {
+	if mode := s.cfg.Snapshot.Mode; from == nil || pos.snapshot() || mode != "initial" && mode != "when_needed" {
 		return nil
 	}
 	state, ok, err := s.loadTableStates(ctx)

@@ -49,11 +49,13 @@ func (s *Source) lag(ctx context.Context, interval time.Duration) {
 // transaction read and not all acknowledged; and the age of the last
 // change read while some change read is not acknowledged.
 func (s *Source) measureLag(ctx context.Context, conn *pgx.Conn) error {
-	var end, confirmed string
-	err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, s.cfg.Slot.Name).Scan(&end, &confirmed)
+	var end, confirmed, status string
+	var safe *int64
+	err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, coalesce(confirmed_flush_lsn::text, '0/0'), coalesce(to_jsonb(s)->>'wal_status', ''), (to_jsonb(s)->>'safe_wal_size')::bigint FROM pg_replication_slots s WHERE slot_name = $1`, s.cfg.Slot.Name).Scan(&end, &confirmed, &status, &safe)
 	if err != nil {
 		return err
 	}
+	s.showSlotHealth(status, safe)
 	endLSN, err := pglogrepl.ParseLSN(end)
 	if err != nil {
 		return err
@@ -74,6 +76,26 @@ func (s *Source) measureLag(ctx context.Context, conn *pgx.Conn) error {
 	}
 	s.metrics.lagSeconds.Set(seconds)
 	return nil
+}
+
+// walStatuses are the values of pg_replication_slots.wal_status.
+var walStatuses = []string{"reserved", "extended", "unreserved", "lost"}
+
+// showSlotHealth sets the slot's wal_status and safe_wal_size (nil: no
+// limit, or lost) metrics.
+func (s *Source) showSlotHealth(status string, safe *int64) {
+	for _, st := range walStatuses {
+		v := 0.0
+		if st == status {
+			v = 1
+		}
+		s.metrics.slotWALStatus.Set(v, st)
+	}
+	bytes := -1.0
+	if safe != nil {
+		bytes = float64(*safe)
+	}
+	s.metrics.slotSafeWALSize.Set(bytes)
 }
 
 // backlog is the transactions whose changes the source has queued and

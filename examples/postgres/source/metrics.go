@@ -19,6 +19,8 @@ type sourceMetrics struct {
 	lagBytes          *metrics.Gauge
 	lagSeconds        *metrics.Gauge
 	confirmedLSN      *metrics.Gauge
+	slotWALStatus     *metrics.Gauge // by status
+	slotSafeWALSize   *metrics.Gauge
 }
 
 func newSourceMetrics(ctx context.Context) sourceMetrics {
@@ -30,6 +32,8 @@ func newSourceMetrics(ctx context.Context) sourceMetrics {
 		lagBytes:          metrics.NewGauge(ctx, "postgres_replication_lag_bytes", "WAL the server has written beyond the replication slot's confirmed LSN: what it keeps for this source."),
 		lagSeconds:        metrics.NewGauge(ctx, "postgres_replication_lag_seconds", "How long ago the transaction of the last change the source read committed; 0 while every change read is acknowledged."),
 		confirmedLSN:      metrics.NewGauge(ctx, "postgres_slot_confirmed_lsn", "The replication slot's confirmed LSN, as a number: the server may recycle the WAL before it."),
+		slotWALStatus:     metrics.NewGauge(ctx, "postgres_slot_wal_status", "1 for the replication slot's wal_status (reserved, extended, unreserved, lost), 0 for the others: unreserved means the slot is about to lose WAL it needs, lost that it has (snapshot.mode when_needed then starts again at the next start).", "status"),
+		slotSafeWALSize:   metrics.NewGauge(ctx, "postgres_slot_safe_wal_size_bytes", "WAL the server can write before the replication slot falls past max_slot_wal_keep_size and is invalidated; -1 when there is no limit (max_slot_wal_keep_size -1) or the slot is lost."),
 	}
 }
 

@@ -20,6 +20,7 @@ var slotWait = 10 * time.Second
 type slotInfo struct {
 	exists    bool
 	confirmed pglogrepl.LSN // confirmed_flush_lsn
+	health    slotHealth    // whether the server still keeps the slot's WAL (lostslot.go)
 }
 
 // lockSlot acquires a session-level advisory lock named after the slot on
@@ -68,8 +69,8 @@ func inspectSlot(ctx context.Context, conn *pgx.Conn, name string) (slotInfo, er
 			current        string
 		)
 		err := conn.QueryRow(ctx, `
-			SELECT active_pid, plugin::text, database::text, confirmed_flush_lsn::text, current_database()::text
-			FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid, &plugin, &dbname, &confirmed, &current)
+			SELECT active_pid, plugin::text, database::text, confirmed_flush_lsn::text, current_database()::text, `+slotHealthColumns+`
+			FROM pg_replication_slots s WHERE slot_name = $1`, name).Scan(&pid, &plugin, &dbname, &confirmed, &current, &st.health.walStatus, &st.health.reason, &st.health.conflicting)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return st, nil
 		}

@@ -117,9 +117,6 @@ func (s *Source) prepare(ctx context.Context, from sdk.Position, pos position) (
 	if err != nil {
 		return slotInfo{}, err
 	}
-	if from != nil && !slot.exists {
-		return slotInfo{}, fmt.Errorf("replication slot %s does not exist, so the changes since position %s are gone: to start over with a fresh snapshot, reset the pipeline's position (e.g. recreate the source connector)", s.cfg.Slot.Name, from)
-	}
 	if s.repl, err = connectReplication(ctx, s.cfg.URL); err != nil {
 		return slotInfo{}, s.errorf("open a replication connection to PostgreSQL: %s", err)
 	}
@@ -147,7 +144,7 @@ func (s *Source) launch(ctx context.Context) {
 			s.q.fail(err)
 		}
 	}()
-	if s.measured {
+	if s.measured && s.cfg.Snapshot.Mode != "initial_only" { // no slot to measure
 		s.workers.lag = make(chan struct{})
 		go func() {
 			defer close(s.workers.lag)
@@ -174,6 +171,9 @@ func (s *Source) read(ctx context.Context) error {
 		if err := s.snapshot(ctx); err != nil {
 			return err
 		}
+	}
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		return s.idleAfterSnapshot(ctx)
 	}
 	return s.streamReconnecting(ctx)
 }

@@ -12,15 +12,30 @@ import (
 // start sets what the source reads first, in the way that fits where it
 // starts from: nowhere (the first snapshot, or with snapshot.mode never the
 // changes alone), a position of the snapshot (the snapshot resumed), or a
-// change's position (the changes after it). Each way is a method of its
+// change's position (the changes after it); a position whose slot is gone
+// fails, or with snapshot.mode when_needed starts again (lostslot.go), and
+// snapshot.mode always starts over every time. Each way is a method of its
 // own, which leaves s.snap, s.resume, s.adder and s.from as the reader's
-// goroutine starts from them; another snapshot mode is another case here.
+// goroutine starts from them.
 func (s *Source) start(ctx context.Context, from sdk.Position, pos position, slot slotInfo) error {
+	mode := s.cfg.Snapshot.Mode
 	switch {
-	case from == nil && s.cfg.Snapshot.Mode == "initial":
-		return s.startSnapshot(ctx, slot)
-	case from == nil:
+	case from == nil && mode == "never":
 		return s.startStreaming(ctx, slot)
+	case from == nil:
+		return s.startSnapshot(ctx, slot)
+	case mode == "always":
+		sdk.Logger(ctx).Info("postgres: snapshot.mode is always: starting over with a new snapshot from a new slot")
+		if err := s.dropSlot(ctx, slot, "drop the replication slot to start over"); err != nil {
+			return err
+		}
+		return s.startSnapshot(ctx, slotInfo{})
+	case mode == "initial_only" && pos.snapshot():
+		return s.resumeSnapshot(ctx, pos)
+	case slot.gone() && mode == "when_needed":
+		return s.recoverSlot(ctx, pos, slot)
+	case slot.gone():
+		return s.slotGone(from, slot)
 	case pos.snapshot():
 		return s.resumeSnapshot(ctx, pos)
 	default:
@@ -44,6 +59,11 @@ func (s *Source) startSnapshot(ctx context.Context, slot slotInfo) error {
 	if err := s.beginSnapshot(ctx, exported); err != nil {
 		return err
 	}
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		if err := s.releaseSlotForSnapshot(ctx); err != nil {
+			return err
+		}
+	}
 	_, view, err := s.snapshotView(ctx)
 	if err != nil {
 		return err
@@ -61,8 +81,11 @@ func (s *Source) startSnapshot(ctx context.Context, slot slotInfo) error {
 // startStreaming streams the changes alone (snapshot.mode never), from
 // where the slot is, creating it when missing.
 func (s *Source) startStreaming(ctx context.Context, slot slotInfo) error {
-	if slot.exists {
+	if slot.exists && !slot.gone() {
 		return nil
+	}
+	if err := s.dropSlot(ctx, slot, "drop the invalidated replication slot"); err != nil {
+		return err
 	}
 	_, err := s.createSlot(ctx, "NOEXPORT_SNAPSHOT")
 	return err
@@ -81,6 +104,10 @@ func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		// No change streams: every row is read as it is now.
+		first, ok = txSnapshot{xmax: math.MaxUint64}, true
+	}
 	if !ok {
 		sdk.Logger(ctx).Warn(fmt.Sprintf(`postgres: no record of slot %s's snapshot in %s (parameter "snapshot.stateTable"): the resumed snapshot reads every row, and delivers the rows changed since the snapshot began again, under new positions`, s.cfg.Slot.Name, s.cfg.Snapshot.StateTable))
 		first = txSnapshot{xmax: math.MaxUint64} // every version seen
@@ -90,7 +117,11 @@ func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
 		return err
 	}
 	s.resume = &resumed{table: pos.Table, key: pos.Key, until: fresh.consistent, first: first, horizon: fresh.txs.xmax, changed: map[string]bool{}}
-	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; rows written since the first snapshot come as changes", pos.Table, pos.after()), "table", pos.Table)
+	since := "rows written since the first snapshot come as changes"
+	if s.cfg.Snapshot.Mode == "initial_only" {
+		since = "rows written since the first snapshot are read as they are now"
+	}
+	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; %s", pos.Table, pos.after(), since), "table", pos.Table)
 	s.snap = s.snapshotAfter(pos)
 	return nil
 }

@@ -52,6 +52,9 @@ func (s *Source) startReplication(ctx context.Context) error {
 		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
 			return s.whoHoldsSlot(ctx, pgErr)
 		}
+		if errors.As(err, &pgErr) && pgErr.Code == "55000" {
+			return s.lostWhileRunning(ctx, err)
+		}
 		return s.errorf("start logical replication: %s", err)
 	}
 	return nil
