@@ -30,8 +30,8 @@ func (u upserts) apply(recs []sdk.Record) {
 	}
 }
 
-// rowsOf is table a's rows, id to n.
-func rowsOf(t *testing.T, conn *pgx.Conn) upserts {
+// tableRows is table a's rows, id to n.
+func tableRows(t *testing.T, conn *pgx.Conn) upserts {
 	t.Helper()
 	rows := upserts{}
 	rs, err := conn.Query(t.Context(), `SELECT id, n FROM a`)
@@ -100,7 +100,7 @@ func TestSourceLostSlot(t *testing.T) {
 
 	s := openSource(t, url, map[string]string{"tables": "a", "snapshot.mode": "when_needed", "snapshot.fetchSize": "40"}, last)
 	pgtest.Exec(t, conn, `INSERT INTO a SELECT i, i FROM generate_series(131, 140) i; UPDATE a SET n = 0 WHERE id = 120`)
-	for !maps.Equal(copy, rowsOf(t, conn)) {
+	for !maps.Equal(copy, tableRows(t, conn)) {
 		recs := readN(t, s, 1)
 		copy.apply(recs)
 		ackAll(t, s, recs)
@@ -159,7 +159,7 @@ func TestSourceSnapshotOnlyAndAlways(t *testing.T) {
 	copy := upserts{}
 	copy.apply(recs)
 	copy.apply(readN(t, s, 41))
-	is.Equal(copy, rowsOf(t, conn))
+	is.Equal(copy, tableRows(t, conn))
 	var slots int
 	is.NoErr(conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_replication_slots WHERE database = current_database()`).Scan(&slots))
 	is.Equal(slots, 0) // the server keeps no WAL for it
