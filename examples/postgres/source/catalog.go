@@ -28,6 +28,17 @@ type sourceTable struct {
 	partitioned bool // a partitioned table, read through its parent (partition.go)
 }
 
+// rows is what the snapshot reads the table's rows from: the table ONLY,
+// so that a parent by inheritance (not partitioning) leaves out its
+// children's rows, whose changes stream under the children's names; a
+// partitioned table through its parent, which reads every partition.
+func (t *sourceTable) rows() string {
+	if t.partitioned {
+		return t.ident
+	}
+	return "ONLY " + t.ident
+}
+
 // keyNames returns the primary key's column names, in key order.
 func (t *sourceTable) keyNames() []string {
 	names := make([]string, len(t.keys))

@@ -89,7 +89,7 @@ func (t *sourceTable) blockQuery(r blockRange, upto []string) (string, [][]byte)
 		op = "<="
 	}
 	where = append(where, fmt.Sprintf("ctid %s $%d::tid", op, len(args)))
-	return fmt.Sprintf("SELECT %s, xmin, ctid FROM %s WHERE %s ORDER BY ctid", strings.Join(cols, ", "), t.ident, strings.Join(where, " AND ")), args
+	return fmt.Sprintf("SELECT %s, xmin, ctid FROM %s WHERE %s ORDER BY ctid", strings.Join(cols, ", "), t.rows(), strings.Join(where, " AND ")), args
 }
 
 // tid is the ctid before the first row of block b.

@@ -75,7 +75,7 @@ func plannedRows(ctx context.Context, conn *pgx.Conn, t *sourceTable) float64 {
 		}
 	}
 	var out []byte
-	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+t.ident).Scan(&out); err == nil && json.Unmarshal(out, &plan) == nil && len(plan) == 1 {
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+t.rows()).Scan(&out); err == nil && json.Unmarshal(out, &plan) == nil && len(plan) == 1 {
 		return plan[0].Plan.Rows
 	}
 	return 0

@@ -224,3 +224,18 @@ func TestSourcePartitionedTableAllTablesPublication(t *testing.T) {
 	is.Equal(changes(readN(t, s, 1)), []string{"create m 10/b 100"})
 	nothingMore(t, s)
 }
+
+// A parent by inheritance (not partitioning) is an ordinary table: its
+// snapshot reads its own rows, not its children's, whose changes stream
+// under their own names only if they are read.
+func TestSourceInheritanceParentReadsItsOwnRows(t *testing.T) {
+	is := is.New(t)
+	url, _ := sourceDB(t, `
+		CREATE TABLE parent (id int PRIMARY KEY, region text, n int);
+		CREATE TABLE child (PRIMARY KEY (id)) INHERITS (parent);
+		INSERT INTO parent VALUES (1, 'p', 10), (2, 'p', 20);
+		INSERT INTO child VALUES (3, 'c', 30)`)
+	s := openSource(t, url, map[string]string{"tables": "parent"}, nil)
+	is.Equal(changes(readN(t, s, 2)), []string{"snapshot parent 1/<nil> 10", "snapshot parent 2/<nil> 20"})
+	nothingMore(t, s)
+}

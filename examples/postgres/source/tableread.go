@@ -151,7 +151,7 @@ func (t *sourceTable) keyQuery(after, upto []string, limit int) (string, [][]byt
 		bound("<=", upto)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.ident)
+	fmt.Fprintf(&b, "SELECT %s, xmin FROM %s", strings.Join(cols, ", "), t.rows())
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
@@ -212,7 +212,7 @@ func (s *Source) readColumns(ctx context.Context, rel *relation, key []string, n
 		where[i] = pg.Quote(tb.columns[k]) + " = $" + strconv.Itoa(i+1) + "::text::" + tb.types[k]
 		args[i] = []byte(key[i])
 	}
-	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(cols, ", "), tb.ident, strings.Join(where, " AND "))
+	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(cols, ", "), tb.rows(), strings.Join(where, " AND "))
 	rr := s.conn.PgConn().ExecParams(ctx, sql, args, nil, nil, nil)
 	fields := rr.FieldDescriptions()
 	for rr.NextRow() {
