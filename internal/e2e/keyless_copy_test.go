@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	conduitpkg "github.com/connkit/connkit/internal/conduit"
+	"github.com/matryer/is"
 )
 
 // keylessChanges are statements on a keyless table logs (a int, b text,
@@ -95,4 +98,58 @@ func multisetDiff(want, got []string) string {
 		}
 	}
 	return fmt.Sprintf("%d rows in the table, %d in the copy; missing %v; extra %v", len(want), len(got), missing, extra)
+}
+
+// TestConduitPostgresUnusableIdentity: a table without a primary key
+// whose replica identity cannot carry updates and deletes (DEFAULT) fails
+// the pipeline with the statement to run, and is not added to the
+// publication, so the application's own UPDATEs and DELETEs on it go on.
+func TestConduitPostgresUnusableIdentity(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.name, func(t *testing.T) {
+			from, src := sourceDatabase(t, `CREATE TABLE logs (a int, b text); INSERT INTO logs VALUES (1, 'a')`)
+			to, _ := pg.Database(t, `CREATE TABLE logs (a int, b text)`)
+			pipeline := pipelineYAML("standalone:postgres", map[string]string{
+				"url": from, "tables": "logs", "slot.name": dbName(from), "publication.name": dbName(from),
+			}, "standalone:postgres", map[string]string{"url": to})
+			s, err := conduitpkg.Start(conduitpkg.Options{Bin: conduitBin(t), Dir: t.TempDir(), Pipeline: pipeline, Plugins: []string{binary("connkit-postgres")}, Flags: engine.flags})
+			failure := ""
+			if err != nil {
+				failure = err.Error()
+			} else {
+				failure = waitFailed(t, s)
+			}
+			for _, want := range []string{"public.logs", "ALTER TABLE public.logs REPLICA IDENTITY FULL"} {
+				if !strings.Contains(failure, want) {
+					t.Fatalf("the pipeline's failure does not say %q:\n%s", want, failure)
+				}
+			}
+			is := is.New(t)
+			is.Equal(count(t, from, `SELECT count(*) FROM pg_publication_tables WHERE tablename = 'logs'`), int64(0))
+			if _, err := src.Exec(t.Context(), `UPDATE logs SET b = 'b'; DELETE FROM logs`); err != nil {
+				t.Fatalf("the application's UPDATE and DELETE: %v", err)
+			}
+		})
+	}
+}
+
+// waitFailed waits for the pipeline of a Conduit just started to fail:
+// Conduit exits, or the pipeline is degraded. It returns the pipeline's
+// error and Conduit's log.
+func waitFailed(t *testing.T, s *conduitpkg.Server) string {
+	t.Helper()
+	defer s.Kill()
+	deadline := time.After(time.Minute)
+	for {
+		if status, errText := s.PipelineState("e2e"); status == "STATUS_DEGRADED" {
+			return errText + "\n" + s.Log()
+		}
+		select {
+		case <-s.Done():
+			return s.Log()
+		case <-deadline:
+			t.Fatalf("the pipeline did not fail within a minute; Conduit's log:\n%s", s.Log())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -88,18 +88,5 @@ func failedStart(t *testing.T, dir string, flags []string) string {
 	if err != nil {
 		return err.Error()
 	}
-	defer s.Kill()
-	deadline := time.After(time.Minute)
-	for {
-		if status, errText := s.PipelineState("e2e"); status == "STATUS_DEGRADED" {
-			return errText + "\n" + s.Log()
-		}
-		select {
-		case <-s.Done():
-			return s.Log()
-		case <-deadline:
-			t.Fatalf("the pipeline did not fail within a minute; Conduit's log:\n%s", s.Log())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return waitFailed(t, s)
 }
