@@ -368,6 +368,12 @@ type inserter struct {
 // keepInserting inserts rows (id, id) into table from id first on, ten
 // per transaction, one transaction every 10ms, until stopped.
 func keepInserting(t *testing.T, url, table string, first int) *inserter {
+	return keepRunning(t, url, `INSERT INTO `+table+` SELECT i, i FROM generate_series($1::int, $1::int + 9) i`, first)
+}
+
+// keepRunning runs insert, which inserts ten rows from id $1 on, with $1
+// from first on, one transaction every 10ms, until stopped.
+func keepRunning(t *testing.T, url, insert string, first int) *inserter {
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -384,7 +390,7 @@ func keepInserting(t *testing.T, url, table string, first int) *inserter {
 				return
 			case <-tick.C:
 			}
-			if _, in.err = conn.Exec(context.Background(), `INSERT INTO `+table+` SELECT i, i FROM generate_series($1::int, $1::int + 9) i`, in.next); in.err != nil {
+			if _, in.err = conn.Exec(context.Background(), insert, in.next); in.err != nil {
 				return
 			}
 			in.next += 10
