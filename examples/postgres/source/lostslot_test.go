@@ -31,19 +31,7 @@ func (u upserts) apply(recs []sdk.Record) {
 }
 
 // tableRows is table a's rows, id to n.
-func tableRows(t *testing.T, conn *pgx.Conn) upserts {
-	t.Helper()
-	rows := upserts{}
-	rs, err := conn.Query(t.Context(), `SELECT id, n FROM a`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id, n int64
-	if _, err := pgx.ForEachRow(rs, []any{&id, &n}, func() error { rows[id] = n; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
+func tableRows(t *testing.T, conn *pgx.Conn) upserts { return nByID(t, conn, "a") }
 
 // streamedThenStopped reads a's 100 rows and 10 changes into copy, acks
 // them, and stops the source once the slot is confirmed past them. It

@@ -160,10 +160,13 @@ func writeItems(t *testing.T, url string) (wait func() error) {
 }
 
 // itemsOf returns the rows of items, n by id.
-func itemsOf(t *testing.T, conn *pgx.Conn) map[int64]int64 {
+func itemsOf(t *testing.T, conn *pgx.Conn) map[int64]int64 { return nByID(t, conn, "items") }
+
+// nByID returns the rows (id, n) of table, n by id.
+func nByID(t *testing.T, conn *pgx.Conn, table string) map[int64]int64 {
 	t.Helper()
 	rows := map[int64]int64{}
-	rs, err := conn.Query(t.Context(), `SELECT id, n FROM items`)
+	rs, err := conn.Query(t.Context(), `SELECT id, n FROM `+table)
 	if err != nil {
 		t.Fatal(err)
 	}
