@@ -41,8 +41,12 @@ type signalPlan struct {
 }
 
 // listenForSignals makes an adder that reads nothing until a signal asks,
-// when the start left none.
-func (s *Source) listenForSignals(ctx context.Context) error {
+// when the start left none. A signal's read that a restart interrupted
+// (the state row has a table not done, or a last chunk that may not be
+// acknowledged) goes on as startAdding has it: a source resumed from a
+// position of its first snapshot streams from the slot's confirmed LSN,
+// before the signal, which it does not apply again.
+func (s *Source) listenForSignals(ctx context.Context, confirmed pglogrepl.LSN) error {
 	if s.signals == nil || s.adder != nil {
 		return nil
 	}
@@ -53,14 +57,23 @@ func (s *Source) listenForSignals(ctx context.Context) error {
 	if !ok {
 		state = map[string]tableState{}
 	}
-	a := &adder{s: s, run: newRunID(), started: true, state: state, byID: map[string]*sourceTable{}, windows: map[string]*replayed{}}
+	a := &adder{s: s, state: state, byID: map[string]*sourceTable{}, windows: map[string]*replayed{}}
 	for _, t := range s.catalog.tables {
 		a.byID[t.ident] = t
-		if _, known := state[t.ident]; !known {
+		st, known := state[t.ident]
+		if !known {
 			state[t.ident] = tableState{Done: true}
+		} else if !st.Done {
+			a.todo = append(a.todo, t)
 		}
 	}
 	s.adder = a
+	if err := s.startAdding(ctx, confirmed); err != nil {
+		return err
+	}
+	if s.adder == nil { // nothing to go on with
+		a.started, a.run, s.adder = true, newRunID(), a
+	}
 	return nil
 }
 

@@ -297,3 +297,23 @@ func TestSourceSignalNotExecutedTwice(t *testing.T) {
 	}
 	t.Logf("%d records again of %d", len(again), len(recs))
 }
+
+// A source restarted from its first snapshot's last position, Conduit not
+// having stored one since, in the middle of a signal's read, streams from
+// before the signal again, does not apply it twice, and finishes the read.
+func TestSourceSignalResumedFromSnapshot(t *testing.T) {
+	url, conn := sourceDB(t, addedTablesDDL)
+	settings := signalSettings("10")
+	s := openSource(t, url, settings, nil)
+	first := readN(t, s, 700)
+	ackAll(t, s, first)
+	sendSignal(t, conn, "s1", "execute-snapshot", `{"data-collections": ["public.b"]}`)
+	after := upserts{}
+	after.apply(t, readSnapshotOf(t, s, "b", 60, time.Minute)...)
+	if err := s.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s = openSource(t, url, settings, first[len(first)-1].Position)
+	after.apply(t, readUntilRead(t, s, conn, "b")...)
+	after.check(t, conn, "b")
+}

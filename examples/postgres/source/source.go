@@ -85,7 +85,7 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	if err := s.start(ctx, from, pos, slot); err != nil {
 		return err
 	}
-	if err := s.listenForSignals(ctx); err != nil {
+	if err := s.listenForSignals(ctx, slot.confirmed); err != nil {
 		return err
 	}
 	s.launch(ctx)
