@@ -44,7 +44,7 @@ func TestConduitPostgresSignal(t *testing.T) {
 							b, _ := os.ReadFile(l)
 							for _, line := range strings.Split(string(b), "\n") {
 								if strings.Contains(line, "postgres") || strings.Contains(line, "ERR") || strings.Contains(line, "error") {
-									t.Log("DEBUG", line)
+									t.Log("conduit log:", line)
 								}
 							}
 						}
