@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,4 +317,19 @@ func TestSourceSignalResumedFromSnapshot(t *testing.T) {
 	s = openSource(t, url, settings, first[len(first)-1].Position)
 	after.apply(t, readUntilRead(t, s, conn, "b")...)
 	after.check(t, conn, "b")
+}
+
+// A signal table without Debezium's columns, or signals without the state
+// row that resumes their reads, is refused naming the parameter and the
+// fix.
+func TestSourceSignalTableRefused(t *testing.T) {
+	url, _ := sourceDB(t, `CREATE TABLE a (id bigint PRIMARY KEY, n bigint); CREATE TABLE sig (id text PRIMARY KEY, type text)`)
+	_, err := tryOpenSource(t, url, map[string]string{"tables": "a", "signal.table": "sig"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `parameter "signal.table": table "sig" has no column "data"`) || !strings.Contains(err.Error(), "ADD COLUMN data text") {
+		t.Fatalf("a signal table without data: %v", err)
+	}
+	_, err = sdk.NewSource(New).New(map[string]string{"url": url, "tables": "a", "signal.table": "sig", "snapshot.mode": "never"})
+	if err == nil || !strings.Contains(err.Error(), `parameter "signal.table": signals need snapshot.mode initial`) {
+		t.Fatalf("signals with snapshot.mode never: %v", err)
+	}
 }
