@@ -2,8 +2,6 @@ package source
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -195,9 +193,7 @@ func (s *Source) startAdding(ctx context.Context, confirmed pglogrepl.LSN) error
 	if err := a.exportSeen(ctx); err != nil {
 		return err
 	}
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	a.run = hex.EncodeToString(id[:])
+	a.run = newRunID()
 	s.from.lsn = 0
 	a.replayPin = a.pins.add(uint64(confirmed))
 	_, err := a.writeWatermark(ctx, s.conn, watermark{Kind: "start"})

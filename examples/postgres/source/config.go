@@ -22,6 +22,9 @@ type Config struct {
 	Publication struct {
 		Name string `param:"name" default:"connkit" validate:"regex=^[a-z0-9_]{1,63}$" desc:"Publication of the tables, created when missing (tables it lacks are added): lower-case letters, digits and underscores, at most 63."`
 	} `param:"publication"`
+	Signal struct {
+		Table string `param:"table" desc:"Table (table or schema.table) whose inserted rows are signals, as Debezium's signal table: columns id (text, primary key), type and data (text), created when missing and added to the publication; its rows never become records. Type execute-snapshot with data {\"data-collections\": [\"public.t\"]} reads those tables of tables again in chunks while changes stream, resumed after a restart; stop-snapshot ends such a read (every table when data-collections is absent). Needs snapshot.mode initial and a snapshot.stateTable the role may write. Empty: no signals."`
+	} `param:"signal"`
 	Cleanup   bool                 `param:"cleanup" default:"true" desc:"Drop the replication slot and the publication, and delete the slot's row of snapshot.stateTable, when the connector is deleted."`
 	Reconnect pg.ReconnectSettings `param:"reconnect"`
 }

@@ -28,6 +28,17 @@
 // update of such a row before the fresh snapshot carries the TOASTed
 // values it left unchanged, read from the table.
 //
+// # Signals
+//
+// With signal.table set, rows inserted into that table (Debezium's
+// columns id, type, data; created when missing, added to the publication,
+// never records) are signals, applied when their commit streams
+// (signal.go): execute-snapshot reads the tables it names again the way
+// added tables are read, stop-snapshot ends such a read (reread.go). The
+// state row keeps each table's read and the commit LSN of the last signal
+// applied to it, so a restart goes on with a read and never applies a
+// signal twice.
+//
 // # Tables added while streaming
 //
 // A table added to tables of a source that streams (restarted from a

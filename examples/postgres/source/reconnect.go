@@ -26,7 +26,7 @@ func (s *Source) streamReconnecting(ctx context.Context) error {
 		// A run that snapshots added tables keeps the chunks it reads in
 		// memory, with their watermarks; it fails, as a first snapshot
 		// does, and the restarted source resumes them from its state.
-		if err == nil || ctx.Err() != nil || timeout <= 0 || s.adder != nil || !pg.ConnectionLost(err) {
+		if err == nil || ctx.Err() != nil || timeout <= 0 || s.adder.busy() || !pg.ConnectionLost(err) {
 			return err
 		}
 		deadline, began := s.lost.Lost(err.Error(), timeout)

@@ -31,6 +31,7 @@ type Source struct {
 	repl    *pgconn.PgConn // replication connection
 	lost    pg.Outage      // a lost connection that the reader is reconnecting after (reconnect.go)
 	catalog catalog        // the tables read
+	signals *signals       // signal.table; nil: no signals (signal.go)
 
 	keylessBlocks map[uint32]uint64 // a keyless table's blocks when its snapshot first measured it, by OID (keyless.go)
 
@@ -59,6 +60,9 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSignalConfig(cfg); err != nil {
+		return nil, err
+	}
 	return &Source{cfg: cfg, stateIdent: state, statusInterval: statusInterval}, nil
 }
 
@@ -83,6 +87,9 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 	if err := s.start(ctx, from, pos, slot); err != nil {
 		return err
 	}
+	if err := s.listenForSignals(ctx, slot.confirmed); err != nil {
+		return err
+	}
 	s.launch(ctx)
 	return nil
 }
@@ -102,15 +109,19 @@ func (s *Source) prepare(ctx context.Context, from sdk.Position, pos position) (
 	if err := checkServer(ctx, s.conn); err != nil {
 		return slotInfo{}, err
 	}
+	if err := s.prepareSignals(ctx); err != nil {
+		return slotInfo{}, err
+	}
 	tables, err := resolveTables(ctx, s.conn, s.cfg.Tables, s.stateIdent)
 	if err != nil {
 		return slotInfo{}, err
 	}
+	tables = s.signals.leaveOut(tables)
 	s.catalog = newCatalog(tables)
 	if err := s.planAddedTables(ctx, from, pos); err != nil {
 		return slotInfo{}, err
 	}
-	if err := ensurePublication(ctx, s.conn, s.cfg.Publication.Name, tables); err != nil {
+	if err := ensurePublication(ctx, s.conn, s.cfg.Publication.Name, s.signals.published(tables)); err != nil {
 		return slotInfo{}, err
 	}
 	slot, err := s.claimSlot(ctx)

@@ -100,6 +100,9 @@ type tableState struct {
 	// chunk: while the slot is confirmed at or before it, that chunk's rows
 	// may not all be acknowledged, and a restart reads it again.
 	Low string `json:"low,omitempty"`
+	// Signal is the commit LSN of the last signal applied to the table
+	// (signal.go): one streamed again after a restart is not applied twice.
+	Signal string `json:"signal,omitempty"`
 }
 
 // loadTableStates returns the `tables` column of the slot's state row;

@@ -45,9 +45,12 @@ func (a *adder) writeWatermark(ctx context.Context, conn *pgx.Conn, w watermark)
 // observe follows a pgoutput message for the added tables: watermarks,
 // and changes to keys of a chunk in its window.
 func (a *adder) observe(ctx context.Context, r *replicator, msg pglogrepl.Message) error {
+	a.s.signals.observe(msg)
 	switch m := msg.(type) {
 	case *pglogrepl.BeginMessage:
 		a.xid = m.Xid
+	case *pglogrepl.CommitMessage:
+		return a.applySignals(ctx, r.commitLSN)
 	case *pglogrepl.LogicalDecodingMessage:
 		if m.Prefix != watermarkPrefix {
 			return nil
@@ -145,7 +148,8 @@ func (a *adder) liveWatermark(ctx context.Context, r *replicator, w watermark) e
 		return err
 	}
 	a.releaseAfterQueued(c.pin)
-	if c.done {
+	// A signal may have stopped the table's read, or started it over.
+	if c.done && a.state[c.table.ident].Done && len(a.todo) > 0 && a.todo[0] == c.table {
 		a.progress.tableDone(a.finished)
 		a.todo = a.todo[1:]
 		a.finished++
