@@ -169,22 +169,19 @@ func payloadShape(before, after opencdc.StructuredData) opencdc.StructuredData {
 		if shape == nil {
 			shape = maps.Clone(after)
 		}
-		shape[name] = v
+		shape[name] = nullable(v)
 	}
 	for name, b := range before {
-		a, inAfter := after[name]
-		switch {
-		case !inAfter:
-			widen(name, nullable(b))
-		case a == nil && b != nil:
-			widen(name, nullable(b))
+		switch a, inAfter := after[name]; {
+		case !inAfter, a == nil && b != nil:
+			widen(name, b)
 		case a != nil && b == nil:
-			widen(name, nullable(a))
+			widen(name, a)
 		}
 	}
 	for name, a := range after {
 		if _, inBefore := before[name]; !inBefore && a != nil {
-			widen(name, nullable(a))
+			widen(name, a)
 		}
 	}
 	if shape == nil {
@@ -194,19 +191,17 @@ func payloadShape(before, after opencdc.StructuredData) opencdc.StructuredData {
 }
 
 // nullable returns a nil pointer of v's type, whose schema is v's made
-// nullable; nil, or v itself for maps and slices, whose schemas come from
-// their elements.
+// nullable; nil for nil, and v itself for maps, slices other than bytes, pointers and
+// interfaces, whose schemas come from their elements.
 func nullable(v any) any {
-	if v == nil {
+	t := reflect.TypeOf(v)
+	if t == nil {
 		return nil
 	}
-	switch t := reflect.TypeOf(v); t.Kind() {
-	case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface:
-		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
-			return reflect.Zero(reflect.PointerTo(t)).Interface() // bytes
-		}
+	switch k := t.Kind(); {
+	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8: // bytes
+	case k == reflect.Map, k == reflect.Slice, k == reflect.Pointer, k == reflect.Interface:
 		return v
-	default:
-		return reflect.Zero(reflect.PointerTo(t)).Interface()
 	}
+	return reflect.Zero(reflect.PointerTo(t)).Interface()
 }
