@@ -69,35 +69,14 @@ func TestConduitPostgresKeylessCopy(t *testing.T) {
 					}
 				}
 				if !slices.Equal(got, want) {
-					t.Fatalf("the copy differs from the table: %s", multisetDiff(want, got))
+					missing, extra := difference(want, got), difference(got, want)
+					t.Fatalf("the copy differs from the table: %d rows in the table, %d in the copy; missing %q; extra %q", len(want), len(got), missing[:min(20, len(missing))], extra[:min(20, len(extra))])
 				}
 				c.stop()
 				c.checkProblems()
 			})
 		}
 	}
-}
-
-// multisetDiff says which rows, sorted lists both, one has more of than
-// the other, up to 20 of each.
-func multisetDiff(want, got []string) string {
-	counts := map[string]int{}
-	for _, r := range want {
-		counts[r]++
-	}
-	for _, r := range got {
-		counts[r]--
-	}
-	var missing, extra []string
-	for r, n := range counts {
-		switch {
-		case n > 0 && len(missing) < 20:
-			missing = append(missing, fmt.Sprintf("%s ×%d", r, n))
-		case n < 0 && len(extra) < 20:
-			extra = append(extra, fmt.Sprintf("%s ×%d", r, -n))
-		}
-	}
-	return fmt.Sprintf("%d rows in the table, %d in the copy; missing %v; extra %v", len(want), len(got), missing, extra)
 }
 
 // TestConduitPostgresUnusableIdentity: a table without a primary key

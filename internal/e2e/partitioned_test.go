@@ -90,17 +90,20 @@ func TestConduitPostgresPartitioned(t *testing.T) {
 	}
 }
 
-// difference returns the rows of a that b lacks.
+// difference returns the rows of a that b lacks, as multisets: a row a
+// has twice and b once is in it once.
 func difference(a, b []string) []string {
-	in := make(map[string]bool, len(b))
+	left := make(map[string]int, len(b))
 	for _, r := range b {
-		in[r] = true
+		left[r]++
 	}
 	var out []string
 	for _, r := range a {
-		if !in[r] {
-			out = append(out, r)
+		if left[r] > 0 {
+			left[r]--
+			continue
 		}
+		out = append(out, r)
 	}
 	return out
 }
