@@ -34,7 +34,6 @@ type replicator struct {
 	commitTime time.Time     // when it committed
 	index      int           // the next change's index in it
 	skip       int           // changes up to this index were acked before a restart; -1: none, MaxInt: all
-	now        string        // opencdc.readAt of its records
 	at         pglogrepl.LSN // the LSN of the message being handled
 }
 
@@ -176,7 +175,6 @@ func (r *replicator) begin(m *pglogrepl.BeginMessage) {
 			r.skip = math.MaxInt
 		}
 	}
-	r.now = strconv.FormatInt(time.Now().UnixNano(), 10)
 	r.commitTime, r.firstLSN = m.CommitTime, r.at // a BEGIN comes at the transaction's first LSN
 }
 
@@ -244,14 +242,16 @@ func (r *replicator) relation(id uint32) *relation {
 }
 
 // emit adds the record of the transaction's next change to the pending
-// ones, unless it is skipped.
+// ones, unless it is skipped. The record is read now, as its message is
+// decoded, not when its transaction began: a large transaction's changes
+// come over a while.
 func (r *replicator) emit(rel *relation, op sdk.Operation, key, before, after sdk.Data) {
 	i := r.index
 	r.index++
 	if i <= r.skip {
 		return
 	}
-	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": r.now, pg.ColumnsKey: rel.meta}
+	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": strconv.FormatInt(time.Now().UnixNano(), 10), pg.ColumnsKey: rel.meta}
 	if rel.types != nil && rel.types.meta != "" {
 		md[pg.TypesKey] = rel.types.meta
 	}
