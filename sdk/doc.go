@@ -41,8 +41,10 @@
 // goes in one batch. Conduit is free to take a source's message as soon as
 // its transport takes it; while Conduit does not read, gRPC's flow control
 // holds the sender, and the next message carries what was read meanwhile.
-// Acks pace nothing (Conduit v0.19 sends them once it has stored the
-// positions, about a second late). An idle
+// Where a busy Conduit acks message by message and reads the next only
+// then (v0.14's v2 engine), a due message also waits for that ack. Other
+// acks pace nothing (Conduit v0.19 sends them once it has stored the
+// positions). An idle
 // pipeline writes each record at once, a busy one writes large batches,
 // and no batch waits for records that may not come unless sdk.batch.delay
 // says it may. What a plugin holds ahead of its connector is bounded (two

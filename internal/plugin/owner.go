@@ -52,10 +52,11 @@ type owner[E any] struct {
 // writes each and sends their acks (see writers). Only the owner's loop
 // calls it.
 type flow[E any] interface {
-	// free reports whether a batch may start now; room then returns how
-	// many records of next, the batch that is due, may go, from the
-	// oldest on (0: none yet).
-	free() bool
+	// free reports whether a batch may start now, urgent saying that the
+	// due batch is complete or the owner drains, so that waiting for it to
+	// grow gains nothing; room then returns how many records of next, the
+	// batch that is due, may go, from the oldest on (0: none yet).
+	free(now time.Time, urgent bool) bool
 	room(next []opencdc.Record) int
 	// slots returns how many batches the flow may have at once now, which
 	// sets the hold bound (see holdFor).
@@ -152,7 +153,7 @@ func (o *owner[E]) handOut() {
 			return
 		}
 		n := 0
-		if o.flow.free() {
+		if o.flow.free(o.now, stopped || why.Complete()) {
 			n = o.flow.room(o.batch.Next())
 		}
 		if n == 0 {

@@ -612,7 +612,7 @@ func sentLate(start time.Time, pos string) (n int, late time.Duration) {
 // against a source reading a record every millisecond and no batch
 // settings: the records read while Conduit works travel together in the
 // next message, not each in a message of its own waiting in the stream.
-// Conduit acks nothing meanwhile: acks pace nothing.
+// Conduit acks nothing meanwhile: no ack paces the source.
 func TestSourceBatchesWhileConduitWorks(t *testing.T) {
 	inBubble(t, func(t *testing.T, _ *is.I) {
 		r := runPacedBehind(t, 200, 1)
@@ -624,6 +624,33 @@ func TestSourceBatchesWhileConduitWorks(t *testing.T) {
 		// About 5 records a message once the transport holds one.
 		if messages > 200/3 {
 			t.Errorf("200 records came in %d messages, expected at most %d", messages, 200/3)
+		}
+		r.end()
+	})
+}
+
+// TestSourceWaitsForConduitThatAcksByMessage plays Conduit v0.14's v2
+// engine with its acks: it takes a message, works 5 ms on it, acks it in
+// a request of its own, and only then takes the next, behind a transport
+// that holds one message. Once that is seen, a due message waits for the
+// ack instead of for Conduit in the transport: the message Conduit takes
+// carries what was read until it takes it, not what was read until the
+// message before was taken, 5 ms earlier.
+func TestSourceWaitsForConduitThatAcksByMessage(t *testing.T) {
+	inBubble(t, func(t *testing.T, _ *is.I) {
+		const n = 400
+		r := runPacedBehind(t, n, 1)
+		var stale []time.Duration // how long before Conduit took it each message's newest record was read
+		r.receive(n, func(m []string) {
+			_, late := sentLate(r.start, m[len(m)-1])
+			stale = append(stale, late)
+			time.Sleep(5 * time.Millisecond)
+			r.ack(m...)
+		})
+		for i, late := range stale[len(stale)/2:] {
+			if late > 2*time.Millisecond {
+				t.Errorf("message %d of %d: its newest record was read %v before Conduit took it, expected at most 2ms", len(stale)/2+i+1, len(stale), late)
+			}
 		}
 		r.end()
 	})

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -11,48 +12,105 @@ import (
 // sender is a source's flow: it sends each batch to Conduit, one at a
 // time. The transport takes a message at once while Conduit keeps up, and
 // makes the sender wait while Conduit does not, so that a busy Conduit
-// gets what was read meanwhile in one message.
+// gets what was read meanwhile in one message. Where Conduit reads a
+// message only once it has acked the last, a due batch also waits for
+// that ack (see readPace).
 type sender struct {
 	stream  pconnector.SourceRunStreamServer
 	work    *workers[[]opencdc.Record]
-	sent    chan error // a Send ended, with its error
-	sending int        // the records of the Send in flight; 0: none
-	began   time.Time  // when it began
-	through int        // records sent, from the Run's start on
+	reports chan senderEvent
+	sending int       // the records of the Send in flight; 0: none
+	began   time.Time // when it began
+	through int       // records sent, from the Run's start on
+	pace    readPace
+
+	mu    sync.Mutex // guards acks, which the acker appends to
+	acks  []ackRequest
+	spare []ackRequest
+}
+
+// A senderEvent is a Send's end, with its error, or, if not sent, a
+// notice that ack requests came.
+type senderEvent struct {
+	sent bool
+	err  error
+}
+
+// An ackRequest is one ack request of Conduit's: how many positions, and
+// when it came.
+type ackRequest struct {
+	n  int
+	at time.Time
 }
 
 func newSender(stream pconnector.SourceRunStreamServer) *sender {
-	s := &sender{stream: stream, sent: make(chan error, 1)}
+	// Room for a Send's end and a notice: the worker's report never waits
+	// long, and a notice is dropped only while another waits.
+	s := &sender{stream: stream, reports: make(chan senderEvent, 2)}
 	s.work = newWorkers(1, func(batch []opencdc.Record) {
 		err := s.stream.Send(pconnector.SourceRunResponse{Records: batch})
 		if err != nil {
 			err = fmt.Errorf("send records to Conduit: %w", err)
 		}
-		s.sent <- err
+		s.reports <- senderEvent{sent: true, err: err}
 	})
 	return s
 }
 
-func (s *sender) free() bool                     { return s.sending == 0 }
+// acked notes an ack request of n positions, received now. The acker
+// calls it, on its own goroutine.
+func (s *sender) acked(n int) {
+	s.mu.Lock()
+	s.acks = append(s.acks, ackRequest{n, time.Now()})
+	s.mu.Unlock()
+	select {
+	case s.reports <- senderEvent{}:
+	default: // a report waits: the loop reads every request noted so far
+	}
+}
+
+func (s *sender) free(now time.Time, urgent bool) bool {
+	return s.sending == 0 && s.pace.mayGo(now, urgent)
+}
+
 func (s *sender) room(next []opencdc.Record) int { return len(next) }
 func (s *sender) slots() int                     { return 1 }
 
 func (s *sender) start(batch []opencdc.Record, _ bool, now time.Time) {
 	s.sending, s.began = len(batch), now
+	s.pace.sent(len(batch), now)
 	s.work.start(batch)
 }
 
-func (s *sender) events() <-chan error { return s.sent }
+func (s *sender) events() <-chan senderEvent { return s.reports }
 
-func (s *sender) handle(err error, now time.Time) progress {
+func (s *sender) handle(e senderEvent, now time.Time) progress {
+	s.mu.Lock()
+	reqs := s.acks
+	s.acks, s.spare = s.spare[:0], reqs
+	s.mu.Unlock()
+	for _, r := range reqs {
+		s.pace.acked(r.n, r.at)
+	}
+	if !e.sent {
+		return progress{}
+	}
 	s.work.finished()
 	s.through += s.sending
-	p := progress{done: 1, through: s.through, paced: s.sending, took: now.Sub(s.began), err: err}
+	p := progress{done: 1, through: s.through, paced: s.sending, took: now.Sub(s.began), err: e.err}
+	s.pace.sendEnded(p.took)
 	s.sending = 0
 	return p
 }
 
-func (s *sender) idle() bool                       { return s.sending == 0 }
-func (s *sender) after(time.Time) (wake time.Time) { return time.Time{} }
+func (s *sender) idle() bool { return s.sending == 0 }
+
+// after returns when a batch held back for an ack goes without it.
+func (s *sender) after(now time.Time) (wake time.Time) {
+	if until := s.pace.holdUntil(); until.After(now) {
+		return until
+	}
+	return time.Time{}
+}
 
 func (s *sender) close() { s.work.close() }

@@ -23,9 +23,11 @@ import (
 // hands it everything read so far, up to the batching limits. The sender
 // is free once Conduit's transport has taken its message: at once while
 // Conduit keeps up, and only as Conduit reads on when it does not, so that
-// a busy Conduit gets what was read meanwhile in one message. Acks pace
-// nothing: Conduit may send them late (v0.19 sends them once it has stored
-// the positions). Stop ends the reader and has the owner send what it
+// a busy Conduit gets what was read meanwhile in one message; where a busy
+// Conduit reads a message only once it has acked the last, the sender also
+// waits for that ack (see readPace). Other acks pace nothing: Conduit may
+// send them late (v0.19 sends them once it has stored the positions). Stop
+// ends the reader and has the owner send what it
 // holds; the acker goes on until Conduit closes the stream.
 type sourceServer struct {
 	instance[Source]
@@ -89,7 +91,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		endLoop(s.ack(metrics.NewContext(ctx, src.Metrics.Set), src, stream))
+		endLoop(s.ack(metrics.NewContext(ctx, src.Metrics.Set), src, stream, snd.acked))
 	}()
 
 	err = o.run()
@@ -186,14 +188,17 @@ func (s *sourceServer) track(rec opencdc.Record) error {
 }
 
 // ack passes Conduit's acks to the source, checking they arrive in the order
-// the records were sent. It returns when the stream ends.
-func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer) error {
+// the records were sent, and tells requested how many positions each
+// request of Conduit's brings, as it comes. It returns when the stream
+// ends.
+func (s *sourceServer) ack(ctx context.Context, src *Source, stream pconnector.SourceRunStreamServer, requested func(n int)) error {
 	ack := src.Ack
 	for {
 		req, err := stream.Recv()
 		if err != nil {
 			return err
 		}
+		requested(len(req.AckPositions))
 		for _, pos := range req.AckPositions {
 			s.readMu.Lock()
 			var want []byte

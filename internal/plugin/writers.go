@@ -93,7 +93,7 @@ func (w *writers) do(job writeJob) {
 
 // free reports whether another Write may start: the limit has room, and
 // no Write that started alone (its records in no lane) is in flight.
-func (w *writers) free() bool {
+func (w *writers) free(time.Time, bool) bool {
 	return w.ledger.inFlight < w.limit.current() && w.solo == 0
 }
 
