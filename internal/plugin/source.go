@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -85,7 +86,17 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	go func() {
 		defer close(readDone)
 		o.inbox.end(s.read(readCtx, src, func(recs []opencdc.Record) bool {
-			return o.inbox.put(recs, quit)
+			first := !o.inbox.waiting()
+			if !o.inbox.put(recs, quit) {
+				return false
+			}
+			if first {
+				// The owner likely waits for these: let it have this
+				// processor now, not once the reader next blocks, which
+				// on a busy machine is tens of µs on every record's path.
+				runtime.Gosched()
+			}
+			return true
 		}))
 	}()
 	ackDone := make(chan struct{})

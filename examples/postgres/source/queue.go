@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -37,21 +38,28 @@ func signal(c chan struct{}) {
 // interval while it waits (the reader keeps its replication connection
 // alive there).
 func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Duration, keepAlive func() error) error {
-	var tick <-chan time.Time
-	if keepAlive != nil {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
-	}
+	var tick <-chan time.Time // made once put waits
 	for {
 		q.mu.Lock()
 		if len(q.recs) < q.limit {
+			first := len(q.recs) == 0
 			q.recs = append(q.recs, recs...)
 			q.mu.Unlock()
 			signal(q.ready)
+			if first {
+				// ReadBatch likely waits for these: let it have this
+				// processor now, not once the replication stream's reader
+				// next blocks.
+				runtime.Gosched()
+			}
 			return nil
 		}
 		q.mu.Unlock()
+		if tick == nil && keepAlive != nil {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			tick = t.C
+		}
 		select {
 		case <-q.space:
 		case <-tick:
