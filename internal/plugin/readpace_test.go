@@ -7,9 +7,19 @@ import (
 
 // paceAt is a readPace driven on a clock of its own, in milliseconds.
 type paceAt struct {
-	t    *testing.T
 	p    readPace
 	zero time.Time
+}
+
+// ackingByMessage returns a paceAt that has seen a busy Conduit ack
+// messages of 100 records one by one, each 5 ms after it was sent, until
+// 10 ms after the last.
+func ackingByMessage() *paceAt {
+	c := &paceAt{zero: time.Unix(0, 0)}
+	for i := range byMessage {
+		c.cycle(100, i*10, 5)
+	}
+	return c
 }
 
 func (c *paceAt) at(ms int) time.Time { return c.zero.Add(time.Duration(ms) * time.Millisecond) }
@@ -23,7 +33,7 @@ func (c *paceAt) cycle(n, ms, rt int) {
 }
 
 func TestReadPaceHoldsForConduitThatAcksByMessage(t *testing.T) {
-	c := &paceAt{t: t, zero: time.Unix(0, 0)}
+	c := &paceAt{zero: time.Unix(0, 0)}
 	for i := range byMessage {
 		if !c.p.mayGo(c.at(i*10), false) {
 			t.Fatalf("held a batch after %d messages acked whole: too soon to tell", i)
@@ -63,7 +73,7 @@ func TestReadPaceHoldsNothingForConduitThatReadsOn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &paceAt{t: t, zero: time.Unix(0, 0)}
+			c := &paceAt{zero: time.Unix(0, 0)}
 			for i := range 10 {
 				c.p.sent(100, c.at(i*20))
 				tt.acks(c, i*20)
@@ -77,10 +87,7 @@ func TestReadPaceHoldsNothingForConduitThatReadsOn(t *testing.T) {
 }
 
 func TestReadPaceStopsHoldingWhenAcksComeLate(t *testing.T) {
-	c := &paceAt{t: t, zero: time.Unix(0, 0)}
-	for i := range byMessage {
-		c.cycle(100, i*10, 5)
-	}
+	c := ackingByMessage()
 	ms := 100
 	for i := range maxMissed {
 		c.p.sent(100, c.at(ms))
@@ -100,7 +107,7 @@ func TestReadPaceStopsHoldingWhenAcksComeLate(t *testing.T) {
 }
 
 func TestReadPaceWaitsAtMostMaxHoldBack(t *testing.T) {
-	c := &paceAt{t: t, zero: time.Unix(0, 0)}
+	c := &paceAt{zero: time.Unix(0, 0)}
 	for i := range byMessage {
 		c.cycle(100, i*1000, 900)
 	}
@@ -111,10 +118,7 @@ func TestReadPaceWaitsAtMostMaxHoldBack(t *testing.T) {
 }
 
 func TestReadPacePartialAckEndsByMessage(t *testing.T) {
-	c := &paceAt{t: t, zero: time.Unix(0, 0)}
-	for i := range byMessage {
-		c.cycle(100, i*10, 5)
-	}
+	c := ackingByMessage()
 	c.p.sent(100, c.at(100))
 	c.p.acked(40, c.at(101))
 	c.p.sent(100, c.at(102))
@@ -124,7 +128,7 @@ func TestReadPacePartialAckEndsByMessage(t *testing.T) {
 }
 
 func TestReadPaceMessagesOfOneRecordSayNothing(t *testing.T) {
-	c := &paceAt{t: t, zero: time.Unix(0, 0)}
+	c := &paceAt{zero: time.Unix(0, 0)}
 	for i := range 10 {
 		c.cycle(1, i*10, 5)
 	}
@@ -135,10 +139,7 @@ func TestReadPaceMessagesOfOneRecordSayNothing(t *testing.T) {
 }
 
 func TestReadPaceWaitsOnlyForBusyConduit(t *testing.T) {
-	c := &paceAt{t: t, zero: time.Unix(0, 0)}
-	for i := range byMessage {
-		c.cycle(100, i*10, 5)
-	}
+	c := ackingByMessage()
 	// Conduit caught up: a due batch finds everything acked.
 	if !c.p.mayGo(c.at(50), false) {
 		t.Fatal("held with nothing unacked")
