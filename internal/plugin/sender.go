@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -23,6 +24,7 @@ type sender struct {
 	began   time.Time // when it began
 	through int       // records sent, from the Run's start on
 	pace    readPace
+	holding atomic.Bool // a due batch waits for an ack: the acker wakes the loop
 
 	mu    sync.Mutex // guards acks, which the acker appends to
 	acks  []ackRequest
@@ -58,19 +60,53 @@ func newSender(stream pconnector.SourceRunStreamServer) *sender {
 }
 
 // acked notes an ack request of n positions, received now. The acker
-// calls it, on its own goroutine.
+// calls it, on its own goroutine; it wakes the loop only while a batch
+// waits for an ack, and otherwise the loop reads the requests when it
+// next hands out or hears from a Send.
 func (s *sender) acked(n int) {
 	s.mu.Lock()
 	s.acks = append(s.acks, ackRequest{n, time.Now()})
 	s.mu.Unlock()
-	select {
-	case s.reports <- senderEvent{}:
-	default: // a report waits: the loop reads every request noted so far
+	if s.holding.Load() {
+		s.notice()
+	}
+}
+
+// paceAcks has the pace note the ack requests that came since it last did.
+func (s *sender) paceAcks() {
+	s.mu.Lock()
+	reqs := s.acks
+	s.acks, s.spare = s.spare[:0], reqs
+	s.mu.Unlock()
+	for _, r := range reqs {
+		s.pace.acked(r.n, r.at)
 	}
 }
 
 func (s *sender) free(now time.Time, urgent bool) bool {
-	return s.sending == 0 && s.pace.mayGo(now, urgent)
+	if s.sending > 0 {
+		return false
+	}
+	s.paceAcks()
+	ok := s.pace.mayGo(now, urgent)
+	s.holding.Store(!ok)
+	if !ok {
+		s.mu.Lock()
+		came := len(s.acks) > 0 // before the acker saw holding
+		s.mu.Unlock()
+		if came {
+			s.notice()
+		}
+	}
+	return ok
+}
+
+// notice wakes the loop to read the ack requests, unless a report waits.
+func (s *sender) notice() {
+	select {
+	case s.reports <- senderEvent{}:
+	default: // a report waits: the loop reads every request noted so far
+	}
 }
 
 func (s *sender) room(next []opencdc.Record) int { return len(next) }
@@ -85,13 +121,7 @@ func (s *sender) start(batch []opencdc.Record, _ bool, now time.Time) {
 func (s *sender) events() <-chan senderEvent { return s.reports }
 
 func (s *sender) handle(e senderEvent, now time.Time) progress {
-	s.mu.Lock()
-	reqs := s.acks
-	s.acks, s.spare = s.spare[:0], reqs
-	s.mu.Unlock()
-	for _, r := range reqs {
-		s.pace.acked(r.n, r.at)
-	}
+	s.paceAcks()
 	if !e.sent {
 		return progress{}
 	}
