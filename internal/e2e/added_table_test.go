@@ -3,14 +3,19 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	conduitpkg "github.com/connkit/connkit/internal/conduit"
 	"github.com/connkit/connkit/internal/metrics/metricstest"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestConduitPostgresAddedTable runs standalone:postgres on table items
@@ -32,6 +37,8 @@ func TestConduitPostgresAddedTable(t *testing.T) {
 				CREATE TABLE extra (id int PRIMARY KEY, n bigint);
 				INSERT INTO extra SELECT i, i FROM generate_series(1, %d) i`, itemsRows, extraRows))
 			to, _ := pg.Database(t, `CREATE TABLE items (id int, n bigint); CREATE TABLE extra (id int, n bigint)`)
+			explainLoss(t, from, to, "extra")
+			explainLoss(t, from, to, "items")
 			metricsAddress := freeAddress(t)
 			pipeline := func(tables string) string {
 				return pipelineYAML("standalone:postgres", map[string]string{
@@ -108,4 +115,82 @@ func TestConduitPostgresAddedTable(t *testing.T) {
 			c.checkProblems("record key is not structured") // drop-key on a key with a schema, as in the crash tests
 		})
 	}
+}
+
+// explainLoss logs, if the test has failed, what tracing a lost row
+// needs: the rows of table that the copy lacks with the transaction that
+// wrote each (xmin), the positions the destination wrote that name their
+// keys, the changes' transactions whose positions the destination has
+// only in part, and the source's state row.
+func explainLoss(t *testing.T, from, to, table string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		src, err := pgx.Connect(ctx, from)
+		if err != nil {
+			return
+		}
+		defer src.Close(ctx)
+		dst, err := pgx.Connect(ctx, to)
+		if err != nil {
+			return
+		}
+		defer dst.Close(ctx)
+		copied := collect(ctx, dst, `SELECT DISTINCT id FROM `+table, pgx.RowTo[int32])
+		have := map[int32]bool{}
+		for _, id := range copied {
+			have[id] = true
+		}
+		type row struct {
+			ID   int32
+			Xmin string
+		}
+		rows := collect(ctx, src, `SELECT id, xmin::text FROM `+table+` ORDER BY id`, pgx.RowToStructByPos[row])
+		positions := collect(ctx, dst, `SELECT convert_from(p, 'UTF8') FROM connkit_positions, unnest(positions) p`, pgx.RowTo[string])
+		var missing []string
+		for _, r := range rows {
+			if have[r.ID] {
+				continue
+			}
+			var named []string
+			for _, p := range positions {
+				if strings.Contains(p, fmt.Sprintf(`"key":["%d"]`, r.ID)) {
+					named = append(named, p)
+				}
+			}
+			missing = append(missing, fmt.Sprintf("%d (xmin %s, positions %q)", r.ID, r.Xmin, named))
+		}
+		t.Logf("%s: %d rows missing from the copy: %s", table, len(missing), strings.Join(missing, ", "))
+		indexes := map[string][]int{}
+		for _, p := range positions {
+			var pos struct {
+				LSN string `json:"lsn"`
+				I   int    `json:"i"`
+				Key []string
+			}
+			if json.Unmarshal([]byte(p), &pos) == nil && pos.Key == nil {
+				indexes[pos.LSN] = append(indexes[pos.LSN], pos.I)
+			}
+		}
+		for lsn, is := range indexes {
+			if slices.Sort(is); len(is) != 10 {
+				t.Logf("transaction %s: changes %v written", lsn, is)
+			}
+		}
+		state := collect(ctx, src, `SELECT t::text FROM connkit_snapshots t`, pgx.RowTo[string])
+		t.Logf("state rows: %s", state)
+	})
+}
+
+// collect returns the rows of query, nil if it fails: explainLoss logs
+// what it finds.
+func collect[T any](ctx context.Context, conn *pgx.Conn, query string, scan pgx.RowToFunc[T]) []T {
+	rows, err := conn.Query(ctx, query)
+	if err != nil {
+		return nil
+	}
+	got, _ := pgx.CollectRows(rows, scan)
+	return got
 }
