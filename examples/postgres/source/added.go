@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/connkit/connkit/sdk"
@@ -24,11 +23,15 @@ import (
 //     change to a key of the chunk removes that key from the chunk: the
 //     change is as new as the row read, or newer. So is a change by a
 //     transaction the chunk's snapshot did not see.
-//   - A row version whose change streams is left out of every chunk, so
-//     that no row comes twice: one a snapshot exported by a temporary slot
-//     right after the table joined the publication did not see, or one
-//     written by a transaction the stream delivered before that snapshot's
-//     consistent point (tableState.Seen, tableState.Early).
+//   - Each row version comes once, from the chunks or from the stream.
+//     A snapshot exported by a temporary slot right after the table joined
+//     the publication splits them at its consistent point: a row version
+//     it did not see is left out of every chunk, its change streams; the
+//     changes of a transaction that commits before that point are left
+//     out of the stream, and the chunks carry what it wrote
+//     (tableState.Seen, tableState.Consistent). Such a transaction may
+//     have begun before the table joined, and the stream then has only the
+//     changes it made after.
 //   - At the high watermark the chunk's remaining rows become snapshot
 //     records, among the changes, each positioned by its table, key and
 //     row version (xmin) and the high watermark's commit LSN.
@@ -70,20 +73,11 @@ type adder struct {
 	windows map[string]*replayed // chunks of earlier runs whose low watermark the stream passed, by chunkID (replay.go)
 	xid     uint32               // the transaction being decoded
 
-	export    *seenExport       // the snapshot exportSeen exported, until saved at the start marker; nil: none
-	progress  *snapshotProgress // index i follows todo[i] as it was at the start marker
-	finished  int               // tables done since the start marker
-	pins      pins              // where chunks not all acknowledged keep the slot (pin.go)
-	replayPin *pin              // keeps the slot where it was at Open until the replay is acknowledged
-}
-
-// seenExport is the snapshot exportSeen exported for the added tables that
-// had none, with the transactions that changed them before its consistent
-// point, until the start marker saves them as the tables' Seen and Early.
-type seenExport struct {
-	view       string
-	consistent pglogrepl.LSN
-	early      map[string]map[uint32]bool // by table ident: transactions streamed before consistent
+	exported  map[*sourceTable]pglogrepl.LSN // the consistent point of each table's Seen snapshot, whose chunks carry the changes before it
+	progress  *snapshotProgress              // index i follows todo[i] as it was at the start marker
+	finished  int                            // tables done since the start marker
+	pins      pins                           // where chunks not all acknowledged keep the slot (pin.go)
+	replayPin *pin                           // keeps the slot where it was at Open until the replay is acknowledged
 }
 
 // planAddedTables finds, before the publication is changed, the tables a
@@ -108,6 +102,9 @@ func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos pos
 	a := &adder{s: s, state: state, byID: map[string]*sourceTable{}, windows: map[string]*replayed{}}
 	changed, err := a.followTables(ctx)
 	if err != nil {
+		return err
+	}
+	if err := a.noteExported(); err != nil {
 		return err
 	}
 	if changed || !ok {
@@ -200,14 +197,14 @@ func (s *Source) startAdding(ctx context.Context, confirmed pglogrepl.LSN) error
 	return err
 }
 
-// exportSeen finds, for each added table without one, which transactions
-// a snapshot exported now sees. The table is in the publication: a
-// transaction the snapshot does not see commits after it was added, and its
-// changes stream. One that commits between the table's addition and the
-// snapshot's consistent point is seen and streams: the stream, which
-// starts before the table was added, notes it (early) until the start
-// marker, where both are saved. Until then the slot is pinned where it
-// was at Open, so a restart before finds them again.
+// exportSeen exports, for the added tables without one, a snapshot that
+// sees what was written before it and not after: the table is in the
+// publication, so a transaction the snapshot does not see commits after
+// it was added, and its changes stream. The stream leaves out the changes
+// of the transactions the snapshot saw, whose row versions the chunks
+// carry: one in flight while the table was added streams only part of
+// what it wrote (the changes made before the table was added are not
+// published). Both are saved at once, so that a restart keeps them.
 func (a *adder) exportSeen(ctx context.Context) error {
 	s := a.s
 	var missing []string
@@ -226,44 +223,52 @@ func (a *adder) exportSeen(ctx context.Context) error {
 	if err := s.endChunkTx(ctx); err != nil {
 		return err
 	}
-	a.export = &seenExport{view: exported.view, consistent: exported.consistent, early: map[string]map[uint32]bool{}}
 	for _, ident := range missing {
-		a.export.early[ident] = map[uint32]bool{}
+		st := a.state[ident]
+		st.Seen, st.Consistent = exported.view, exported.consistent.String()
+		a.state[ident] = st
+	}
+	if err := a.noteExported(); err != nil {
+		return err
+	}
+	_, err = s.saveTableStates(ctx, s.conn, a.state)
+	return err
+}
+
+// noteExported reads from the state the consistent points of the added
+// tables' snapshots.
+func (a *adder) noteExported() error {
+	a.exported = map[*sourceTable]pglogrepl.LSN{}
+	for ident, st := range a.state {
+		t := a.byID[ident]
+		if t == nil || st.Consistent == "" {
+			continue
+		}
+		lsn, err := pglogrepl.ParseLSN(st.Consistent)
+		if err != nil {
+			return fmt.Errorf(`parameter "snapshot.stateTable": the added table %s: consistent point %q: %w`, ident, st.Consistent, err)
+		}
+		a.exported[t] = lsn
 	}
 	return nil
 }
 
-// noteEarly notes that the transaction xid, which commits at commitLSN,
-// changed the table ident, if that is before the consistent point.
-func (e *seenExport) noteEarly(ident string, xid uint32, commitLSN pglogrepl.LSN) {
-	if e == nil {
-		return
+// chunked reports whether a change to t by the transaction that commits at
+// commit is one that t's chunks carry instead of the stream: the snapshot
+// they are read against saw it.
+func (a *adder) chunked(t *sourceTable, commit pglogrepl.LSN) bool {
+	if a == nil {
+		return false
 	}
-	if early := e.early[ident]; early != nil && commitLSN < e.consistent {
-		early[xid] = true
-	}
-}
-
-// saveSeen saves, at the start marker, the exported snapshot and the
-// early transactions of the tables that had none.
-func (a *adder) saveSeen(ctx context.Context) error {
-	if a.export == nil {
-		return nil
-	}
-	for ident, xids := range a.export.early {
-		st := a.state[ident]
-		st.Seen, st.Early = a.export.view, slices.Sorted(maps.Keys(xids))
-		a.state[ident] = st
-	}
-	a.export = nil
-	_, err := a.s.saveTableStates(ctx, a.s.conn, a.state)
-	return err
+	consistent, ok := a.exported[t]
+	return ok && commit < consistent
 }
 
 // seen returns whether a chunk of t may emit a row version: whether
-// the snapshot exported after t was added saw it, and its transaction is
-// not among the early ones, whose changes stream. horizon is the xmax of
-// the snapshot the row is read under.
+// the snapshot exported after t was added saw it (and, in a state saved
+// before the stream left such changes out, its transaction is not among
+// the early ones, whose changes streamed). horizon is the xmax of the
+// snapshot the row is read under.
 func (a *adder) seen(t *sourceTable) (func(xmin uint32, horizon uint64) bool, error) {
 	st := a.state[t.ident]
 	if st.Seen == "" {

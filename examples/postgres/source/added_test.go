@@ -320,3 +320,52 @@ func TestSourceAddedTableUnchangedToast(t *testing.T) {
 		t.Fatalf("%d updates of b, want 50", updates)
 	}
 }
+
+// A transaction that writes an added table both before and after the
+// source adds the table to its publication streams only its later
+// changes; its earlier ones reach the copy too, once.
+func TestSourceAddedTableWrittenAcrossItsAddition(t *testing.T) {
+	url, conn := sourceDB(t, addedTablesDDL)
+	m := newCopyModel(t)
+	from := firstRun(t, url, conn, m)
+
+	tx, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close(context.Background())
+	pgtest.Exec(t, tx, `BEGIN; INSERT INTO b SELECT i, i FROM generate_series(1001, 1003) i; UPDATE b SET n = -1 WHERE id IN (1, 2)`)
+	type opened struct {
+		s   *Source
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		s, err := tryOpenSource(t, url, map[string]string{"tables": "a,b", "snapshot.fetchSize": "100"}, from)
+		done <- opened{s, err}
+	}()
+	// Open adds b to the publication, then waits for the transaction to
+	// end before the snapshot of b is taken.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var added bool
+		if err := conn.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_publication_tables WHERE tablename = 'b')`).Scan(&added); err != nil {
+			t.Fatal(err)
+		}
+		if added {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b was not added to the publication in a minute")
+		}
+	}
+	pgtest.Exec(t, tx, `INSERT INTO b SELECT i, i FROM generate_series(1004, 1006) i; UPDATE b SET n = -2 WHERE id IN (3, 4); COMMIT`)
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	recs := readUntilQuiet(t, o.s)
+	ackAll(t, o.s, recs)
+	m.apply(recs...)
+	checkAdded(t, recs)
+	m.check(conn, "a", "b")
+}

@@ -210,10 +210,10 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 	if err := r.followTypes(ctx, rel, after); err != nil {
 		return err
 	}
-	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.index > r.skip); err != nil {
+	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.emits(rel)); err != nil {
 		return err
 	}
-	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, r.index > r.skip); err != nil {
+	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, r.emits(rel)); err != nil {
 		return err
 	}
 	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
@@ -241,14 +241,21 @@ func (r *replicator) relation(id uint32) *relation {
 	return rel
 }
 
+// emits reports whether the transaction's next change, to rel, becomes a
+// record: not if it was acked before a restart, or if an added table's
+// chunks carry it.
+func (r *replicator) emits(rel *relation) bool {
+	return r.index > r.skip && !r.s.adder.chunked(rel.table, r.commitLSN)
+}
+
 // emit adds the record of the transaction's next change to the pending
-// ones, unless it is skipped. The record is read now, as its message is
-// decoded, not when its transaction began: a large transaction's changes
-// come over a while.
+// ones, unless it is left out (emits). The record is read now, as its
+// message is decoded, not when its transaction began: a large
+// transaction's changes come over a while.
 func (r *replicator) emit(rel *relation, op sdk.Operation, key, before, after sdk.Data) {
-	i := r.index
+	emits, i := r.emits(rel), r.index
 	r.index++
-	if i <= r.skip {
+	if !emits {
 		return
 	}
 	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": strconv.FormatInt(time.Now().UnixNano(), 10), pg.ColumnsKey: rel.meta}

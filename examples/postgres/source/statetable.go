@@ -91,10 +91,14 @@ type tableState struct {
 	// version it did not see was written by a transaction whose changes
 	// stream, so the table's chunks leave it out.
 	Seen string `json:"seen,omitempty"`
-	// Early is the transactions that changed the table after it was added
-	// to the publication and committed before that snapshot's consistent
-	// point: the snapshot saw them and their changes stream, so the chunks
-	// leave their row versions out too.
+	// Consistent is that snapshot's consistent point: the changes of a
+	// transaction that commits before it are left out of the stream, the
+	// chunks carry its row versions.
+	Consistent string `json:"consistent,omitempty"`
+	// Early is, in a state saved without Consistent, the transactions that
+	// changed the table after it was added to the publication and committed
+	// before that snapshot's consistent point, whose changes streamed: the
+	// chunks leave their row versions out.
 	Early []uint32 `json:"early,omitempty"`
 	// Low is the LSN of the low watermark of a done added table's last
 	// chunk: while the slot is confirmed at or before it, that chunk's rows

@@ -80,7 +80,6 @@ func (a *adder) changed(r *replicator, rel *relation, t *pglogrepl.TupleData) {
 	if rel == nil || rel.table == nil || t == nil {
 		return
 	}
-	a.export.noteEarly(rel.table.ident, a.xid, r.commitLSN)
 	name := strings.Join(rel.keyText(t), "\x00")
 	if c := a.live; c != nil && c.table == rel.table && (c.open || !c.snap.sees(a.xid)) {
 		c.dropped[name] = true
@@ -110,13 +109,9 @@ func (a *adder) watermark(ctx context.Context, r *replicator, w watermark) error
 }
 
 // replayEnded handles this run's start marker: the windows of earlier
-// runs' chunks are over, the snapshot exportSeen exported is saved, and
-// the first chunk is read.
+// runs' chunks are over, and the first chunk is read.
 func (a *adder) replayEnded(ctx context.Context, r *replicator) error {
 	a.started, a.windows = true, map[string]*replayed{} // a window left open was never closed
-	if err := a.saveSeen(ctx); err != nil {
-		return err
-	}
 	if err := r.queuePending(ctx); err != nil {
 		return err
 	}
