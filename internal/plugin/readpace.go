@@ -46,7 +46,10 @@ const (
 	// chance.
 	byMessage = 3
 	// maxHoldBack is the longest a due batch waits for the ack of the
-	// message before it: a destination may take long to ack.
+	// message before it: a destination may take long to ack. A Conduit
+	// whose last ack took longer is not waited for at all: Conduit v0.19's
+	// v2 engine acks each message whole, but 140 ms or more after it read
+	// it, and reads on meanwhile.
 	maxHoldBack = 100 * time.Millisecond
 	// sendBlocked is how long a Send takes that waited for the transport:
 	// Conduit is busy, and a due batch may wait for it at no cost.
@@ -127,10 +130,11 @@ func (p *readPace) mayGo(now time.Time, urgent bool) bool {
 
 // holdUntil returns until when a due batch waits for the last message's
 // ack, the zero time if it goes now: when Conduit does not ack message by
-// message, is not busy, or has acked everything sent. A batch waits no
-// longer than twice the last round trip from the oldest message's send.
+// message, is not busy, has acked everything sent, or took longer to ack
+// the last message than a batch may wait. A batch waits no longer than
+// twice the last round trip from the oldest message's send.
 func (p *readPace) holdUntil() time.Time {
-	if p.off || !p.busy || p.wholes < byMessage || len(p.unacked) == 0 {
+	if p.off || !p.busy || p.wholes < byMessage || len(p.unacked) == 0 || p.roundTrip >= maxHoldBack {
 		return time.Time{}
 	}
 	return p.unacked[0].at.Add(min(2*p.roundTrip, maxHoldBack))

@@ -108,12 +108,28 @@ func TestReadPaceStopsHoldingWhenAcksComeLate(t *testing.T) {
 
 func TestReadPaceWaitsAtMostMaxHoldBack(t *testing.T) {
 	c := &paceAt{zero: time.Unix(0, 0)}
+	rt := int(maxHoldBack/time.Millisecond) * 3 / 4
 	for i := range byMessage {
-		c.cycle(100, i*1000, 900)
+		c.cycle(100, i*1000, rt)
 	}
 	c.p.sent(100, c.at(10000))
 	if got, want := c.p.holdUntil(), c.at(10000).Add(maxHoldBack); !got.Equal(want) {
 		t.Fatalf("holds until %v, want %v", got, want)
+	}
+}
+
+// A Conduit that acks message by message, but later than a batch may
+// wait (Conduit v0.19's v2 engine), is not waited for: each wait would
+// end without the ack, the records read meanwhile kept back for nothing.
+func TestReadPaceHoldsNothingWhenAcksComeAfterTheLongestWait(t *testing.T) {
+	c := &paceAt{zero: time.Unix(0, 0)}
+	rt := int(maxHoldBack / time.Millisecond)
+	for i := range byMessage {
+		c.cycle(100, i*1000, rt)
+	}
+	c.p.sent(100, c.at(10000))
+	if !c.p.mayGo(c.at(10001), false) {
+		t.Fatalf("a due batch waited for an ack that took %d ms the last time", rt)
 	}
 }
 
