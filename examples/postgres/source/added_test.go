@@ -98,6 +98,28 @@ func readUntilQuiet(t *testing.T, s *Source) []sdk.Record {
 	}
 }
 
+// readUntilCopied reads records into m until the copy equals the tables,
+// for at most a minute, then until none comes for two seconds: a source
+// slowed down by a busy machine is waited for, and a record that comes
+// once the copy is whole still reaches m. It returns the records read.
+func readUntilCopied(t *testing.T, s *Source, m *copyModel, conn *pgx.Conn, tables ...string) []sdk.Record {
+	t.Helper()
+	var out []sdk.Record
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && len(m.differences(conn, tables...)) > 0; {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		recs, err := s.ReadBatch(ctx, 1000)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		m.apply(recs...)
+		out = append(out, recs...)
+	}
+	rest := readUntilQuiet(t, s)
+	m.apply(rest...)
+	return append(out, rest...)
+}
+
 // readSnapshotOf reads until n snapshot records of collection have come,
 // or for at most d.
 func readSnapshotOf(t *testing.T, s *Source, collection string, n int, d time.Duration) []sdk.Record {
@@ -178,9 +200,9 @@ func TestSourceAddedTable(t *testing.T) {
 	if w.err != nil {
 		t.Fatal(w.err)
 	}
-	recs = append(recs, readUntilQuiet(t, s)...)
-	ackAll(t, s, recs)
 	m.apply(recs...)
+	recs = append(recs, readUntilCopied(t, s, m, conn, "a", "b")...)
+	ackAll(t, s, recs)
 	snapshots := checkAdded(t, recs)
 	m.check(conn, "a", "b")
 	t.Logf("%d records, %d of them snapshot records of b, %d writer transactions", len(recs), snapshots, w.changes)
@@ -238,13 +260,13 @@ func TestSourceAddedTableResumed(t *testing.T) {
 	if w.err != nil {
 		t.Fatal(w.err)
 	}
-	recs = append(recs, readUntilQuiet(t, s)...)
 	for _, r := range recs {
 		if m.positions[string(r.Position)] {
 			again++
 		}
 	}
 	m.apply(recs...)
+	recs = append(recs, readUntilCopied(t, s, m, conn, "a", "b")...)
 	all = append(all, recs...)
 	m.check(conn, "a", "b")
 	t.Logf("%d records, %d delivered again under their positions, %d writer transactions", len(all), again, w.changes)
@@ -363,9 +385,8 @@ func TestSourceAddedTableWrittenAcrossItsAddition(t *testing.T) {
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
-	recs := readUntilQuiet(t, o.s)
+	recs := readUntilCopied(t, o.s, m, conn, "a", "b")
 	ackAll(t, o.s, recs)
-	m.apply(recs...)
 	checkAdded(t, recs)
 	m.check(conn, "a", "b")
 }

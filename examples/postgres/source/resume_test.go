@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +79,18 @@ func (m *copyModel) apply(recs ...sdk.Record) {
 // check compares the model with the tables.
 func (m *copyModel) check(conn *pgx.Conn, tables ...string) {
 	m.t.Helper()
+	if diffs := m.differences(conn, tables...); len(diffs) > 0 {
+		for _, d := range diffs {
+			m.t.Error(d)
+		}
+		m.t.FailNow()
+	}
+}
+
+// differences returns where the model and the tables differ, a line each.
+func (m *copyModel) differences(conn *pgx.Conn, tables ...string) []string {
+	m.t.Helper()
+	var diffs []string
 	for _, table := range tables {
 		want := map[int64]int64{}
 		rs, err := conn.Query(m.t.Context(), `SELECT id, n FROM `+table)
@@ -90,20 +101,19 @@ func (m *copyModel) check(conn *pgx.Conn, tables ...string) {
 		if _, err := pgx.ForEachRow(rs, []any{&id, &n}, func() error { want[id] = n; return nil }); err != nil {
 			m.t.Fatal(err)
 		}
-		if got := m.rows[table]; !maps.Equal(got, want) {
-			for id, n := range want {
-				if g, ok := got[id]; !ok || g != n {
-					m.t.Errorf("%s %d: table has n=%d, the copy has %d (present: %v)", table, id, n, g, ok)
-				}
+		got := m.rows[table]
+		for id, n := range want {
+			if g, ok := got[id]; !ok || g != n {
+				diffs = append(diffs, fmt.Sprintf("%s %d: table has n=%d, the copy has %d (present: %v)", table, id, n, g, ok))
 			}
-			for id := range got {
-				if _, ok := want[id]; !ok {
-					m.t.Errorf("%s %d: in the copy, not in the table", table, id)
-				}
+		}
+		for id := range got {
+			if _, ok := want[id]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s %d: in the copy, not in the table", table, id))
 			}
-			m.t.FailNow()
 		}
 	}
+	return diffs
 }
 
 // A snapshot resumed from a position in its middle, after writes on both
