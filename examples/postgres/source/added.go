@@ -104,9 +104,6 @@ func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos pos
 	if err != nil {
 		return err
 	}
-	if err := a.noteExported(); err != nil {
-		return err
-	}
 	if changed || !ok {
 		saved, err := s.saveTableStates(ctx, s.conn, state)
 		if err != nil {
@@ -190,6 +187,9 @@ func (s *Source) startAdding(ctx context.Context, confirmed pglogrepl.LSN) error
 	if err := a.exportSeen(ctx); err != nil {
 		return err
 	}
+	if err := a.noteExported(); err != nil {
+		return err
+	}
 	a.run = newRunID()
 	s.from.lsn = 0
 	a.replayPin = a.pins.add(uint64(confirmed))
@@ -228,15 +228,13 @@ func (a *adder) exportSeen(ctx context.Context) error {
 		st.Seen, st.Consistent = exported.view, exported.consistent.String()
 		a.state[ident] = st
 	}
-	if err := a.noteExported(); err != nil {
-		return err
-	}
 	_, err = s.saveTableStates(ctx, s.conn, a.state)
 	return err
 }
 
 // noteExported reads from the state the consistent points of the added
-// tables' snapshots.
+// tables' snapshots, once startAdding has them all, before anything
+// streams.
 func (a *adder) noteExported() error {
 	a.exported = map[*sourceTable]pglogrepl.LSN{}
 	for ident, st := range a.state {

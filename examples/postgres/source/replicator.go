@@ -210,10 +210,11 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 	if err := r.followTypes(ctx, rel, after); err != nil {
 		return err
 	}
-	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, r.emits(rel)); err != nil {
+	emits := r.emits(rel)
+	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, emits); err != nil {
 		return err
 	}
-	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, r.emits(rel)); err != nil {
+	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, emits); err != nil {
 		return err
 	}
 	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)

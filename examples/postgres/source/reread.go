@@ -67,9 +67,6 @@ func (s *Source) listenForSignals(ctx context.Context, confirmed pglogrepl.LSN) 
 			a.todo = append(a.todo, t)
 		}
 	}
-	if err := a.noteExported(); err != nil {
-		return err
-	}
 	s.adder = a
 	if err := s.startAdding(ctx, confirmed); err != nil {
 		return err
