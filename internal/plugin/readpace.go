@@ -23,15 +23,16 @@ import "time"
 // It is pure: the owner's loop notes each message sent, each Send's end
 // and each ack request, and asks whether a due batch may go.
 type readPace struct {
-	unacked   []sentMessage // sent and not wholly acked, oldest first
-	partly    int           // records of unacked[0] acked
-	wholes    int           // requests in a row that each acked one message of several records, whole
-	roundTrip time.Duration // from the send of the last message wholly acked to its ack
-	busy      bool          // a Send waited for the transport, and Conduit has not caught up since
-	holding   bool          // a due batch waits for an ack
-	released  bool          // an ack ended the last wait
-	missed    int           // waits in a row that ended without the ack
-	off       bool          // nothing is held back any more
+	unacked    []sentMessage // sent and not wholly acked, oldest first
+	partly     int           // records of unacked[0] acked
+	wholes     int           // requests in a row that each acked one message of several records, whole
+	turnaround time.Duration // how long Conduit took on the last message wholly acked (see acked)
+	lastAck    time.Time     // when that message was acked
+	busy       bool          // a Send waited for the transport, and Conduit has not caught up since
+	holding    bool          // a due batch waits for an ack
+	released   bool          // an ack ended the last wait
+	missed     int           // waits in a row that ended without the ack
+	off        bool          // nothing is held back any more
 }
 
 type sentMessage struct {
@@ -47,9 +48,9 @@ const (
 	byMessage = 3
 	// maxHoldBack is the longest a due batch waits for the ack of the
 	// message before it: a destination may take long to ack. A Conduit
-	// whose last ack took longer is not waited for at all: Conduit v0.19's
-	// v2 engine acks each message whole, but 140 ms or more after it read
-	// it, and reads on meanwhile.
+	// whose turnaround was longer is not waited for at all: Conduit
+	// v0.19's v2 engine acks each message whole, but 140 ms or more after
+	// it read it, and reads on meanwhile.
 	maxHoldBack = 100 * time.Millisecond
 	// sendBlocked is how long a Send takes that waited for the transport:
 	// Conduit is busy, and a due batch may wait for it at no cost.
@@ -71,7 +72,10 @@ func (p *readPace) sendEnded(took time.Duration) {
 	}
 }
 
-// acked notes one ack request of n positions, received at at.
+// acked notes one ack request of n positions, received at at. A message
+// wholly acked took Conduit from when it could start on it, its send or
+// the ack before if that came later, to at: its turnaround, which leaves
+// out the time it waited in the transport behind other messages.
 func (p *readPace) acked(n int, at time.Time) {
 	whole, all := 0, 0 // messages the request completed; the records of the last one, if it acked them all
 	for n > 0 && len(p.unacked) > 0 {
@@ -86,7 +90,8 @@ func (p *readPace) acked(n int, at time.Time) {
 		if k == m.n {
 			all = k
 		}
-		p.roundTrip = at.Sub(m.at)
+		p.turnaround = at.Sub(later(m.at, p.lastAck))
+		p.lastAck = at
 		p.unacked, p.partly = p.unacked[1:], 0
 	}
 	if len(p.unacked) == 0 {
@@ -130,12 +135,21 @@ func (p *readPace) mayGo(now time.Time, urgent bool) bool {
 
 // holdUntil returns until when a due batch waits for the last message's
 // ack, the zero time if it goes now: when Conduit does not ack message by
-// message, is not busy, has acked everything sent, or took longer to ack
-// the last message than a batch may wait. A batch waits no longer than
-// twice the last round trip from the oldest message's send.
+// message, is not busy, has acked everything sent, or took longer on the
+// last message than a batch may wait. A batch waits no longer than twice
+// the last turnaround from when Conduit could start on the oldest message
+// unacked: its send, or the last ack if that came later.
 func (p *readPace) holdUntil() time.Time {
-	if p.off || !p.busy || p.wholes < byMessage || len(p.unacked) == 0 || p.roundTrip >= maxHoldBack {
+	if p.off || !p.busy || p.wholes < byMessage || len(p.unacked) == 0 || p.turnaround >= maxHoldBack {
 		return time.Time{}
 	}
-	return p.unacked[0].at.Add(min(2*p.roundTrip, maxHoldBack))
+	return later(p.unacked[0].at, p.lastAck).Add(min(2*p.turnaround, maxHoldBack))
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -48,7 +48,7 @@ func TestReadPaceHoldsForConduitThatAcksByMessage(t *testing.T) {
 		t.Fatal("a complete batch waited")
 	}
 	if got, want := c.p.holdUntil(), c.at(110); !got.Equal(want) {
-		t.Fatalf("holds until %v, want twice the round trip of 5 ms after the send: %v", got, want)
+		t.Fatalf("holds until %v, want twice the turnaround of 5 ms after the send: %v", got, want)
 	}
 	c.p.acked(100, c.at(104))
 	if !c.p.mayGo(c.at(104), false) {
@@ -95,7 +95,7 @@ func TestReadPaceStopsHoldingWhenAcksComeLate(t *testing.T) {
 			t.Fatalf("wait %d: did not hold", i+1)
 		}
 		if until := c.p.holdUntil(); !c.p.mayGo(until, false) {
-			t.Fatalf("wait %d: held past twice the round trip", i+1)
+			t.Fatalf("wait %d: held past twice the turnaround", i+1)
 		}
 		c.p.acked(100, c.at(ms+50)) // long after: Conduit read on
 		ms += 100
@@ -130,6 +130,39 @@ func TestReadPaceHoldsNothingWhenAcksComeAfterTheLongestWait(t *testing.T) {
 	c.p.sent(100, c.at(10000))
 	if !c.p.mayGo(c.at(10001), false) {
 		t.Fatalf("a due batch waited for an ack that took %d ms the last time", rt)
+	}
+}
+
+// A busy Conduit that handles one message at a time (Conduit v0.14's v2
+// engine), with messages queued in the transport, acks each long after
+// its send, but soon after the message before: it is waited for, so that
+// the queue drains and its next message is as large as what is read
+// while it works.
+func TestReadPaceHoldsForConduitBehindItsTransport(t *testing.T) {
+	c := ackingByMessage()
+	for i := range 5 {
+		c.p.sent(100, c.at(100+i))
+		c.p.sendEnded(2 * sendBlocked)
+	}
+	for i := range 5 {
+		c.p.acked(100, c.at(130+30*i)) // the last, 146 ms after its send
+	}
+	c.p.sent(100, c.at(260))
+	if c.p.mayGo(c.at(261), false) {
+		t.Fatal("a due batch went while Conduit, taking 30 ms a message, has not acked the last")
+	}
+	if got, want := c.p.holdUntil(), c.at(320); !got.Equal(want) {
+		t.Fatalf("holds until %v, want twice the turnaround of 30 ms after the send: %v", got, want)
+	}
+	// Still queued: the oldest message unacked was sent long before
+	// Conduit could start on it, at the last ack.
+	c.p.sent(100, c.at(261))
+	c.p.acked(100, c.at(290))
+	if c.p.mayGo(c.at(330), false) {
+		t.Fatal("a due batch went while Conduit works on a message that waited in the transport")
+	}
+	if got, want := c.p.holdUntil(), c.at(350); !got.Equal(want) {
+		t.Fatalf("holds until %v, want twice the turnaround of 30 ms after the last ack: %v", got, want)
 	}
 }
 
