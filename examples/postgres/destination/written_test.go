@@ -122,11 +122,7 @@ func TestExactlyOnceLostCommit(t *testing.T) {
 	done := writeAsync(ctx, d, inserts(1, 5))
 	var writer int // the server process running the statement, once it waits
 	for writer == 0 {
-		err := conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&writer)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			is.NoErr(err)
-		}
+		writer = advisoryWaiter(t, conn)
 		time.Sleep(10 * time.Millisecond)
 	}
 	proxy.Drop()
@@ -386,9 +382,7 @@ func retryWhileLostCommitRuns(t *testing.T) bool {
 	d, proxy, tx, conn := lostCommitSetup(t, waitOnceTrigger, 100)
 	lost := writeAsync(ctx, d, inserts(1, 5))
 	waitForLock(t, conn, "advisory", lost) // the commit waits
-	var lostPID int
-	is.NoErr(conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&lostPID))
+	lostPID := advisoryWaiter(t, conn)
 	proxy.Drop()
 	r := <-lost
 	is.True(sdk.IsRetryable(r.err))
@@ -465,6 +459,19 @@ func waitForLock(t *testing.T, conn *pgx.Conn, kind string, done <-chan writeRes
 		t.Fatalf("the Write ended (%d, %v) before a %s lock was waited for; sessions: %q", r.n, r.err, kind,
 			pgtest.Rows(t, conn, `SELECT pid, state, wait_event_type, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()`))
 	}
+}
+
+// advisoryWaiter returns the server process of this database that waits
+// for an advisory lock, 0 if none does.
+func advisoryWaiter(t *testing.T, conn *pgx.Conn) int {
+	t.Helper()
+	var pid int
+	err := conn.QueryRow(t.Context(), `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatal(err)
+	}
+	return pid
 }
 
 // lockWaited returns once the database shows a lock of kind waited for,
