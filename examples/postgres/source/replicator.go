@@ -26,6 +26,7 @@ type replicator struct {
 	relations  map[uint32]*relation
 	pending    []sdk.Record // the current transaction's records not yet queued
 	nextStatus time.Time    // when the next status update is due
+	arrival    time.Time    // when the message being handled came: its records' read time
 
 	// The transaction being decoded.
 	inTx       bool
@@ -50,14 +51,17 @@ func (r *replicator) receive(ctx context.Context) error {
 	nc := s.repl.Conn()
 	defer context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Now()) })()
 	defer nc.SetReadDeadline(time.Time{})
-	r.nextStatus = time.Now().Add(s.statusInterval)
+	// The clock is read once a message, as it comes, and after a wait
+	// that timed out: a change's message is its record's read time too.
+	r.arrival = time.Now()
+	r.nextStatus = r.arrival.Add(s.statusInterval)
 	var deadline time.Time
 	for {
-		if !time.Now().Before(r.nextStatus) {
+		if !r.arrival.Before(r.nextStatus) {
 			if err := r.status(ctx); err != nil {
 				return err
 			}
-			r.nextStatus = time.Now().Add(s.statusInterval)
+			r.nextStatus = r.arrival.Add(s.statusInterval)
 		}
 		if !deadline.Equal(r.nextStatus) {
 			deadline = r.nextStatus
@@ -67,6 +71,7 @@ func (r *replicator) receive(ctx context.Context) error {
 			return nil
 		}
 		msg, err := s.repl.ReceiveMessage(context.Background())
+		r.arrival = time.Now()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -250,16 +255,16 @@ func (r *replicator) emits(rel *relation) bool {
 }
 
 // emit adds the record of the transaction's next change to the pending
-// ones, unless it is left out (emits). The record is read now, as its
-// message is decoded, not when its transaction began: a large
-// transaction's changes come over a while.
+// ones, unless it is left out (emits). The record is read when its message
+// came, not when its transaction began: a large transaction's changes come
+// over a while.
 func (r *replicator) emit(rel *relation, op sdk.Operation, key, before, after sdk.Data) {
 	emits, i := r.emits(rel), r.index
 	r.index++
 	if !emits {
 		return
 	}
-	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": strconv.FormatInt(time.Now().UnixNano(), 10), pg.ColumnsKey: rel.meta}
+	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": strconv.FormatInt(r.arrival.UnixNano(), 10), pg.ColumnsKey: rel.meta}
 	if rel.types != nil && rel.types.meta != "" {
 		md[pg.TypesKey] = rel.types.meta
 	}
