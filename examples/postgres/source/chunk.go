@@ -124,7 +124,7 @@ func (a *adder) records(rows []rangeRow, dropped map[string]bool, lsn pglogrepl.
 }
 
 // queue hands chunk records to Conduit, keeping the replication
-// connection alive while the queue is full.
+// connection alive while the records queued before wait to be taken.
 func (a *adder) queue(ctx context.Context, r *replicator, recs []sdk.Record) error {
 	if len(recs) == 0 {
 		return nil

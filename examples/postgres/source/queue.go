@@ -9,12 +9,16 @@ import (
 	"github.com/connkit/connkit/sdk"
 )
 
-// queue hands records from the source's reader goroutine to ReadBatch. It
-// keeps about limit records: put waits while it is full, so a consumer that
-// stalls stalls the reader too (and PostgreSQL keeps the changes in its WAL
-// for the replication slot) instead of growing memory.
+// queue hands records from the source's reader goroutine to ReadBatch, one
+// put at a time: put waits until ReadBatch has taken everything put before.
+// So the reader decodes the next transaction (or reads the next snapshot
+// chunk) while ReadBatch hands out the last, and no further: a consumer
+// that stalls stalls the reader too, and PostgreSQL keeps the changes in
+// its WAL for the replication slot instead of the source growing memory.
+// Records read further ahead would only wait here, stamped as read (their
+// latency in Conduit counts from then), and a reader decoding a burst of
+// them competes for a processor with what hands them on.
 type queue struct {
-	limit int
 	ready chan struct{} // signalled when records or an error arrive
 	space chan struct{} // signalled when records are taken
 
@@ -23,8 +27,8 @@ type queue struct {
 	err  error // why the reader ended; returned once the records before it are taken
 }
 
-func newQueue(limit int) *queue {
-	return &queue{limit: limit, ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+func newQueue() *queue {
+	return &queue{ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
 }
 
 func signal(c chan struct{}) {
@@ -34,24 +38,20 @@ func signal(c chan struct{}) {
 	}
 }
 
-// put appends recs once the queue has room, calling keepAlive every
-// interval while it waits (the reader keeps its replication connection
-// alive there).
+// put appends recs once everything put before is taken, calling
+// keepAlive every interval while it waits (the reader keeps its
+// replication connection alive there).
 func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Duration, keepAlive func() error) error {
 	var tick <-chan time.Time // made once put waits
 	for {
 		q.mu.Lock()
-		if len(q.recs) < q.limit {
-			first := len(q.recs) == 0
-			q.recs = append(q.recs, recs...)
+		if len(q.recs) == 0 {
+			q.recs = recs
 			q.mu.Unlock()
 			signal(q.ready)
-			if first {
-				// ReadBatch likely waits for these: let it have this
-				// processor now, not once the replication stream's reader
-				// next blocks.
-				runtime.Gosched()
-			}
+			// ReadBatch likely waits for these: let it have this processor
+			// now, not once the replication stream's reader next blocks.
+			runtime.Gosched()
 			return nil
 		}
 		q.mu.Unlock()

@@ -278,7 +278,7 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key, before, after sd
 }
 
 // queuePending queues the pending records, keeping the connection alive
-// while the queue is full.
+// while the records queued before wait to be taken.
 func (r *replicator) queuePending(ctx context.Context) error {
 	if len(r.pending) == 0 {
 		return nil

@@ -146,7 +146,7 @@ type workers struct {
 // launch starts the reader's goroutine, and the lag's when metrics are on,
 // until Teardown.
 func (s *Source) launch(ctx context.Context) {
-	s.q = newQueue(s.cfg.Snapshot.FetchSize)
+	s.q = newQueue()
 	readCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.workers.cancel, s.workers.reader = cancel, make(chan struct{})
 	go func() {
