@@ -55,11 +55,14 @@ func TestLimitRateStopsWaitingWhenTheContextEnds(t *testing.T) {
 		is := is.New(t)
 		w := &timedWrites{start: time.Now()}
 		ctx, cancel := context.WithCancel(t.Context())
-		time.AfterFunc(time.Second, cancel)
+		// Halfway to the third record's turn: at a second, the second
+		// record's turn and the cancellation would come at the same
+		// instant, in either order.
+		time.AfterFunc(1500*time.Millisecond, cancel)
 		n, err := limitWith(1, 1)(w).Write(ctx, records(5))
 		is.True(errors.Is(err, context.Canceled))
 		is.Equal(n, 2) // the one on the burst, and one a second later
-		is.Equal(time.Since(w.start), time.Second)
+		is.Equal(time.Since(w.start), 1500*time.Millisecond)
 	})
 }
 
