@@ -38,9 +38,10 @@ func signal(c chan struct{}) {
 	}
 }
 
-// put appends recs once everything put before is taken, calling
+// put hands recs over once everything put before is taken, calling
 // keepAlive every interval while it waits (the reader keeps its
-// replication connection alive there).
+// replication connection alive there). The queue keeps the slice: the
+// caller must not use it again.
 func (q *queue) put(ctx context.Context, recs []sdk.Record, interval time.Duration, keepAlive func() error) error {
 	var tick <-chan time.Time // made once put waits
 	for {
