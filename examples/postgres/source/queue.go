@@ -20,7 +20,7 @@ import (
 // them competes for a processor with what hands them on.
 type queue struct {
 	ready chan struct{} // signalled when records or an error arrive
-	space chan struct{} // signalled when records are taken
+	space chan struct{} // signalled when the last records are taken
 
 	mu   sync.Mutex
 	recs []sdk.Record
@@ -89,11 +89,14 @@ func (q *queue) take(ctx context.Context, max int) ([]sdk.Record, error) {
 		if n := min(max, len(q.recs)); n > 0 {
 			out := q.recs[:n:n]
 			q.recs = q.recs[n:]
-			if len(q.recs) == 0 {
+			emptied := len(q.recs) == 0
+			if emptied {
 				q.recs = nil // let the backing array go with the records taken
 			}
 			q.mu.Unlock()
-			signal(q.space)
+			if emptied {
+				signal(q.space) // only now may a waiting put go on
+			}
 			return out, nil
 		}
 		err := q.err
