@@ -51,8 +51,9 @@ func (r *replicator) receive(ctx context.Context) error {
 	nc := s.repl.Conn()
 	defer context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Now()) })()
 	defer nc.SetReadDeadline(time.Time{})
-	// The clock is read once a message, as it comes, and after a wait
-	// that timed out: a change's message is its record's read time too.
+	// The clock is read once a message, as it comes (and after a wait
+	// that timed out); a change's record takes that reading as its read
+	// time.
 	r.arrival = time.Now()
 	r.nextStatus = r.arrival.Add(s.statusInterval)
 	var deadline time.Time
