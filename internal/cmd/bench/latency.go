@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -74,6 +75,7 @@ func latencyMode(ctx context.Context, args []string) error {
 	fs.StringVar(&src.postgres, "postgres", "bin/connkit-postgres", "connkit's Postgres plugin")
 	fs.StringVar(&src.vsPostgres, "vs-postgres", "", "the incumbent's Postgres plugin, measured side by side")
 	fs.BoolVar(&src.builtin, "builtin", true, "measure Conduit's builtin generator too")
+	vsFirst := fs.Bool("vs-first", false, "run the sources' cells of each engine in the reverse order, to alternate runs with and without")
 	logPlugin := fs.String("log", "bin/connkit-log", "the destination: connkit's log plugin, at trace level")
 	binaries := fs.String("conduit", defaultConduit(), "comma-separated Conduit binaries, each measured in every engine (default $CONDUIT_BIN, else the one `make conduit` builds)")
 	enginesFlag := fs.String("engines", "default,v2", "comma-separated engines: default, v2 (--preview.pipeline-arch-v2)")
@@ -105,8 +107,12 @@ func latencyMode(ctx context.Context, args []string) error {
 			if kind != "generator" && kind != "cdc" {
 				return fmt.Errorf("-pipelines: got %q, expected generator or cdc", kind)
 			}
+			order := src.of(kind)
+			if *vsFirst {
+				slices.Reverse(order)
+			}
 			for _, e := range engines {
-				for _, p := range src.of(kind) {
+				for _, p := range order {
 					cells = append(cells, &latencyCell{conduitCell: conduitCell{engine: e, plugin: p}, release: label, kind: kind})
 				}
 			}
@@ -142,7 +148,7 @@ func latencyMode(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "\r\033[Kdone in %v\n", time.Since(start).Round(time.Second))
-	table := latencyReport(cells, labels, *rate, *cdcRate, *warmup, *duration)
+	table := latencyReport(cells, labels, *vsFirst, *rate, *cdcRate, *warmup, *duration)
 	return publish(*out, table, map[string]string{"latency.md": table})
 }
 
@@ -257,10 +263,14 @@ func conduitRelease(bin string) string {
 // 1.2 times its mean, or 0.2 ms above it, whichever is larger.
 func latencyTarget(incumbent float64) float64 { return max(1.2*incumbent, incumbent+0.0002) }
 
-func latencyReport(cells []*latencyCell, releases []string, rate, cdcRate float64, warmup, duration time.Duration) string {
+func latencyReport(cells []*latencyCell, releases []string, vsFirst bool, rate, cdcRate float64, warmup, duration time.Duration) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "A source's latency below its capacity, in real Conduit: a generator making %g structured records/s (connkit's, the incumbent SDK's, Conduit's builtin) and Postgres changes at %g rows/s, one row a transaction (connkit's Postgres source, the incumbent's), each into connkit's log destination at trace level (it does nothing). Every plugin with its defaults and no batch settings. ", rate, cdcRate)
-	fmt.Fprintf(&t, "One Conduit per cell, the sources alternating; a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): mean is its sum over its count. ", duration, warmup)
+	order := "connkit's first"
+	if vsFirst {
+		order = "connkit's last"
+	}
+	fmt.Fprintf(&t, "One Conduit per cell, the sources alternating (%s); a cell measures %v after %v of warm-up, as the difference of two readings of Conduit's conduit_pipeline_execution_duration_seconds (from the source's read to the destination's ack): mean is its sum over its count. ", order, duration, warmup)
 	t.WriteString("The target is connkit's mean at most 1.2 times the incumbent's, or 0.2 ms above it, whichever is larger. On a busy two-core machine, compare within a row. ")
 	t.WriteString("Conduit measures from a record's opencdc.readAt, which the incumbent's generator and Conduit's builtin one leave empty: Conduit stamps their records as it receives them, so their figures leave out the plugin and the transport, which connkit's generator includes, stamping each record as its Read returns, as the incumbent SDK's record constructors, and so both Postgres sources, do.\n\n")
 	writeTableHead(&t, "| pipeline | Conduit | engine | connkit records/s | connkit mean | incumbent mean | builtin mean | connkit − incumbent | within target |")
