@@ -10,11 +10,13 @@ import (
 	"github.com/matryer/is"
 )
 
-// database creates a database with one table for generator records and
-// returns its URL.
+// generatedTable is the table for generator records.
+const generatedTable = `CREATE TABLE generated (seq bigint PRIMARY KEY, name text, n bigint, at timestamptz)`
+
+// database creates a database with generatedTable and returns its URL.
 func database(t *testing.T) string {
 	t.Helper()
-	url, _ := pg.Database(t, `CREATE TABLE generated (seq bigint PRIMARY KEY, name text, n bigint, at timestamptz)`)
+	url, _ := pg.Database(t, generatedTable)
 	return url
 }
 
@@ -86,7 +88,7 @@ func TestPostgresOverTheProtocol(t *testing.T) {
 	defer cancel()
 	// A statement-level trigger notes how many rows each statement that
 	// writes the table brings, COPY included.
-	url, _ := pg.Database(t, `CREATE TABLE generated (seq bigint PRIMARY KEY, name text, n bigint, at timestamptz);
+	url, _ := pg.Database(t, generatedTable+`;
 	CREATE TABLE statements (n bigint);
 	CREATE FUNCTION note_statement() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN INSERT INTO statements SELECT count(*) FROM added; RETURN NULL; END $$;
