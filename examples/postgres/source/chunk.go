@@ -2,149 +2,327 @@ package source
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// liveChunk is a chunk read by this run, waiting for its high watermark.
-type liveChunk struct {
+// A chunk is one range of a table's rows, read in a short transaction of
+// its own by a goroutine of its own on a connection of the engine's
+// (engine.go). A table with a key is read in key order, fetchSize rows a
+// chunk; a keyless table (REPLICA IDENTITY FULL without a primary key,
+// identity.go) in ranges of blocks, `WHERE ctid > after AND ctid <=
+// '(end,0)'`, which PostgreSQL 14 and later answer with a TID range scan.
+// While changes stream, the reader writes a low watermark before its
+// transaction and a high one after it, in the order the chunks were
+// planned.
+
+// chunk is a range of one table that the engine has planned and not yet
+// emitted. The engine sets the fields up to changes; the reader the ones
+// after done, which the engine reads once done is closed.
+type chunk struct {
 	seq     int
 	table   *sourceTable
-	rows    []rangeRow
-	snap    txSnapshot
-	open    bool            // the low watermark has come
-	dropped map[string]bool // keys changed in the window
-	done    bool
-	last    []string
-	low     pglogrepl.LSN
-	pin     *pin
+	read    string // the table's read it belongs to (tableState.Signal when planned)
+	span    span
+	keep    func(xmin uint32, horizon uint64) bool // the row versions it may emit (seen); nil: all
+	pin     *pin                                   // keeps the slot before its low watermark until its rows are acknowledged
+	prev    *chunk                                 // planned before it: its high watermark goes first
+	changes []change                               // changes to its table that streamed since it was planned
+
+	done chan struct{} // closed when the reader has returned
+	err  error
+	low  pglogrepl.LSN // its low watermark's
+	snap txSnapshot    // which transactions its transaction saw
+	res  rangeRead
 }
 
-// next reads the next chunk of the first table not done, between its
-// watermarks, and records in the high watermark's transaction where the
-// table's snapshot stands.
-func (a *adder) next(ctx context.Context) error {
-	if len(a.todo) == 0 {
-		return nil
-	}
-	t := a.todo[0]
-	a.seq++
-	c := &liveChunk{seq: a.seq, table: t, dropped: map[string]bool{}, pin: a.pinSlot()}
-	after := a.state[t.ident].After
-	low, err := a.writeWatermark(ctx, a.s.conn, watermark{Kind: "low", Seq: c.seq, Table: t.ident, After: after})
-	if err != nil {
-		return err
-	}
-	c.low = low
-	view, err := a.readChunk(ctx, c, after)
-	if err != nil {
-		return err
-	}
-	a.advance(c)
-	a.live = c
-	return a.writeHigh(ctx, c, after, view)
+// span is a range of a table's rows: those after the key after (a
+// keyless table's: the ctid; nil: from the start) up to and including the
+// key upto (nil: no bound), at most limit (0: no limit).
+type span struct {
+	after, upto []string
+	limit       int
+	last        bool // a keyless span: it reaches the table's last block
 }
 
-// readChunk reads c's rows, the next fetchSize after the key after, in a
-// transaction of its own, leaving out the row versions whose changes
-// stream; it returns which transactions the chunk's snapshot saw.
-func (a *adder) readChunk(ctx context.Context, c *liveChunk, after []string) (string, error) {
-	s := a.s
-	if err := s.beginChunkTx(ctx); err != nil {
-		return "", err
+// change is a change to a chunk's table that streamed while the chunk was
+// in flight: the transaction that made it and the row it changed (rangeRow.name).
+type change struct {
+	xid uint32
+	row string
+}
+
+// rangeRow is a row read from a span of a table; its record's position is
+// set when it is emitted.
+type rangeRow struct {
+	table   string // quoted and schema-qualified
+	key     []string
+	ctid    string // a keyless table's row: its place, in place of a key
+	name    string // what a change names it by: the key's text, or a keyless row's every value
+	version string
+	rec     sdk.Record
+}
+
+// position is the row's position; lsn is empty without watermarks.
+func (r rangeRow) position(lsn string) sdk.Position {
+	return position{Table: r.table, Key: r.key, CTID: r.ctid, Version: r.version, LSN: lsn}.bytes()
+}
+
+// rangeRead is what a span's read found.
+type rangeRead struct {
+	rows []rangeRow // those kept
+	read int        // rows read, kept or not
+	last []string   // the last key read; a keyless span's: its upper bound
+	done bool       // nothing of the table is after the span
+}
+
+// readChunk reads c on conn: between watermarks when changes stream (the
+// high one once the chunk planned before has written its own).
+func (e *engine) readChunk(ctx context.Context, conn *pgx.Conn, c *chunk) error {
+	w := watermark{Seq: c.seq, Table: c.table.ident, After: c.span.after, Read: c.read}
+	if e.streamed {
+		w.Kind = "low"
+		var err error
+		if c.low, err = e.writeWatermark(ctx, conn, w); err != nil {
+			return err
+		}
 	}
 	var view string
 	var err error
-	if c.snap, view, err = s.snapshotView(ctx); err != nil {
-		return "", err
-	}
-	seen, err := a.seen(c.table)
-	if err != nil {
-		return "", err
-	}
-	res, err := s.readRange(ctx, c.table, after, nil, s.cfg.Snapshot.FetchSize, func(xmin uint32) bool { return seen(xmin, c.snap.xmax) })
-	if err != nil {
-		return "", err
-	}
-	if err := s.endChunkTx(ctx); err != nil {
-		return "", err
-	}
-	c.rows, c.last, c.done = res.rows, res.last, res.done
-	a.progress.readRows(a.finished, res.read)
-	return view, nil
-}
-
-// advance notes in the state where the table's snapshot stands after c.
-func (a *adder) advance(c *liveChunk) {
-	st := a.state[c.table.ident]
-	st.Done = c.done
-	if c.last != nil {
-		st.After = c.last
-	}
-	if c.done {
-		st.After, st.Low = nil, c.low.String()
-	}
-	a.state[c.table.ident] = st
-}
-
-// writeHigh saves the state and writes c's high watermark in one
-// transaction.
-func (a *adder) writeHigh(ctx context.Context, c *liveChunk, after []string, view string) error {
-	s := a.s
-	tx, err := s.conn.Begin(ctx)
-	if err != nil {
-		return s.errorf("begin a high watermark's transaction: %s", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := s.saveTableStates(ctx, tx.Conn(), a.state); err != nil {
+	c.res, c.snap, view, err = readSpan(ctx, conn, e.src, c.table, c.span, c.keep)
+	if err != nil || !e.streamed {
 		return err
 	}
-	if _, err := a.writeWatermark(ctx, tx.Conn(), watermark{Kind: "high", Seq: c.seq, Table: c.table.ident, After: after, Last: c.last, Snap: view, Done: c.done}); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return s.errorf("commit a high watermark: %s", err)
-	}
-	return nil
-}
-
-// records are the snapshot records of the rows whose keys are not
-// dropped, emitted at the high watermark that commits at lsn.
-func (a *adder) records(rows []rangeRow, dropped map[string]bool, lsn pglogrepl.LSN) []sdk.Record {
-	var recs []sdk.Record
-	for _, row := range rows {
-		if !dropped[row.name] {
-			rec := row.rec
-			rec.Position = row.position(lsn.String())
-			recs = append(recs, rec)
+	if c.prev != nil {
+		select {
+		case <-c.prev.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+	}
+	w.Kind, w.Last, w.Snap, w.Done = "high", c.res.last, view, c.res.done
+	_, err = e.writeWatermark(ctx, conn, w)
+	return err
+}
+
+// readSpan reads sp of t on conn in a repeatable read transaction of
+// its own, keeping the row versions that keep accepts (nil: all) given the
+// transaction's xmax, and returns them with which transactions the
+// transaction saw, also as txid_snapshot's text.
+func readSpan(ctx context.Context, conn *pgx.Conn, s *Source, t *sourceTable, sp span, keep func(xmin uint32, horizon uint64) bool) (rangeRead, txSnapshot, string, error) {
+	if _, err := conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`); err != nil {
+		return rangeRead{}, txSnapshot{}, "", s.errorf("begin a chunk's transaction: %s", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`) // a no-op once committed
+	var view string
+	if err := conn.QueryRow(ctx, `SELECT txid_current_snapshot()::text`).Scan(&view); err != nil {
+		return rangeRead{}, txSnapshot{}, "", s.errorf("read a chunk's snapshot: %s", err)
+	}
+	snap, err := parseTxSnapshot(view)
+	if err != nil {
+		return rangeRead{}, txSnapshot{}, "", err
+	}
+	kept := func(uint32) bool { return true }
+	if keep != nil {
+		kept = func(xmin uint32) bool { return keep(xmin, snap.xmax) }
+	}
+	res, err := readRange(ctx, conn, t, sp, kept)
+	if err != nil {
+		return rangeRead{}, txSnapshot{}, "", s.errorf("read table "+strings.ReplaceAll(t.ident, "%", "%%")+": %s", err)
+	}
+	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+		return rangeRead{}, txSnapshot{}, "", s.errorf("end a chunk's transaction: %s", err)
+	}
+	return res, snap, view, nil
+}
+
+// records are the snapshot records of c's rows that no change unseen by
+// its transaction replaced, at lsn (empty without watermarks). Rows are
+// matched with changes as a multiset: a change takes away one row it
+// names, so that of a keyless table's rows that are equal, as many go as
+// changed.
+func (c *chunk) records(lsn string) []sdk.Record {
+	return emitted(c.res.rows, c.changes, c.snap, lsn)
+}
+
+// emitted is what records returns, for rows read under snap.
+func emitted(rows []rangeRow, changes []change, snap txSnapshot, lsn string) []sdk.Record {
+	gone := map[string]int{}
+	for _, ch := range changes {
+		if !snap.sees(ch.xid) {
+			gone[ch.row]++
+		}
+	}
+	recs := make([]sdk.Record, 0, len(rows))
+	for _, row := range rows {
+		if gone[row.name] > 0 {
+			gone[row.name]--
+			continue
+		}
+		rec := row.rec
+		rec.Position = row.position(lsn)
+		recs = append(recs, rec)
 	}
 	return recs
 }
 
-// queue hands chunk records to Conduit, keeping the replication
-// connection alive while the records queued before wait to be taken.
-func (a *adder) queue(ctx context.Context, r *replicator, recs []sdk.Record) error {
-	if len(recs) == 0 {
-		return nil
+// readRange reads the rows of t in sp, in key order (a keyless table's in
+// ctid order), and keeps those whose version keep accepts.
+func readRange(ctx context.Context, conn *pgx.Conn, t *sourceTable, sp span, keep func(xmin uint32) bool) (rangeRead, error) {
+	sql, args := t.rangeQuery(sp)
+	rr := conn.PgConn().ExecParams(ctx, sql, args, nil, nil, nil)
+	fields := rr.FieldDescriptions()
+	// One read time for the rows of one query, which sdk.Snapshot keeps.
+	now := strconv.FormatInt(time.Now().UnixNano(), 10)
+	var res rangeRead
+	for rr.NextRow() {
+		res.read++
+		row, err := t.rangeRow(rr.Values(), fields, now)
+		if err != nil {
+			rr.Close()
+			return rangeRead{}, err
+		}
+		res.last = row.key
+		if xmin, _ := strconv.ParseUint(row.version, 10, 32); keep(uint32(xmin)) {
+			res.rows = append(res.rows, row)
+		}
 	}
-	a.s.acks.queued.Add(int64(len(recs)))
-	return a.s.q.put(ctx, recs, a.s.statusInterval, func() error { return r.status(ctx) })
+	if _, err := rr.Close(); err != nil {
+		return rangeRead{}, err
+	}
+	if sp.limit == 0 {
+		res.last, res.done = sp.upto, sp.last
+	} else {
+		res.done = res.read < sp.limit || slices.Equal(res.last, sp.upto)
+	}
+	return res, nil
 }
 
-// beginChunkTx starts a repeatable read transaction to read a chunk in.
-func (s *Source) beginChunkTx(ctx context.Context) error {
-	if _, err := s.conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`); err != nil {
-		return s.errorf("begin a chunk's transaction: %s", err)
+// rangeQuery is the query of a span of t, with its arguments: the key's
+// values as text, cast to the key's types, or a keyless table's ctids.
+func (t *sourceTable) rangeQuery(sp span) (string, [][]byte) {
+	cols := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		cols[i] = pg.Quote(c)
 	}
-	return nil
+	order, casts := "ctid", []string{"tid"}
+	if !t.keyless() {
+		keys := make([]string, len(t.keys))
+		casts = make([]string, len(t.keys))
+		for i, k := range t.keys {
+			keys[i], casts[i] = pg.Quote(t.columns[k]), t.types[k]
+		}
+		order = strings.Join(keys, ", ")
+	}
+	var where []string
+	var args [][]byte
+	bound := func(op string, key []string) {
+		p := make([]string, len(key))
+		for i := range key {
+			p[i] = "$" + strconv.Itoa(len(args)+1+i) + "::text::" + casts[i]
+		}
+		where = append(where, fmt.Sprintf("(%s) %s (%s)", order, op, strings.Join(p, ", ")))
+		for _, k := range key {
+			args = append(args, []byte(k))
+		}
+	}
+	if sp.after != nil {
+		bound(">", sp.after)
+	}
+	if sp.upto != nil {
+		bound("<=", sp.upto)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s, xmin", strings.Join(cols, ", "))
+	if t.keyless() {
+		b.WriteString(", ctid")
+	}
+	fmt.Fprintf(&b, " FROM %s", t.rows())
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	fmt.Fprintf(&b, " ORDER BY %s", order)
+	if sp.limit > 0 {
+		fmt.Fprintf(&b, " LIMIT %d", sp.limit)
+	}
+	return b.String(), args
 }
 
-// endChunkTx ends a chunk's transaction.
-func (s *Source) endChunkTx(ctx context.Context) error {
-	if _, err := s.conn.Exec(ctx, `COMMIT`); err != nil {
-		return s.errorf("end a chunk's transaction: %s", err)
+// rangeRow is the row of a span's query whose values are vals (the
+// columns, xmin, and a keyless table's ctid), read at now.
+func (t *sourceTable) rangeRow(vals [][]byte, fields []pgconn.FieldDescription, now string) (rangeRow, error) {
+	row := rangeRow{table: t.ident}
+	if t.keyless() {
+		row.ctid, vals = string(vals[len(vals)-1]), vals[:len(vals)-1]
 	}
-	return nil
+	row.version, vals = string(vals[len(vals)-1]), vals[:len(vals)-1]
+	if _, err := strconv.ParseUint(row.version, 10, 32); err != nil {
+		return row, fmt.Errorf("xmin %q is not a transaction ID", row.version)
+	}
+	data := make(sdk.StructuredData, len(vals))
+	for i, v := range vals {
+		if v == nil {
+			data[t.columns[i]] = nil
+			continue
+		}
+		data[t.columns[i]] = value(fields[i].DataTypeOID, v)
+	}
+	var keyData sdk.Data // a keyless table's records have none
+	if t.keyless() {
+		row.name = rowText(vals)
+	} else {
+		row.key = make([]string, len(t.keys))
+		k := make(sdk.StructuredData, len(t.keys))
+		for i, c := range t.keys {
+			row.key[i] = string(vals[c])
+			k[t.columns[c]] = data[t.columns[c]]
+		}
+		row.name, keyData = strings.Join(row.key, "\x00"), k
+	}
+	md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now, pg.ColumnsKey: t.meta}
+	row.rec = sdk.Snapshot(nil, md, keyData, data)
+	return row, nil
+}
+
+// rowText names a keyless row by its every value's text, as a change's
+// old row names it (relation.rowText): each value after a NUL (which text
+// never holds) and a tag, v for a value and n for NULL.
+func rowText(vals [][]byte) string {
+	var b strings.Builder
+	for _, v := range vals {
+		if v == nil {
+			b.WriteString("\x00n")
+			continue
+		}
+		b.WriteString("\x00v")
+		b.Write(v)
+	}
+	return b.String()
+}
+
+// tid is the ctid before the first row of block b.
+func tid(b uint64) string { return "(" + strconv.FormatUint(b, 10) + ",0)" }
+
+// parseTID returns the block of a ctid's text, "(block,offset)".
+func parseTID(s string) (uint64, error) {
+	inner, ok := strings.CutPrefix(s, "(")
+	if inner, ok2 := strings.CutSuffix(inner, ")"); ok && ok2 {
+		if b, o, ok := strings.Cut(inner, ","); ok {
+			block, err1 := strconv.ParseUint(b, 10, 32)
+			_, err2 := strconv.ParseUint(o, 10, 16)
+			if err1 == nil && err2 == nil {
+				return block, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("ctid %q is not a row's place (block,offset)", s)
 }

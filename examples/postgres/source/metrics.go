@@ -16,6 +16,7 @@ type sourceMetrics struct {
 	snapshotEstimate  *metrics.Gauge   // by table
 	snapshotProgress  *metrics.Gauge
 	snapshotRemaining *metrics.Gauge
+	snapshotChunks    *metrics.Gauge
 	lagBytes          *metrics.Gauge
 	lagSeconds        *metrics.Gauge
 	confirmedLSN      *metrics.Gauge
@@ -29,6 +30,7 @@ func newSourceMetrics(ctx context.Context) sourceMetrics {
 		snapshotEstimate:  metrics.NewGauge(ctx, "postgres_snapshot_rows_estimate", "The rows the snapshot is expected to read, by table: the planner's estimate until the table is read, then the rows read.", "table"),
 		snapshotProgress:  metrics.NewGauge(ctx, "postgres_snapshot_progress_ratio", "How much of the snapshot is read, from 0 to 1: rows read over rows expected, over every table, short of 1 until it is done."),
 		snapshotRemaining: metrics.NewGauge(ctx, "postgres_snapshot_tables_remaining", "Tables the snapshot has yet to finish reading."),
+		snapshotChunks:    metrics.NewGauge(ctx, "postgres_snapshot_chunks_in_flight", "Chunks of the snapshot being read or waiting for their high watermark: at most snapshot.parallelism."),
 		lagBytes:          metrics.NewGauge(ctx, "postgres_replication_lag_bytes", "WAL the server has written beyond the replication slot's confirmed LSN: what it keeps for this source."),
 		lagSeconds:        metrics.NewGauge(ctx, "postgres_replication_lag_seconds", "How long ago the transaction of the last change the source read committed; 0 while every change read is acknowledged."),
 		confirmedLSN:      metrics.NewGauge(ctx, "postgres_slot_confirmed_lsn", "The replication slot's confirmed LSN, as a number: the server may recycle the WAL before it."),
@@ -37,33 +39,30 @@ func newSourceMetrics(ctx context.Context) sourceMetrics {
 	}
 }
 
-// snapshotProgress follows the snapshot's reading of its tables, from the
-// reader's goroutine; a nil one follows nothing.
+// snapshotProgress follows how far the snapshot has read its tables,
+// from the engine; a nil one follows nothing.
 type snapshotProgress struct {
 	m         sourceMetrics
-	tables    []string // the table label of each table, schema.name
-	estimates []float64
-	read      []float64
+	estimates map[*sourceTable]float64
+	read      map[*sourceTable]float64
 	remaining int // tables not read yet
 }
 
-// followSnapshot starts following the snapshot of tables from index from
-// on, each expected to have as many rows as the planner estimates; tables
-// before from are read.
-func followSnapshot(ctx context.Context, conn *pgx.Conn, m sourceMetrics, tables []*sourceTable, from int) *snapshotProgress {
-	p := &snapshotProgress{m: m, tables: make([]string, len(tables)), estimates: make([]float64, len(tables)), read: make([]float64, len(tables))}
-	for i, t := range tables {
-		p.tables[i] = t.schema + "." + t.name
+// followSnapshot starts following the snapshot of tables, each expected
+// to have as many rows as the planner estimates.
+func followSnapshot(ctx context.Context, conn *pgx.Conn, m sourceMetrics, tables []*sourceTable) *snapshotProgress {
+	p := &snapshotProgress{m: m, estimates: map[*sourceTable]float64{}, read: map[*sourceTable]float64{}, remaining: len(tables)}
+	for _, t := range tables {
+		p.estimates[t] = plannedRows(ctx, conn, t)
+		p.m.snapshotEstimate.Set(p.estimates[t], t.label())
 	}
-	for i := from; i < len(tables); i++ {
-		p.estimates[i] = plannedRows(ctx, conn, tables[i])
-		p.m.snapshotEstimate.Set(p.estimates[i], p.tables[i])
-	}
-	p.remaining = len(tables) - from
 	p.m.snapshotRemaining.Set(float64(p.remaining))
 	p.show()
 	return p
 }
+
+// label is t's value of the table label: schema.name.
+func (t *sourceTable) label() string { return t.schema + "." + t.name }
 
 // plannedRows is how many rows the planner expects t to have. An estimate
 // is no reason to fail: without one, the table counts as empty until it is
@@ -81,25 +80,30 @@ func plannedRows(ctx context.Context, conn *pgx.Conn, t *sourceTable) float64 {
 	return 0
 }
 
-// readRows notes n rows read of table i.
-func (p *snapshotProgress) readRows(i, n int) {
+// readRows notes n rows read of t.
+func (p *snapshotProgress) readRows(t *sourceTable, n int) {
 	if p == nil {
 		return
 	}
-	p.read[i] += float64(n)
-	p.estimates[i] = max(p.estimates[i], p.read[i])
-	p.m.snapshotRows.Add(float64(n), p.tables[i])
-	p.show()
+	p.m.snapshotRows.Add(float64(n), t.label())
+	if _, followed := p.estimates[t]; followed {
+		p.read[t] += float64(n)
+		p.estimates[t] = max(p.estimates[t], p.read[t])
+		p.show()
+	}
 }
 
-// tableDone notes that table i is read.
-func (p *snapshotProgress) tableDone(i int) {
+// tableDone notes that t is read.
+func (p *snapshotProgress) tableDone(t *sourceTable) {
 	if p == nil {
 		return
 	}
-	p.estimates[i] = p.read[i]
+	if _, followed := p.estimates[t]; !followed {
+		return
+	}
+	p.estimates[t] = p.read[t]
 	p.remaining--
-	p.m.snapshotEstimate.Set(p.read[i], p.tables[i])
+	p.m.snapshotEstimate.Set(p.read[t], t.label())
 	p.m.snapshotRemaining.Set(float64(p.remaining))
 	p.show()
 }
@@ -108,9 +112,9 @@ func (p *snapshotProgress) tableDone(i int) {
 // of 1 until every table is read (an estimate may be short).
 func (p *snapshotProgress) show() {
 	var read, expected float64
-	for i := range p.read {
-		read += p.read[i]
-		expected += p.estimates[i]
+	for t, e := range p.estimates {
+		read += p.read[t]
+		expected += e
 	}
 	ratio := 1.0
 	if p.remaining > 0 {

@@ -54,7 +54,7 @@ func TestSourceErrors(t *testing.T) {
 // fails Open with an error that says who has it and what to do.
 func TestSourceSlotErrors(t *testing.T) {
 	is := is.New(t)
-	url, _ := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY)`)
+	url, conn := sourceDB(t, `CREATE TABLE a (id int PRIMARY KEY)`)
 	t.Run("slot in use", func(t *testing.T) {
 		openSource(t, url, map[string]string{"tables": "a"}, nil)
 		defer func(d time.Duration) { slotWait = d }(slotWait)
@@ -71,6 +71,7 @@ func TestSourceSlotErrors(t *testing.T) {
 		// A reader that is not a source (pg_recvlogical, another tool)
 		// streams from the slot: the server names its process.
 		openSource(t, url, map[string]string{"tables": "a", "slot.name": "busy"}, nil).Teardown(t.Context())
+		waitSlotIdle(t, conn, "busy") // the server process that streamed to the source ends soon after
 		cfg, err := pgconn.ParseConfig(url)
 		is.NoErr(err)
 		cfg.RuntimeParams["replication"] = "database"

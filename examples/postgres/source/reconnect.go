@@ -18,15 +18,15 @@ import (
 // the changes after it, some of them already queued: those at or before
 // the last change queued are skipped (positions are deterministic), so
 // that no record is handed out twice and none is lost. A run that
-// snapshots tables added to tables does not reconnect.
+// snapshots tables does not reconnect.
 func (s *Source) streamReconnecting(ctx context.Context) error {
 	timeout := s.cfg.Reconnect.Timeout
 	for {
 		err := s.stream(ctx)
-		// A run that snapshots added tables keeps the chunks it reads in
-		// memory, with their watermarks; it fails, as a first snapshot
-		// does, and the restarted source resumes them from its state.
-		if err == nil || ctx.Err() != nil || timeout <= 0 || s.adder.busy() || !pg.ConnectionLost(err) {
+		// A run that snapshots tables keeps the chunks it reads in
+		// memory, with their watermarks; it fails, and the restarted
+		// source resumes them from its state.
+		if err == nil || ctx.Err() != nil || timeout <= 0 || s.engine.busy() || !pg.ConnectionLost(err) {
 			return err
 		}
 		deadline, began := s.lost.Lost(err.Error(), timeout)

@@ -2,8 +2,12 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/connkit/connkit/sdk"
 	"github.com/jackc/pglogrepl"
 )
@@ -15,6 +19,7 @@ type relation struct {
 	names []string
 	oids  []uint32
 	keys  []string          // the key's column names (identity.go); none: keyless
+	read  []int             // where in its tuples each column a chunk reads is (sourceTable.columns); -1: not there
 	meta  string            // the columns as its records describe them (columns.go)
 	was   map[string]string // the columns renamed while streaming: new name → first name
 	types *userTypes        // the user types its columns use (usertypes.go)
@@ -32,6 +37,9 @@ func (r *replicator) newRelation(ctx context.Context, m *pglogrepl.RelationMessa
 		return rel, r.s.checkNotAncestor(ctx, m.RelationID) // partition.go
 	}
 	rel.keys = rel.table.keyNames()
+	for _, c := range rel.table.columns {
+		rel.read = append(rel.read, slices.Index(rel.names, c))
+	}
 	var err error
 	if rel.meta, rel.was, err = r.relationColumns(ctx, rel.table, m, prev); err != nil {
 		return nil, err
@@ -87,6 +95,26 @@ func (r *relation) keyText(t *pglogrepl.TupleData) []string {
 	return out
 }
 
+// rowText names the row t of a keyless table as a chunk's row names it
+// (rowText): by its values of the columns a chunk reads. A tuple without
+// one of them names no row a chunk has.
+func (r *relation) rowText(t *pglogrepl.TupleData) string {
+	vals := make([][]byte, len(r.read))
+	for i, at := range r.read {
+		if at < 0 || at >= len(t.Columns) {
+			return ""
+		}
+		switch c := t.Columns[at]; c.DataType {
+		case pglogrepl.TupleDataTypeText:
+			vals[i] = append([]byte{}, c.Data...) // not nil, which is NULL
+		case pglogrepl.TupleDataTypeNull:
+		default:
+			return "" // an unchanged TOASTed value
+		}
+	}
+	return rowText(vals)
+}
+
 // fillFromOld sets the columns of the new tuple t that pgoutput left out
 // (unchanged TOASTed values) from the old row, which a table with
 // REPLICA IDENTITY FULL sends whole.
@@ -108,4 +136,39 @@ func (r *relation) unchangedToast(t *pglogrepl.TupleData) []string {
 		}
 	}
 	return missing
+}
+
+// readColumns reads the named columns of the row of rel whose key's text
+// is key into d; nothing when the row is gone.
+func (s *Source) readColumns(ctx context.Context, rel *relation, key []string, names []string, d sdk.StructuredData) error {
+	tb := rel.table
+	if key == nil || tb.keyless() {
+		return nil
+	}
+	cols := make([]string, len(names))
+	for i, n := range names {
+		cols[i] = pg.Quote(n)
+	}
+	where := make([]string, len(tb.keys))
+	args := make([][]byte, len(tb.keys))
+	for i, k := range tb.keys {
+		where[i] = pg.Quote(tb.columns[k]) + " = $" + strconv.Itoa(i+1) + "::text::" + tb.types[k]
+		args[i] = []byte(key[i])
+	}
+	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(cols, ", "), tb.rows(), strings.Join(where, " AND "))
+	rr := s.conn.PgConn().ExecParams(ctx, sql, args, nil, nil, nil)
+	fields := rr.FieldDescriptions()
+	for rr.NextRow() {
+		for i, v := range rr.Values() {
+			if v == nil {
+				d[names[i]] = nil
+				continue
+			}
+			d[names[i]] = value(fields[i].DataTypeOID, v)
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		return s.errorf("read the unchanged values of an update in "+strings.ReplaceAll(tb.ident, "%", "%%")+": %s", err)
+	}
+	return nil
 }

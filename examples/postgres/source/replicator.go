@@ -121,15 +121,15 @@ func (r *replicator) received(ctx context.Context, msg pgproto3.BackendMessage) 
 	return nil
 }
 
-// handle decodes one pgoutput message. What else follows the stream sees
-// every message first: the added tables' snapshot (watermark.go).
+// handle decodes one pgoutput message. The snapshot engine sees every
+// message first (watermark.go).
 func (r *replicator) handle(ctx context.Context, data []byte) error {
 	msg, err := pglogrepl.Parse(data)
 	if err != nil {
 		return fmt.Errorf("decode a pgoutput message: %w", err)
 	}
-	if a := r.s.adder; a != nil {
-		if err := a.observe(ctx, r, msg); err != nil {
+	if e := r.s.engine; e != nil {
+		if err := e.observe(ctx, r, msg); err != nil {
 			return err
 		}
 	}
@@ -170,9 +170,6 @@ func (r *replicator) handle(ctx context.Context, data []byte) error {
 // a restart are skipped.
 func (r *replicator) begin(m *pglogrepl.BeginMessage) {
 	r.inTx, r.commitLSN, r.index, r.skip = true, m.FinalLSN, 0, -1
-	if res := r.s.resume; res != nil && m.FinalLSN >= res.until {
-		r.s.resume = nil // past the fresh snapshot: its changes are whole again
-	}
 	if skip := r.s.from.skip; skip.LSN != "" {
 		switch lsn := skip.lsn(); {
 		case m.FinalLSN == lsn:
@@ -186,7 +183,6 @@ func (r *replicator) begin(m *pglogrepl.BeginMessage) {
 
 // insert emits a create.
 func (r *replicator) insert(ctx context.Context, rel *relation, m *pglogrepl.InsertMessage) error {
-	r.markChanged(rel, m.Tuple)
 	after := rel.data(m.Tuple)
 	if err := r.followTypes(ctx, rel, after); err != nil {
 		return err
@@ -195,14 +191,9 @@ func (r *replicator) insert(ctx context.Context, rel *relation, m *pglogrepl.Ins
 	return nil
 }
 
-// update emits an update, with the values it leaves unchanged filled in
-// where a resumed snapshot calls for it (fillUnchanged), or an added
-// table's (fillUnread).
+// update emits an update, with the TOASTed values it leaves unchanged
+// filled in while its table's snapshot is read (fillUnread).
 func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.UpdateMessage) error {
-	oldTuple := m.NewTuple
-	if m.OldTupleType != 0 {
-		oldTuple = m.OldTuple
-	}
 	var before sdk.Data
 	after := rel.data(m.NewTuple)
 	switch m.OldTupleType {
@@ -216,11 +207,7 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 	if err := r.followTypes(ctx, rel, after); err != nil {
 		return err
 	}
-	emits := r.emits(rel)
-	if err := r.fillUnchanged(ctx, rel, oldTuple, m.NewTuple, after, emits); err != nil {
-		return err
-	}
-	if err := r.s.adder.fillUnread(ctx, rel, m.NewTuple, after, emits); err != nil {
+	if err := r.s.engine.fillUnread(ctx, rel, m.NewTuple, after, r.emits(rel)); err != nil {
 		return err
 	}
 	r.emit(rel, sdk.OperationUpdate, rel.key(after), before, after)
@@ -229,7 +216,6 @@ func (r *replicator) update(ctx context.Context, rel *relation, m *pglogrepl.Upd
 
 // delete emits a delete.
 func (r *replicator) delete(rel *relation, m *pglogrepl.DeleteMessage) {
-	r.markChanged(rel, m.OldTuple)
 	old := rel.data(m.OldTuple)
 	var before sdk.Data
 	if m.OldTupleType == pglogrepl.DeleteMessageTupleTypeOld {
@@ -249,10 +235,10 @@ func (r *replicator) relation(id uint32) *relation {
 }
 
 // emits reports whether the transaction's next change, to rel, becomes a
-// record: not if it was acked before a restart, or if an added table's
-// chunks carry it.
+// record: not if it was acked before a restart, or if its table's chunks
+// carry it (versions.go).
 func (r *replicator) emits(rel *relation) bool {
-	return r.index > r.skip && !r.s.adder.chunked(rel.table, r.commitLSN)
+	return r.index > r.skip && !r.s.engine.chunked(rel.table, r.commitLSN)
 }
 
 // emit adds the record of the transaction's next change to the pending

@@ -1,10 +1,9 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"slices"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -327,26 +326,23 @@ func TestSourceResumedAfterChangesDelivered(t *testing.T) {
 	m.check(conn, "a")
 }
 
-// A snapshot started over (Conduit lost every position, so the source
-// opens without one) reads each row unchanged since under the position it
-// had, and records its own transactions for a later resume.
-func TestSourceStartedOverKeepsPositions(t *testing.T) {
+// A snapshot started over (Conduit gave no position while the slot
+// exists: the pipeline is new to it) reads every row again from a new
+// slot, the rows changed meanwhile as they are now, and records the new
+// slot's read in the state row.
+func TestSourceStartedOver(t *testing.T) {
 	url, conn := sourceDB(t, `
 		CREATE TABLE a (id int PRIMARY KEY, n bigint);
 		INSERT INTO a SELECT i, 0 FROM generate_series(1, 20) i;
 	`)
 	settings := map[string]string{"tables": "a", "snapshot.fetchSize": "7"}
 	slot := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
-	view := func() string {
-		var v string
-		if err := conn.QueryRow(t.Context(), `SELECT snapshot FROM connkit_snapshots WHERE slot = $1`, slot).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v
+	state := func() string {
+		return pgtest.Rows(t, conn, `SELECT tables->'"public"."a"'->>'seen' FROM connkit_snapshots WHERE slot = '`+slot+`'`)[0]
 	}
 	s := openSource(t, url, settings, nil)
 	first := readN(t, s, 20)
-	firstView := view()
+	firstSeen := state()
 	if err := s.Teardown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -354,23 +350,24 @@ func TestSourceStartedOverKeepsPositions(t *testing.T) {
 
 	s = openSource(t, url, settings, nil)
 	again := readN(t, s, 20)
+	nothingMore(t, s)
 	for i, r := range again {
-		if same := bytes.Equal(r.Position, first[i].Position); same != (i != 6) {
-			t.Errorf("row %v: position %s, before %s", r.Key, r.Position, first[i].Position)
+		n := r.Payload.After.(sdk.StructuredData)["n"]
+		if r.Operation != sdk.OperationSnapshot || !reflect.DeepEqual(r.Key, first[i].Key) || n != map[bool]int64{true: 1, false: 0}[i == 6] {
+			t.Errorf("record %d: %s of %v with n=%v, want the snapshot of %v", i, r.Operation, r.Key, n, first[i].Key)
 		}
 	}
-	if view() == firstView {
-		t.Errorf("the snapshot started over kept the first one's transactions %s", firstView)
+	if state() == firstSeen {
+		t.Errorf("the snapshot started over is read against the first one's transactions %s", firstSeen)
 	}
 }
 
-// Without the table of first snapshots (the role may not create it), a
-// snapshot still resumes: it reads every row after the resume point, also
-// those changed since, which their changes then update again.
-func TestSourceResumesWithoutStateTable(t *testing.T) {
+// A role that may not write the state table gets an error that names the
+// parameter, what the table is for and what to grant: the snapshot
+// records there where its read stands.
+func TestSourceNeedsItsStateTable(t *testing.T) {
 	url, conn := sourceDB(t, `
 		CREATE TABLE a (id int PRIMARY KEY, n bigint);
-		INSERT INTO a SELECT i, 0 FROM generate_series(1, 20) i;
 		CREATE PUBLICATION p FOR TABLE a;
 	`)
 	role := "r_" + url[strings.LastIndex(url, "/")+1:strings.Index(url, "?")]
@@ -379,29 +376,13 @@ func TestSourceResumesWithoutStateTable(t *testing.T) {
 		conn.Exec(context.Background(), `DROP OWNED BY `+role+`; DROP ROLE `+role)
 	})
 	url = strings.Replace(url, "postgres@", role+"@", 1)
-	settings := map[string]string{"tables": "a", "publication.name": "p", "snapshot.fetchSize": "7"}
-
-	s := openSource(t, url, settings, nil)
-	first := readN(t, s, 10)
-	ackAll(t, s, first[:5])
-	if err := s.Teardown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if n := pgtest.Rows(t, conn, `SELECT count(*) FROM pg_class WHERE relname = 'connkit_snapshots'`); n[0] != "0" {
-		t.Fatalf("the role created the state table")
-	}
-	pgtest.Exec(t, conn, `UPDATE a SET n = 1 WHERE id = 15`)
-
-	s = openSource(t, url, settings, first[4].Position)
-	recs := readN(t, s, 16)
-	var ops []string
-	for _, r := range recs {
-		if r.Key.(sdk.StructuredData)["id"] == int32(15) || r.Key.(sdk.StructuredData)["id"] == int64(15) {
-			ops = append(ops, fmt.Sprint(r.Operation, " ", r.Payload.After.(sdk.StructuredData)["n"]))
+	s, err := tryOpenSource(t, url, map[string]string{"tables": "a", "publication.name": "p"}, nil)
+	s.Teardown(t.Context())
+	for _, want := range []string{`parameter "snapshot.stateTable": may not write table "connkit_snapshots"`, "grant the role CREATE", "CREATE TABLE", "snapshot.mode to never"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got error %v, want one containing %q", err, want)
 		}
 	}
-	if want := []string{"snapshot 1", "update 1"}; !slices.Equal(ops, want) {
-		t.Errorf("row 15: %v, want %v", ops, want)
-	}
-	nothingMore(t, s)
+	// Changes alone need no state.
+	openSource(t, url, map[string]string{"tables": "a", "publication.name": "p", "snapshot.mode": "never"}, nil)
 }

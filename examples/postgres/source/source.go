@@ -15,35 +15,32 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Source reads a snapshot of tables, then their changes through logical
+// Source reads its tables' rows and their changes through logical
 // replication with the pgoutput plugin. See the package documentation.
 //
-// Open finds where reading starts (start.go) and launches the reader's
-// goroutine, which reads the snapshot if one is due (snapshot.go), then
-// streams changes (stream.go, replicator.go) into the queue that Read
-// takes records from. Ack confirms what Conduit has processed (acks.go).
+// Open finds where reading starts (start.go) and launches the reading
+// goroutine, which streams changes (stream.go, replicator.go) while the
+// snapshot engine reads the tables in chunks between them (engine.go),
+// into the queue that Read takes records from. Ack confirms what Conduit
+// has processed (acks.go).
 type Source struct {
 	cfg            Config
-	stateIdent     string        // snapshot.stateTable, quoted (statetable.go)
+	stateIdent     string        // snapshot.stateTable, quoted (state.go)
 	statusInterval time.Duration // see the package variable
 
-	conn    *pgx.Conn      // catalog, then the snapshot's transaction
+	conn    *pgx.Conn      // the catalog, the state row, the slot's lock
 	repl    *pgconn.PgConn // replication connection
 	lost    pg.Outage      // a lost connection that the reader is reconnecting after (reconnect.go)
 	catalog catalog        // the tables read
 	signals *signals       // signal.table; nil: no signals (signal.go)
 
-	keylessBlocks map[uint32]uint64 // a keyless table's blocks when its snapshot first measured it, by OID (keyless.go)
-
 	// What Open found to read (start.go).
-	snap   *snapshotFrom // where the snapshot resumes; nil: no snapshot
-	resume *resumed      // the snapshot resumes under a fresh one (resume.go); nil: it does not
-	adder  *adder        // snapshots tables added while streaming (added.go); nil: none
-	from   streamFrom    // where replication starts, and which changes it skips (stream.go)
+	engine *engine    // reads the snapshot (engine.go); nil: none
+	from   streamFrom // where replication starts, and which changes it skips (stream.go)
 
 	q       *queue
 	acks    acks    // what the queue handed out and Conduit acknowledged
-	workers workers // the reader's goroutine and the lag's
+	workers workers // the reading goroutine and the lag's
 
 	metrics  sourceMetrics
 	measured bool // metrics are on: the snapshot's progress and the lag are worth finding out
@@ -85,9 +82,6 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 		return err
 	}
 	if err := s.start(ctx, from, pos, slot); err != nil {
-		return err
-	}
-	if err := s.listenForSignals(ctx, slot.confirmed); err != nil {
 		return err
 	}
 	s.launch(ctx)
@@ -135,23 +129,34 @@ func (s *Source) prepare(ctx context.Context, from sdk.Position, pos position) (
 	return slot, nil
 }
 
-// workers are the source's goroutines: the reader, which fills the queue,
-// and, with metrics on, the lag's.
+// workers are the source's goroutines: the reading one, which fills the
+// queue, and, with metrics on, the lag's.
 type workers struct {
-	cancel context.CancelFunc
-	reader chan struct{} // closed when the reader has returned
+	cancel context.CancelCauseFunc
+	reader chan struct{} // closed when the reading goroutine has returned
 	lag    chan struct{} // closed when the lag's goroutine has returned; nil: none
 }
 
-// launch starts the reader's goroutine, and the lag's when metrics are on,
-// until Teardown.
+// errTornDown ends the source's goroutines at Teardown.
+var errTornDown = errors.New("the source is torn down")
+
+// launch starts the reading goroutine, and the lag's when metrics are on,
+// until Teardown. A chunk's reader that fails ends the reading with its
+// error.
 func (s *Source) launch(ctx context.Context) {
 	s.q = newQueue()
-	readCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	readCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	s.workers.cancel, s.workers.reader = cancel, make(chan struct{})
+	if s.engine != nil {
+		s.engine.readers.fail = cancel
+	}
 	go func() {
 		defer close(s.workers.reader)
-		if err := s.read(readCtx); err != nil && readCtx.Err() == nil {
+		err := s.read(readCtx)
+		if readCtx.Err() != nil {
+			err = context.Cause(readCtx)
+		}
+		if err != nil && !errors.Is(err, errTornDown) {
 			s.q.fail(err)
 		}
 	}()
@@ -167,7 +172,7 @@ func (s *Source) launch(ctx context.Context) {
 // stop ends the goroutines and waits for them to return.
 func (w *workers) stop() {
 	if w.cancel != nil {
-		w.cancel()
+		w.cancel(errTornDown)
 		<-w.reader
 	}
 	if w.lag != nil {
@@ -175,16 +180,22 @@ func (w *workers) stop() {
 	}
 }
 
-// read copies the snapshot, if one is due, then streams changes, until ctx
-// ends or something fails.
+// read streams changes while the snapshot engine reads its chunks, or,
+// with snapshot.mode initial_only, copies the tables and stays idle, until
+// ctx ends or something fails. The chunks' readers are done when it
+// returns.
 func (s *Source) read(ctx context.Context) error {
-	if s.snap != nil {
-		if err := s.snapshot(ctx); err != nil {
-			return err
+	if e := s.engine; e != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		defer e.readers.close()
+		defer cancel()
+		if !e.streamed {
+			if err := e.copyAll(ctx); err != nil {
+				return err
+			}
+			return s.idleAfterSnapshot(ctx)
 		}
-	}
-	if s.cfg.Snapshot.Mode == "initial_only" {
-		return s.idleAfterSnapshot(ctx)
+		return s.streamReconnecting(ctx)
 	}
 	return s.streamReconnecting(ctx)
 }
@@ -248,7 +259,7 @@ func (s *Source) OnDeleted(ctx context.Context) error {
 	if err := dropReplication(ctx, conn, s.cfg.Slot.Name, s.cfg.Publication.Name); err != nil {
 		return errors.New(pg.Redact(err, s.cfg.URL))
 	}
-	if err := s.forgetFirstSnapshot(ctx, conn); err != nil {
+	if err := s.forgetSlot(ctx, conn); err != nil {
 		return errors.New(pg.Redact(err, s.cfg.URL))
 	}
 	return nil

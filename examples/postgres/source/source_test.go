@@ -107,6 +107,18 @@ func waitConfirmed(t *testing.T, conn *pgx.Conn, lsn string) {
 	}
 }
 
+// waitSlotIdle waits until no server process streams from the slot.
+func waitSlotIdle(t *testing.T, conn *pgx.Conn, slot string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for pgtest.Rows(t, conn, `SELECT count(*) FROM pg_replication_slots WHERE slot_name = '`+slot+`' AND active_pid IS NULL`)[0] != "1" {
+		if time.Now().After(deadline) {
+			t.Fatalf("replication slot %s is still streamed from", slot)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestSourceResumes(t *testing.T) {
 	is := is.New(t)
 	url, conn := sourceDB(t, `

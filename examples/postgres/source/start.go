@@ -3,79 +3,72 @@ package source
 import (
 	"context"
 	"fmt"
-	"math"
+	"strings"
 
+	"github.com/connkit/connkit/examples/postgres/internal/pg"
 	"github.com/connkit/connkit/sdk"
-	"github.com/jackc/pglogrepl"
 )
 
 // start sets what the source reads first, in the way that fits where it
-// starts from: nowhere (the first snapshot, or with snapshot.mode never the
-// changes alone), a position of the snapshot (the snapshot resumed), or a
-// change's position (the changes after it); a position whose slot is gone
-// fails, or with snapshot.mode when_needed starts again (lostslot.go), and
-// snapshot.mode always starts over every time. Each way is a method of its
-// own, which leaves s.snap, s.resume, s.adder and s.from as the reader's
+// starts from: nowhere (a snapshot of every table from a new slot, or with
+// snapshot.mode never the changes alone), or a position (the changes, and
+// chunks, after it); a position whose slot is gone fails, or with
+// snapshot.mode when_needed starts again, and snapshot.mode always starts
+// over every time. initial_only copies without a slot. Each way is a
+// method of its own, which leaves s.engine and s.from as the reading
 // goroutine starts from them.
 func (s *Source) start(ctx context.Context, from sdk.Position, pos position, slot slotInfo) error {
 	mode := s.cfg.Snapshot.Mode
 	switch {
+	case mode == "initial_only":
+		return s.startCopying(ctx, from, pos, slot)
 	case from == nil && mode == "never":
 		return s.startStreaming(ctx, slot)
+	case from == nil && slot.exists:
+		// The pipeline is new to Conduit (its position was reset), or
+		// Conduit was killed before it stored one: what was delivered
+		// before comes again, the rows streamed as changes under new
+		// positions, which an exactly-once destination cannot skip.
+		return s.startSnapshot(ctx, slot, fmt.Sprintf("Conduit gave no position, but replication slot %s exists: starting over with a new snapshot from a new slot; records delivered before come again", s.cfg.Slot.Name))
 	case from == nil:
-		return s.startSnapshot(ctx, slot)
+		return s.startSnapshot(ctx, slot, "")
 	case mode == "always":
-		sdk.Logger(ctx).Info("postgres: snapshot.mode is always: starting over with a new snapshot from a new slot")
-		if err := s.dropSlot(ctx, slot, "drop the replication slot to start over"); err != nil {
-			return err
-		}
-		return s.startSnapshot(ctx, slotInfo{})
-	case mode == "initial_only" && pos.snapshot():
-		return s.resumeSnapshot(ctx, pos)
+		return s.startSnapshot(ctx, slot, "snapshot.mode is always: starting over with a new snapshot from a new slot")
 	case slot.gone() && mode == "when_needed":
-		return s.recoverSlot(ctx, pos, slot)
+		return s.startSnapshot(ctx, slot, lostSlotNote(s.cfg.Slot.Name, slot))
 	case slot.gone():
 		return s.slotGone(from, slot)
 	case pos.snapshot():
-		return s.resumeSnapshot(ctx, pos)
+		return s.startSnapshot(ctx, slot, fmt.Sprintf("position %s is of a snapshot read in one transaction, as earlier versions read it: starting over with a new snapshot, read in chunks, from a new slot; records delivered before come again", from))
 	default:
 		return s.resumeStreaming(ctx, pos, slot)
 	}
 }
 
-// startSnapshot starts over, since nothing was acked: from a slot created
-// now, reading the tables as they were at the slot's consistent point,
-// then streaming their changes from there.
-func (s *Source) startSnapshot(ctx context.Context, slot slotInfo) error {
-	if err := s.dropSlotIfExists(ctx, slot); err != nil {
+// startSnapshot snapshots every table while their changes stream, from a
+// slot created now (the old one dropped), whose exported snapshot the
+// chunks are read against; why, if not empty, is logged first.
+func (s *Source) startSnapshot(ctx context.Context, slot slotInfo, why string) error {
+	if why != "" {
+		sdk.Logger(ctx).Info("postgres: " + why)
+	}
+	if err := s.dropSlot(ctx, slot, "drop the replication slot to start over"); err != nil {
 		return err
 	}
-	exported, err := s.createSlot(ctx, "EXPORT_SNAPSHOT")
+	exported, err := s.createSlotExporting(ctx)
 	if err != nil {
 		return err
 	}
-	// The exported snapshot lives until the replication connection runs
-	// its next command, so it is imported before anything else.
-	if err := s.beginSnapshot(ctx, exported); err != nil {
+	state := s.everyTable(exported)
+	if err := s.forgetSlot(ctx, s.conn); err != nil {
 		return err
 	}
-	if s.cfg.Snapshot.Mode == "initial_only" {
-		if err := s.releaseSlotForSnapshot(ctx); err != nil {
-			return err
-		}
-	}
-	_, view, err := s.snapshotView(ctx)
-	if err != nil {
+	if err := s.saveTableStates(ctx, s.conn, state); err != nil {
 		return err
 	}
-	if err := s.saveFirstSnapshot(ctx, view); err != nil {
-		return err
-	}
-	if err := s.saveTablesCovered(ctx); err != nil {
-		return err
-	}
-	s.snap = &snapshotFrom{}
-	return nil
+	s.engine, s.from = s.newEngine(state, true), streamFrom{}
+	_, err = s.engine.begin(ctx, exported.consistent)
+	return err
 }
 
 // startStreaming streams the changes alone (snapshot.mode never), from
@@ -91,47 +84,22 @@ func (s *Source) startStreaming(ctx context.Context, slot slotInfo) error {
 	return err
 }
 
-// resumeSnapshot reads the rest of the tables after pos. The slot's own
-// snapshot is gone with the connection that created it: the rest is read
-// under a fresh one, exported by a temporary slot, keeping the row
-// versions the first one saw. Replication still starts at the slot's
-// consistent point (resume.go).
-func (s *Source) resumeSnapshot(ctx context.Context, pos position) error {
-	if err := s.resumable(pos); err != nil {
-		return err
-	}
-	first, ok, err := s.loadFirstSnapshot(ctx)
-	if err != nil {
-		return err
-	}
-	if s.cfg.Snapshot.Mode == "initial_only" {
-		// No change streams: every row is read as it is now.
-		first, ok = txSnapshot{xmax: math.MaxUint64}, true
-	}
-	if !ok {
-		sdk.Logger(ctx).Warn(fmt.Sprintf(`postgres: no record of slot %s's snapshot in %s (parameter "snapshot.stateTable"): the resumed snapshot reads every row, and delivers the rows changed since the snapshot began again, under new positions`, s.cfg.Slot.Name, s.cfg.Snapshot.StateTable))
-		first = txSnapshot{xmax: math.MaxUint64} // every version seen
-	}
-	fresh, err := s.exportSnapshot(ctx, tempSlotName(s.cfg.Slot.Name, "_resume"), "resume the snapshot")
-	if err != nil {
-		return err
-	}
-	s.resume = &resumed{table: pos.Table, key: pos.Key, until: fresh.consistent, first: first, horizon: fresh.txs.xmax, changed: map[string]bool{}}
-	since := "rows written since the first snapshot come as changes"
-	if s.cfg.Snapshot.Mode == "initial_only" {
-		since = "rows written since the first snapshot are read as they are now"
-	}
-	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the snapshot after %s key %v under a fresh snapshot; %s", pos.Table, pos.after(), since), "table", pos.Table)
-	s.snap = s.snapshotAfter(pos)
-	return nil
-}
-
-// resumeStreaming streams the changes after the one at pos, and snapshots
-// the tables added since the slot's snapshots while they stream (added.go).
+// resumeStreaming streams the changes after the one at pos, and goes on
+// with the snapshot of the tables the state row has not read whole
+// (planAddedTables found them).
 func (s *Source) resumeStreaming(ctx context.Context, pos position, slot slotInfo) error {
 	s.from.lsn, s.from.skip = pos.lsn(), pos
-	if err := s.startAdding(ctx, slot.confirmed); err != nil {
-		return err
+	if s.engine != nil {
+		reading, err := s.engine.begin(ctx, slot.confirmed)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !reading && s.signals == nil:
+			s.engine = nil
+		case !reading:
+			s.engine.listen() // for the signals
+		}
 	}
 	if uint64(s.from.lsn) > s.acks.confirmed.Load() {
 		s.acks.confirmed.Store(uint64(s.from.lsn))
@@ -139,48 +107,147 @@ func (s *Source) resumeStreaming(ctx context.Context, pos position, slot slotInf
 	return nil
 }
 
-// snapshotAfter is where the snapshot resumes after pos: at its table,
-// after its key, or, if the table is no longer read, at the next table
-// that is.
-func (s *Source) snapshotAfter(pos position) *snapshotFrom {
-	for i, t := range s.catalog.tables {
-		if t.ident == pos.Table {
-			return &snapshotFrom{table: i, key: pos.after()}
-		}
-		if t.ident > pos.Table {
-			return &snapshotFrom{table: i}
-		}
+// startCopying copies the tables without a slot or changes (snapshot.mode
+// initial_only): from the start, or after the snapshot position pos. A
+// position of a source that streamed has nothing left to copy.
+func (s *Source) startCopying(ctx context.Context, from sdk.Position, pos position, slot slotInfo) error {
+	if err := s.dropSlot(ctx, slot, "drop the replication slot (snapshot.mode initial_only keeps none)"); err != nil {
+		return err
 	}
-	return &snapshotFrom{table: len(s.catalog.tables)}
-}
-
-// createSlot creates the replication slot, exporting a snapshot or not as
-// snapshotAction (EXPORT_SNAPSHOT, NOEXPORT_SNAPSHOT) says, and confirms
-// its consistent point. It returns the exported snapshot's name.
-func (s *Source) createSlot(ctx context.Context, snapshotAction string) (string, error) {
-	created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: snapshotAction})
-	if err != nil {
-		return "", s.errorf("create replication slot: %s", err)
-	}
-	lsn, _ := pglogrepl.ParseLSN(created.ConsistentPoint)
-	s.acks.confirmed.Store(uint64(lsn))
-	return created.SnapshotName, nil
-}
-
-// dropSlotIfExists drops the replication slot, to start over, if it
-// exists. Conduit gave no position, yet the slot is there: the pipeline is
-// new to Conduit (its position was reset), or Conduit was killed before it
-// stored one. What was delivered before comes again, the rows streamed as
-// changes under new positions, which an exactly-once destination cannot
-// skip: it says so.
-func (s *Source) dropSlotIfExists(ctx context.Context, slot slotInfo) error {
-	if !slot.exists {
+	if from != nil && !pos.snapshot() {
+		sdk.Logger(ctx).Info(fmt.Sprintf("postgres: snapshot.mode is initial_only and position %s is not of a copy: nothing is copied", from))
+		s.engine = s.newEngine(map[string]tableState{}, false)
 		return nil
 	}
-	sdk.Logger(ctx).Info(fmt.Sprintf("postgres: Conduit gave no position, but replication slot %s exists: starting over with a new snapshot from a new slot; records delivered before come again", s.cfg.Slot.Name))
-	if err := pglogrepl.DropReplicationSlot(ctx, s.repl, s.cfg.Slot.Name, pglogrepl.DropReplicationSlotOptions{}); err != nil {
-		return s.errorf("drop the replication slot to start over: %s", err)
+	if err := s.resumable(pos); err != nil {
+		return err
 	}
+	state := map[string]tableState{}
+	for _, t := range s.catalog.tables {
+		switch {
+		case from == nil || t.ident > pos.Table:
+			state[t.ident] = tableState{}
+		case t.ident == pos.Table:
+			state[t.ident] = tableState{After: pos.after()}
+		default:
+			state[t.ident] = tableState{Done: true}
+		}
+	}
+	if from != nil {
+		sdk.Logger(ctx).Info(fmt.Sprintf("postgres: resuming the copy after %s key %v; rows are read as they are now", pos.Table, pos.after()), "table", pos.Table)
+	}
+	s.engine = s.newEngine(state, false)
+	return nil
+}
+
+// planAddedTables finds, before the publication is changed, the tables a
+// source restarted from a change's position has not snapshotted, and
+// records them in the state row; the engine reads them, and the tables
+// whose snapshot a restart interrupted, once the slot is known
+// (resumeStreaming).
+func (s *Source) planAddedTables(ctx context.Context, from sdk.Position, pos position) error {
+	if mode := s.cfg.Snapshot.Mode; from == nil || pos.snapshot() || mode != "initial" && mode != "when_needed" {
+		return nil
+	}
+	state, ok, err := s.loadTableStates(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// A row written before the tables were recorded: the tables the
+		// publication has are the ones the slot has seen.
+		if state, err = s.publishedTables(ctx); err != nil {
+			return err
+		}
+	}
+	if changed := s.followTables(ctx, state); changed || !ok {
+		if err := s.saveTableStates(ctx, s.conn, state); err != nil {
+			return err
+		}
+	}
+	s.engine = s.newEngine(state, true)
+	return nil
+}
+
+// followTables adds to the state the tables read that it lacks, to be
+// read, and forgets the tables no longer read: their changes are not read
+// meanwhile, so if one comes back it is read again. It reports whether the
+// state changed.
+func (s *Source) followTables(ctx context.Context, state map[string]tableState) bool {
+	changed := false
+	read := map[string]bool{}
+	for _, t := range s.catalog.tables {
+		read[t.ident] = true
+		if _, known := state[t.ident]; !known {
+			state[t.ident] = tableState{}
+			changed = true
+			sdk.Logger(ctx).Info(fmt.Sprintf("postgres: table %s was added to parameter \"tables\": it is snapshotted in chunks while changes stream", t.ident), "table", t.ident)
+		}
+	}
+	for ident := range state {
+		if !read[ident] {
+			delete(state, ident)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// publishedTables is the state of a slot whose row does not list its
+// tables: the tables read that the publication has, each done.
+func (s *Source) publishedTables(ctx context.Context) (map[string]tableState, error) {
+	state := map[string]tableState{}
+	for _, t := range s.catalog.tables {
+		var in bool
+		if err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication p WHERE p.pubname = $1 AND (p.puballtables OR EXISTS (SELECT 1 FROM pg_publication_rel r WHERE r.prpubid = p.oid AND r.prrelid = $2)))`, s.cfg.Publication.Name, t.oid).Scan(&in); err != nil {
+			return nil, s.errorf("look up the publication's tables: %s", err)
+		}
+		if in {
+			state[t.ident] = tableState{Done: true}
+		}
+	}
+	return state, nil
+}
+
+// lostSlotNote says, with snapshot.mode when_needed, that the position's
+// slot is gone and what the source does instead.
+func lostSlotNote(name string, slot slotInfo) string {
+	what := "does not exist"
+	if slot.exists {
+		what, _, _ = slot.health.invalidated()
+		what = "was invalidated: " + what
+	}
+	return fmt.Sprintf("replication slot %s %s, so the changes since the pipeline's position are gone; snapshot.mode is when_needed: creating a new slot and taking a fresh snapshot of every table", name, what)
+}
+
+// resumable checks that the snapshot position pos names its row the way
+// its table is read now: by ctid if the table is keyless, by key if not.
+func (s *Source) resumable(pos position) error {
+	for _, t := range s.catalog.tables {
+		if t.ident == pos.Table && t.keyless() != (pos.CTID != "") {
+			return identityChanged(t, pos.CTID != "")
+		}
+	}
+	return nil
+}
+
+// identityChanged is the error for a table whose read began by ctid (or,
+// if not byCTID, by key) and cannot go on the other way: a primary key
+// added or dropped, or a replica identity changed, since the read began
+// leaves no place in the table to resume at.
+func identityChanged(t *sourceTable, byCTID bool) error {
+	was, is := "key", "keyless (REPLICA IDENTITY FULL without a primary key)"
+	if byCTID {
+		was, is = "ctid", "keyed by "+strings.Join(t.keyNames(), ", ")
+	}
+	return fmt.Errorf("the snapshot cannot resume: it read table %s by its rows' %s, but the table is now %s (its primary key or replica identity changed since the read began); reset the pipeline's position (e.g. recreate the source connector) to read it again", pg.SQLName(t.schema, t.name), was, is)
+}
+
+// idleAfterSnapshot is what the source does once the copy is read with
+// snapshot.mode initial_only: it reads no changes, and waits, holding no
+// slot, until Conduit stops it.
+func (s *Source) idleAfterSnapshot(ctx context.Context) error {
+	sdk.Logger(ctx).Info("postgres: the snapshot is read and snapshot.mode is initial_only: the source reads no changes and stays idle until the pipeline is stopped")
+	<-ctx.Done()
 	return nil
 }

@@ -37,11 +37,12 @@ func (s *Source) stream(ctx context.Context) error {
 }
 
 // startReplication starts logical replication from the slot, with the
-// messages that carry the added tables' watermarks when there are some.
+// messages that carry the snapshot's watermarks while there is a snapshot
+// engine.
 func (s *Source) startReplication(ctx context.Context) error {
 	args := []string{"proto_version '1'", "publication_names '" + s.cfg.Publication.Name + "'"}
-	if s.adder != nil {
-		args = append(args, "messages 'true'") // the watermarks of added tables (added.go)
+	if s.engine != nil {
+		args = append(args, "messages 'true'") // the snapshot's watermarks (watermark.go)
 	}
 	err := pglogrepl.StartReplication(ctx, s.repl, s.cfg.Slot.Name, s.from.lsn, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
