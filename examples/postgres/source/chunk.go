@@ -207,13 +207,29 @@ func readRange(ctx context.Context, conn *pgx.Conn, t *sourceTable, sp span, kee
 	return res, nil
 }
 
-// rangeQuery is the query of a span of t, with its arguments: the key's
-// values as text, cast to the key's types, or a keyless table's ctids.
+// rangeQuery is the query of a span of t, with its arguments.
 func (t *sourceTable) rangeQuery(sp span) (string, [][]byte) {
 	cols := make([]string, len(t.columns))
 	for i, c := range t.columns {
 		cols[i] = pg.Quote(c)
 	}
+	what := strings.Join(cols, ", ") + ", xmin"
+	if t.keyless() {
+		what += ", ctid"
+	}
+	where, order, args := t.spanWhere(sp)
+	sql := fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s", what, t.rows(), where, order)
+	if sp.limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", sp.limit)
+	}
+	return sql, args
+}
+
+// spanWhere is the WHERE clause (empty, or with its leading space) that
+// picks sp's rows of t, the order they are read in and the clause's
+// arguments: the key's values as text, cast to the key's types, or a
+// keyless table's ctids.
+func (t *sourceTable) spanWhere(sp span) (where, order string, args [][]byte) {
 	order, casts := "ctid", []string{"tid"}
 	if !t.keyless() {
 		keys := make([]string, len(t.keys))
@@ -223,14 +239,13 @@ func (t *sourceTable) rangeQuery(sp span) (string, [][]byte) {
 		}
 		order = strings.Join(keys, ", ")
 	}
-	var where []string
-	var args [][]byte
+	var conds []string
 	bound := func(op string, key []string) {
 		p := make([]string, len(key))
 		for i := range key {
 			p[i] = "$" + strconv.Itoa(len(args)+1+i) + "::text::" + casts[i]
 		}
-		where = append(where, fmt.Sprintf("(%s) %s (%s)", order, op, strings.Join(p, ", ")))
+		conds = append(conds, fmt.Sprintf("(%s) %s (%s)", order, op, strings.Join(p, ", ")))
 		for _, k := range key {
 			args = append(args, []byte(k))
 		}
@@ -241,20 +256,27 @@ func (t *sourceTable) rangeQuery(sp span) (string, [][]byte) {
 	if sp.upto != nil {
 		bound("<=", sp.upto)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s, xmin", strings.Join(cols, ", "))
-	if t.keyless() {
-		b.WriteString(", ctid")
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
 	}
-	fmt.Fprintf(&b, " FROM %s", t.rows())
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	return where, order, args
+}
+
+// boundary returns the key of t's row sp.limit rows into sp (the last of
+// a chunk of that many), or nil when sp has fewer rows: a chunk planned
+// up to it leaves the rest to the next chunk, which can be read beside it.
+func (t *sourceTable) boundary(ctx context.Context, conn *pgx.Conn, sp span) ([]string, error) {
+	where, order, args := t.spanWhere(sp)
+	sql := fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s OFFSET %d LIMIT 1", order, t.rows(), where, order, sp.limit-1)
+	rr := conn.PgConn().ExecParams(ctx, sql, args, nil, nil, nil)
+	var key []string
+	for rr.NextRow() {
+		for _, v := range rr.Values() {
+			key = append(key, string(v))
+		}
 	}
-	fmt.Fprintf(&b, " ORDER BY %s", order)
-	if sp.limit > 0 {
-		fmt.Fprintf(&b, " LIMIT %d", sp.limit)
-	}
-	return b.String(), args
+	_, err := rr.Close()
+	return key, err
 }
 
 // rangeRow is the row of a span's query whose values are vals (the

@@ -175,7 +175,10 @@ func (e *engine) plan(ctx context.Context) (*chunk, error) {
 			st.End = &end
 			e.state[t.ident] = st
 		}
-		sp, ok := e.span(t, after)
+		sp, ok, err := e.span(ctx, t, after)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			e.tableDone(t, "")
 			return e.plan(ctx)
@@ -210,24 +213,37 @@ func (e *engine) frontier(t *sourceTable) ([]string, bool) {
 
 // span is the range of t's next chunk, which starts after after; false
 // when t has nothing left to read.
-func (e *engine) span(t *sourceTable, after []string) (span, bool) {
+func (e *engine) span(ctx context.Context, t *sourceTable, after []string) (span, bool, error) {
 	end := e.state[t.ident].End
 	size := e.src.cfg.Snapshot.FetchSize
 	if !t.keyless() {
 		if end.Key == nil || after != nil && slices.Equal(after, end.Key) {
-			return span{}, false
+			return span{}, false, nil
 		}
-		return span{after: after, upto: end.Key, limit: size}, true
+		sp := span{after: after, upto: end.Key, limit: size}
+		if e.src.cfg.Snapshot.Parallelism == 1 {
+			return sp, true, nil // read up to the limit: its end is where the read ends
+		}
+		// Its end is set, so that the next chunk can be read beside it.
+		upto, err := t.boundary(ctx, e.src.conn, sp)
+		if err != nil {
+			return span{}, false, e.src.failedTo("find where a chunk of table "+t.ident+" ends", err)
+		}
+		sp.limit, sp.upto, sp.last = 0, upto, upto == nil || slices.Equal(upto, end.Key)
+		if upto == nil {
+			sp.upto = end.Key
+		}
+		return sp, true, nil
 	}
 	var start uint64
 	if after != nil {
 		start, _ = parseTID(after[0]) // a ctid the engine wrote
 	}
 	if start >= end.Blocks {
-		return span{}, false
+		return span{}, false, nil
 	}
 	stop := min(end.Blocks, start+max(1, uint64(float64(size)/e.perBlock[t])))
-	return span{after: after, upto: []string{tid(stop)}, last: stop >= end.Blocks}, true
+	return span{after: after, upto: []string{tid(stop)}, last: stop >= end.Blocks}, true, nil
 }
 
 // finish hands on c's rows, read at lsn (0: without watermarks), with

@@ -30,9 +30,12 @@ func checkServer(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// connectQuery opens the connection the source queries the catalog, the
-// tables and the slot on, with the settings its values are read in: times
-// in UTC, dates in ISO format.
+// applicationName is what pg_stat_activity calls the source's sessions.
+const applicationName = "connkit-postgres-source"
+
+// connectQuery opens a connection the source queries the catalog, the
+// tables and the slot on, or reads a chunk on, with the settings its
+// values are read in: times in UTC, dates in ISO format.
 func connectQuery(ctx context.Context, url string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -40,6 +43,12 @@ func connectQuery(ctx context.Context, url string) (*pgx.Conn, error) {
 	}
 	cfg.RuntimeParams["timezone"] = "UTC"
 	cfg.RuntimeParams["datestyle"] = "ISO"
+	cfg.RuntimeParams["application_name"] = applicationName
+	// The stream carries only WAL the server has flushed: a watermark,
+	// and the state saved with a chunk, are flushed as they commit, not
+	// when the WAL writer next runs (up to wal_writer_delay later) on a
+	// server whose synchronous_commit is off. Standbys are not waited for.
+	cfg.RuntimeParams["synchronous_commit"] = "local"
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
@@ -53,6 +62,6 @@ func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error)
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["timezone"] = "UTC"
 	cfg.RuntimeParams["datestyle"] = "ISO"
-	cfg.RuntimeParams["application_name"] = "connkit-postgres-source"
+	cfg.RuntimeParams["application_name"] = applicationName
 	return pgconn.ConnectConfig(ctx, cfg)
 }
