@@ -166,15 +166,10 @@ func (e *engine) plan(ctx context.Context) (*chunk, error) {
 		if !ok {
 			continue
 		}
-		st := e.state[t.ident]
-		if st.End == nil {
-			end, err := e.measure(ctx, t)
-			if err != nil {
-				return nil, err
-			}
-			st.End = &end
-			e.state[t.ident] = st
+		if err := e.measure(ctx, t); err != nil {
+			return nil, err
 		}
+		st := e.state[t.ident]
 		sp, ok, err := e.span(ctx, t, after)
 		if err != nil {
 			return nil, err
@@ -403,33 +398,60 @@ func (rs *readers) close() {
 	}
 }
 
-// measure reads where t's rows end when its read begins: its greatest
-// key, or a keyless table's blocks. A row version the read emits is older,
-// so it is not beyond them; rows written since stream.
-func (e *engine) measure(ctx context.Context, t *sourceTable) (tableEnd, error) {
-	conn := e.src.conn
-	if t.keyless() {
-		end := tableEnd{CTID: true}
-		var perBlock float64
-		err := conn.QueryRow(ctx, `SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint,
-				CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages ELSE 0 END
-			FROM pg_class c WHERE c.oid = $1`, t.oid).Scan(&end.Blocks, &perBlock)
-		if err != nil {
-			return end, e.src.failedTo("read the size of table "+t.ident, err)
-		}
-		e.perBlock[t] = max(perBlock, 1)
-		if perBlock < 1 {
-			e.perBlock[t] = 60 // no statistics yet
-		}
-		return end, nil
+// measure reads, once a read, where t's rows end when its read begins:
+// its greatest key, or a keyless table's blocks (a row version the read
+// emits is older, so it is not beyond them; rows written since stream);
+// and, once a run, how many rows a keyless table has per block, which
+// sizes its chunks.
+func (e *engine) measure(ctx context.Context, t *sourceTable) error {
+	st := e.state[t.ident]
+	if st.End != nil && (!t.keyless() || e.perBlock[t] > 0) {
+		return nil
 	}
+	var end tableEnd
+	var err error
+	if t.keyless() {
+		end, err = e.measureBlocks(ctx, t)
+	} else {
+		end, err = e.measureKeys(ctx, t)
+	}
+	if err != nil {
+		return err
+	}
+	if st.End == nil {
+		st.End = &end
+		e.state[t.ident] = st
+	}
+	return nil
+}
+
+// measureBlocks reads how many blocks the keyless table t has, and rows
+// per block as the planner's statistics have them (60 without).
+func (e *engine) measureBlocks(ctx context.Context, t *sourceTable) (tableEnd, error) {
+	end := tableEnd{CTID: true}
+	var perBlock float64
+	err := e.src.conn.QueryRow(ctx, `SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint,
+			CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages ELSE 0 END
+		FROM pg_class c WHERE c.oid = $1`, t.oid).Scan(&end.Blocks, &perBlock)
+	if err != nil {
+		return end, e.src.failedTo("read the size of table "+t.ident, err)
+	}
+	if perBlock < 1 {
+		perBlock = 60
+	}
+	e.perBlock[t] = perBlock
+	return end, nil
+}
+
+// measureKeys reads the greatest key of t (none when it is empty).
+func (e *engine) measureKeys(ctx context.Context, t *sourceTable) (tableEnd, error) {
 	keys, order := make([]string, len(t.keys)), make([]string, len(t.keys))
 	for i, name := range t.keyNames() {
 		keys[i] = pg.Quote(name)
 		order[i] = keys[i] + " DESC"
 	}
 	sql := fmt.Sprintf("SELECT %s FROM %s ORDER BY %s LIMIT 1", strings.Join(keys, ", "), t.rows(), strings.Join(order, ", "))
-	rr := conn.PgConn().ExecParams(ctx, sql, nil, nil, nil, nil)
+	rr := e.src.conn.PgConn().ExecParams(ctx, sql, nil, nil, nil, nil)
 	var end tableEnd
 	for rr.NextRow() {
 		for _, v := range rr.Values() {

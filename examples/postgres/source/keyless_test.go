@@ -114,6 +114,41 @@ func TestSourceKeylessResumedSnapshot(t *testing.T) {
 	}
 }
 
+// A keyless table's copy restarted before its last chunk was read goes on
+// in chunks of the size it had, every row once.
+func TestSourceKeylessCopyRestarted(t *testing.T) {
+	is := is.New(t)
+	url, _ := sourceDB(t, `
+		CREATE TABLE logs (a int, b text);
+		ALTER TABLE logs REPLICA IDENTITY FULL;
+		INSERT INTO logs SELECT i, 'r' || i FROM generate_series(1, 3000) i;
+		ANALYZE logs;`)
+	settings := map[string]string{"tables": "logs", "snapshot.fetchSize": "100"}
+	s := openSource(t, url, settings, nil)
+	first := readN(t, s, 250)
+	ackAll(t, s, first[:200])
+	is.NoErr(s.Teardown(t.Context()))
+
+	s = openSource(t, url, settings, first[199].Position)
+	rest := readN(t, s, 2800)
+	nothingMore(t, s)
+	var want []string
+	for i := 1; i <= 3000; i++ {
+		want = append(want, fmt.Sprint(i, ":r", i))
+	}
+	slices.Sort(want)
+	is.Equal(rowsOf(append(first[:200], rest...), false), want) // every row once
+	chunks := map[string]int{} // each chunk's rows share its high watermark's LSN
+	for _, r := range rest {
+		p, err := parsePosition(r.Position)
+		is.NoErr(err)
+		chunks[p.LSN]++
+	}
+	for _, n := range chunks {
+		is.True(n <= 200) // fetchSize 100, by the planner's rows per block
+	}
+}
+
 func TestSourceReplicaIdentityUsingIndex(t *testing.T) {
 	is := is.New(t)
 	url, conn := sourceDB(t, `
