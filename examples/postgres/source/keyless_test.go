@@ -138,7 +138,7 @@ func TestSourceKeylessCopyRestarted(t *testing.T) {
 	}
 	slices.Sort(want)
 	is.Equal(rowsOf(append(first[:200], rest...), false), want) // every row once
-	chunks := map[string]int{} // each chunk's rows share its high watermark's LSN
+	chunks := map[string]int{}                                  // each chunk's rows share its high watermark's LSN
 	for _, r := range rest {
 		p, err := parsePosition(r.Position)
 		is.NoErr(err)
