@@ -10,7 +10,7 @@ type acks struct {
 	queued     atomic.Int64  // records put in the queue
 	acked      atomic.Int64  // records acked
 	lastCommit atomic.Int64  // when the transaction of the last change queued committed, in Unix nanoseconds; 0: none yet
-	backlog    *backlog      // while measured (lag.go)
+	backlog    *backlog      // while measured (stream_lag.go)
 }
 
 // confirm raises the confirmed LSN to lsn, if it is greater.

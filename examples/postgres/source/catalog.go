@@ -20,12 +20,12 @@ type sourceTable struct {
 	columns    []string          // stored columns, in attribute order (generated columns are not replicated)
 	types      []string          // each column's type, as format_type spells it
 	notNull    []bool            // each column's NOT NULL
-	keys       []int             // the key's columns (identity.go), as indexes into columns, in key order; none: keyless
-	meta       string            // the columns as the snapshot's records describe them (columns.go)
-	defaults   map[string]string // the columns' defaults the records carry, by name (usertypes.go)
-	userTypes  *userTypes        // the user types the columns use (usertypes.go)
+	keys       []int             // the key's columns (catalog_identity.go), as indexes into columns, in key order; none: keyless
+	meta       string            // the columns as the snapshot's records describe them (catalog_columns.go)
+	defaults   map[string]string // the columns' defaults the records carry, by name (catalog_usertypes.go)
+	userTypes  *userTypes        // the user types the columns use (catalog_usertypes.go)
 
-	partitioned bool // a partitioned table, read through its parent (partition.go)
+	partitioned bool // a partitioned table, read through its parent (catalog_partition.go)
 }
 
 // rows is what the snapshot reads the table's rows from: the table ONLY,
@@ -54,7 +54,7 @@ func (t *sourceTable) keyNames() []string {
 type catalog struct {
 	tables    []*sourceTable // sorted by ident
 	byOID     map[uint32]*sourceTable
-	typeNames map[typeKey]string // format_type of each type and modifier asked for (columns.go)
+	typeNames map[typeKey]string // format_type of each type and modifier asked for (catalog_columns.go)
 }
 
 func newCatalog(tables []*sourceTable) catalog {
@@ -84,9 +84,9 @@ func collectionName(schema, name string) string {
 // resolveTables finds the tables the patterns name (table, schema.table,
 // * for every table in public, schema.* for every table in schema) and
 // describes them, sorted by their quoted names. Every table must exist, be
-// readable and have a replica identity (identity.go). A wildcard leaves out
-// the table named by state (the source's own, see statetable.go), and the
-// partitions of the partitioned tables read (partition.go).
+// readable and have a replica identity (catalog_identity.go). A wildcard leaves out
+// the table named by state (the source's own, see engine_state.go), and the
+// partitions of the partitioned tables read (catalog_partition.go).
 func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string, state string) ([]*sourceTable, error) {
 	var oids, named []uint32
 	for _, p := range patterns {
@@ -156,7 +156,7 @@ func matchTables(ctx context.Context, conn *pgx.Conn, p, state string) ([]uint32
 
 // describeTable reads what the catalog says of the table with the given
 // OID, which must be a readable table whose replica identity lets the
-// source tell its rows apart (identity.go).
+// source tell its rows apart (catalog_identity.go).
 func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTable, error) {
 	t := &sourceTable{oid: oid}
 	var id identity
@@ -191,7 +191,7 @@ func describeTable(ctx context.Context, conn *pgx.Conn, oid uint32) (*sourceTabl
 	case !readable:
 		return nil, fmt.Errorf("permission denied: the connection's role may not SELECT from table %s (GRANT SELECT ON %s TO the role)", name, name)
 	case t.partitioned && len(id.primary) == 0:
-		return nil, partitionedWithoutKey(name) // partition.go
+		return nil, partitionedWithoutKey(name) // catalog_partition.go
 	}
 	keys, err := id.keyColumns(name)
 	if err != nil {
@@ -218,5 +218,5 @@ func indexColumns(cond string) string {
 }
 
 // keyless reports whether t's rows have no key: REPLICA IDENTITY FULL
-// without a primary key (identity.go).
+// without a primary key (catalog_identity.go).
 func (t *sourceTable) keyless() bool { return len(t.keys) == 0 }

@@ -1,66 +1,64 @@
-// Package source is the postgres connector's source. It reads a consistent snapshot of its tables (under the snapshot
-// its replication slot exports, in key order, in batches), then
-// streams their changes through logical replication with the built-in
-// pgoutput plugin: inserts, updates and deletes become create, update and
-// delete records, keyed by the primary key (or the replica identity index;
-// a table with REPLICA IDENTITY FULL and no primary key is read in ctid
-// order, its records have no key, see keyless.go), with opencdc.collection set to
-// the table's name (schema.name outside public), which is also the table
-// the destination writes them to. Positions say where the source is (table
-// and key during the snapshot, transaction and change afterwards), so a
-// restart resumes right after the last acknowledged record; acknowledged
-// changes are confirmed to the server, which may then recycle their WAL.
+// Package source is the postgres connector's source. It streams its
+// tables' changes through logical replication with the built-in pgoutput
+// plugin, from the first second, and reads their rows in chunks between
+// those changes: inserts, updates and deletes become create, update and
+// delete records, rows snapshot records, keyed by the primary key (or the
+// replica identity index; a table with REPLICA IDENTITY FULL and no
+// primary key is read by ctid, its records have no key), with
+// opencdc.collection set to the table's name (schema.name outside
+// public), which is also the table the destination writes them to.
 //
-// # Resumed snapshot
+// The files go by concept:
 //
-// A restart from a position of the snapshot reads the rest of it under a
-// fresh snapshot, exported by a temporary replication slot, while
-// replication starts where the first snapshot ended. The fresh snapshot
-// reads only the row versions the first snapshot saw (which transactions
-// it saw is kept in a table of the source database, and every snapshot
-// position names its row's version): the rows unchanged since, under the
-// positions the first snapshot gave them. A row written since comes from
-// replication, which streams its change under the position it always has. So the records of a run
-// restarted anywhere are the records of a run without a restart, by
-// position: an exactly-once destination writes each once. A row changed
-// before the restart, after the resume point, comes as its changes alone
-// (its first snapshot record is gone with the first snapshot); the first
-// update of such a row before the fresh snapshot carries the TOASTed
-// values it left unchanged, read from the table.
+//   - source.go, start.go: the connector, and where a start reads from;
+//   - engine*.go: the snapshot engine, which reads every snapshot (the
+//     first copy, tables added to tables, signals, a lost slot) in chunks
+//     between watermarks, and keeps where its reads stand in
+//     snapshot.stateTable;
+//   - stream*.go: the replication stream and the records of its changes;
+//   - signal.go: Debezium's signal table;
+//   - slot*.go: the replication slot and the publication;
+//   - catalog*.go: the tables read, their columns, types and values;
+//   - position.go, queue.go, acks.go: what a record's position says, how
+//     records reach ReadBatch, and what Conduit has acknowledged.
+//
+// # The snapshot
+//
+// A chunk is the next snapshot.fetchSize rows of a table in key order (a
+// keyless table's: a range of blocks), read in a short transaction of its
+// own, between a low and a high watermark written to the WAL
+// (pg_logical_emit_message), as Netflix's DBLog does: no table lock, no
+// long transaction, and changes interleaved. A change in a chunk's window
+// that the chunk's transaction did not see takes its row out of the chunk
+// (a keyless table's by its old row, as a multiset); the chunk's other
+// rows are emitted at the high watermark, among the changes, so a
+// snapshot record never overwrites a later change of its row. Each row
+// version comes once: a version written after the read began streams,
+// and the chunks leave it out. snapshot.parallelism chunks are read at
+// once, each on a connection of its own.
+//
+// Positions say where the source is: a change's names its transaction,
+// by its commit LSN, and its index within it; a chunk row's names its
+// table, key (or ctid), row version (xmin) and its chunk's high
+// watermark's commit LSN. The slot is not confirmed past the low
+// watermark of a chunk whose rows are not all acknowledged, so a restart
+// streams from before it again and reads its range once more, keeping
+// the versions it read then: the same records under the same positions,
+// which an exactly-once destination skips. Acknowledged changes are
+// confirmed to the server, which may then recycle their WAL.
+//
+// snapshot.mode initial_only has no changes to stream: it copies in
+// chunks without watermarks or a slot, each as its rows are when read.
 //
 // # Signals
 //
 // With signal.table set, rows inserted into that table (Debezium's
 // columns id, type, data; created when missing, added to the publication,
 // never records) are signals, applied when their commit streams
-// (signal.go): execute-snapshot reads the tables it names again the way
-// added tables are read, stop-snapshot ends such a read (reread.go). The
-// state row keeps each table's read and the commit LSN of the last signal
-// applied to it, so a restart goes on with a read and never applies a
-// signal twice.
-//
-// # Tables added while streaming
-//
-// A table added to tables of a source that streams (restarted from a
-// change's position, with snapshot.mode initial) is snapshotted while the
-// changes of every table keep streaming, without a table lock, with
-// watermarks as in DBLog (added.go). The source knows a table is new
-// because the slot's row of snapshot.stateTable does not list it (a row
-// from before the list counts the publication's tables); the table is
-// added to the publication, so its changes stream from then on. It is read
-// in chunks of snapshot.fetchSize rows in key order, each between a low and
-// a high watermark (transactional pg_logical_emit_message messages, which
-// pgoutput delivers with its messages option): a change to a key of the
-// chunk between them removes the key from the chunk, and the chunk's other
-// rows come as snapshot records at the high watermark, among the changes.
-// Row versions whose changes stream (written after the table was added,
-// as a snapshot exported then tells) are left out of every chunk, so no
-// row comes twice. A chunk row's position names its table, key and version
-// and the high watermark's commit LSN. The slot is not confirmed past the
-// low watermark of a chunk whose rows are not all acknowledged, so a
-// restart streams from before it, sees its watermarks and window again and
-// reads its range again, keeping the versions it read then: the same
-// records, under the same positions. The other tables are not read again.
+// (signal.go): execute-snapshot reads the tables it names again,
+// stop-snapshot ends such a read. The state row keeps each table's read
+// and the commit LSN of the last signal applied to it, so a restart goes
+// on with a read and never applies a signal twice.
 //
 // # Lost connections
 //
@@ -70,21 +68,19 @@
 // Open waits for a database that is starting. Streaming changes, it
 // reconnects and starts replication again from the LSN it has confirmed,
 // skipping the changes up to the last one it handed out, which the server
-// sends again: none is lost, none comes twice. During the snapshot, the
-// first or that of tables added to tables (until the source restarts
-// after it), it fails as before, and the restarted source resumes the
-// snapshot.
+// sends again: none is lost, none comes twice. While a snapshot is read,
+// it fails instead, and the restarted source goes on with the snapshot.
 //
 // # Columns and types
 //
 // Every record describes its table's columns in postgres.columns (their
 // types, NOT NULL, key and the defaults a destination can take, see
 // carriedDefault) and, when they use enums, domains or composite types,
-// those types in postgres.types (usertypes.go): as the catalog had them
-// at Open for the snapshot, and when a Relation message arrives for
-// changes. Labels added to an enum reach logical replication as nothing:
-// a row holding a label the types lack makes the source read them again,
-// and that row's record carries the new labels.
+// those types in postgres.types (catalog_usertypes.go): as the catalog had
+// them at Open for snapshot records, and when a Relation message arrives
+// for changes. Labels added to an enum reach logical replication as
+// nothing: a row holding a label the types lack makes the source read them
+// again, and that row's record carries the new labels.
 //
 // # Metrics
 //
@@ -92,11 +88,10 @@
 // source serves its snapshot's progress, per table (schema.name): rows
 // read (connkit_postgres_snapshot_rows_total) and expected (the planner's
 // estimate until the table is read, connkit_postgres_snapshot_rows_estimate),
-// the whole snapshot's ratio and the tables left (of an added table's
-// snapshot too, which counts that table alone); and its replication
-// lag, sampled every second on a connection of its own: in bytes, the
-// server's WAL end less the slot's confirmed LSN (or the first LSN of the
-// oldest transaction not all acknowledged, if earlier), in seconds, how
-// long ago the last change read committed (0 while all is acknowledged),
-// and the slot's confirmed LSN.
+// the whole snapshot's ratio, the tables left and the chunks in flight;
+// and its replication lag, sampled every second on a connection of its
+// own: in bytes, the server's WAL end less the slot's confirmed LSN (or
+// the first LSN of the oldest transaction not all acknowledged, if
+// earlier), in seconds, how long ago the last change read committed (0
+// while all is acknowledged), and the slot's confirmed LSN.
 package source

@@ -20,8 +20,8 @@ import (
 // an execute-snapshot signal names, every table again after a lost slot —
 // in chunks while the changes of every table stream, as DBLog (Netflix,
 // 2020) does: no table lock, and no transaction open longer than one
-// chunk's read (chunk.go). Chunks go between watermarks in the stream
-// (watermark.go), so that a snapshot record never overwrites a later
+// chunk's read (engine_chunk.go). Chunks go between watermarks in the stream
+// (engine_watermark.go), so that a snapshot record never overwrites a later
 // change of its row.
 //
 // Each row version comes once, from the chunks or from the stream. A
@@ -33,7 +33,7 @@ import (
 // joined the publication, whose earlier transactions are left out of the
 // stream instead (tableState.Consistent, chunked).
 //
-// The state row of snapshot.stateTable (state.go) keeps, per table, where
+// The state row of snapshot.stateTable (engine_state.go) keeps, per table, where
 // its read is (the key the next chunk starts after), saved by the engine
 // when it emits a chunk, before the chunk's rows are queued. Without
 // changes to stream (snapshot.mode initial_only) chunks need no
@@ -49,7 +49,7 @@ type engine struct {
 	streamed bool                    // changes stream: chunks go between watermarks; false: snapshot.mode initial_only
 	run      string                  // this Open's ID, which its watermarks carry
 	tables   map[string]*sourceTable // the tables read, by ident
-	state    map[string]tableState   // the state row's tables, by ident (state.go)
+	state    map[string]tableState   // the state row's tables, by ident (engine_state.go)
 	todo     []*sourceTable          // tables whose read is not done, in the order they are read
 
 	started  bool                           // the start marker has come: earlier runs' chunks are replayed

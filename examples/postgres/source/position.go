@@ -11,37 +11,38 @@ import (
 )
 
 // position is where the source is, encoded as JSON in every record's
-// position. During the snapshot it names the table being copied and the
-// text of the last key read in it (tables are copied in name order, rows in
-// key order); during change data capture it names the transaction, by the
-// LSN of its commit record, and the change's index within it. Either way a
-// restart resumes right after the record. A row of a table added while the
-// source streamed (added.go) has both: its table, key and version, and the
-// commit LSN of the high watermark at which its chunk was emitted.
+// position. A change's names its transaction, by the LSN of its commit
+// record, and the change's index within it. A chunk row's (engine.go)
+// names its table, key and version, and the commit LSN of the high
+// watermark at which its chunk was emitted. Either way a restart resumes
+// right after the record. A copy without changes (snapshot.mode
+// initial_only) names the table and key alone, as did the snapshot of
+// earlier versions, read in one transaction.
 type position struct {
 	Table string   `json:"table,omitempty"` // snapshot: the table, schema-qualified
 	Key   []string `json:"key,omitempty"`   // snapshot: the key's columns as text, in key order
 	// CTID is, in the snapshot of a keyless table, the row's ctid ("(block,offset)"),
-	// in place of a key: the table is read in ctid order (keyless.go).
+	// in place of a key: the table is read in ctid order (engine_chunk.go).
 	CTID string `json:"ctid,omitempty"`
 	// Version is, in the snapshot, the row version read (its xmin): a row
 	// read again unchanged after a restart has the same position, so an
 	// exactly-once destination skips it, and a row changed meanwhile a
 	// new one, so that its new version is written.
 	Version string `json:"v,omitempty"`
-	LSN     string `json:"lsn,omitempty"` // CDC and added tables: the commit LSN of the transaction
+	LSN     string `json:"lsn,omitempty"` // the commit LSN of the change's transaction, or of the chunk's high watermark
 	Index   int    `json:"i,omitempty"`   // CDC: the change's index in the transaction, from 0
 }
 
-// snapshotPrefix starts every position that names a table: the
-// snapshot's and the added tables'.
+// snapshotPrefix starts every position that names a table: a chunk
+// row's.
 var snapshotPrefix = []byte(`{"table"`)
 
-// snapshot reports whether p is a position of the first snapshot.
+// snapshot reports whether p is a position of a copy without changes.
 func (p position) snapshot() bool { return p.Table != "" && p.LSN == "" }
 
-// added reports whether p is a position of an added table's snapshot.
-func (p position) added() bool { return p.Table != "" && p.LSN != "" }
+// inChunk reports whether p is a position of a chunk read between
+// watermarks.
+func (p position) inChunk() bool { return p.Table != "" && p.LSN != "" }
 
 // bytes encodes p as encoding/json would, but several times faster: every
 // record gets a position.

@@ -23,7 +23,7 @@ import (
 // ends such a read.
 //
 // A signal is applied when its transaction's commit comes in the stream,
-// to the state row of snapshot.stateTable (statetable.go) before anything
+// to the state row of snapshot.stateTable (engine_state.go) before anything
 // after it is confirmed, so a restart finds it there (a read in progress
 // goes on from where it was) or streams it again. Each table's state keeps
 // the commit LSN of the last signal applied to it (tableState.Signal): a

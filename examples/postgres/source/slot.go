@@ -21,7 +21,7 @@ var slotWait = 10 * time.Second
 type slotInfo struct {
 	exists    bool
 	confirmed pglogrepl.LSN // confirmed_flush_lsn
-	health    slotHealth    // whether the server still keeps the slot's WAL (lostslot.go)
+	health    slotHealth    // whether the server still keeps the slot's WAL (slot.go)
 }
 
 // lockSlot acquires a session-level advisory lock named after the slot on
@@ -167,9 +167,8 @@ func dropReplication(ctx context.Context, conn *pgx.Conn, slot, publication stri
 // invalidates a slot that falls more than max_slot_wal_keep_size behind
 // (wal_status lost), and someone may drop it. The changes since the
 // position Conduit stored are then gone. With snapshot.mode when_needed
-// the source starts again from a new slot and snapshots every table in
-// watermark chunks while the changes stream, as it does for added tables
-// (added.go); otherwise Open fails with an error that says what happened
+// the source starts again from a new slot and snapshots every table, as
+// at its first start (start.go); otherwise Open fails with an error that says what happened
 // and what to do, rather than PostgreSQL's error when replication starts,
 // which Conduit would retry forever.
 
@@ -293,7 +292,7 @@ func (s *Source) createSlotExporting(ctx context.Context) (exportedSnapshot, err
 // exports a snapshot, reads which transactions it sees, and drops the
 // slot, which would keep WAL. purpose says, in an error, what the
 // snapshot is for: an added table's chunks leave out the row versions it
-// did not see (versions.go).
+// did not see (engine_versions.go).
 func (s *Source) exportSnapshot(ctx context.Context, tmp, purpose string) (exportedSnapshot, error) {
 	created, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, tmp, "pgoutput",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, Temporary: true, SnapshotAction: "EXPORT_SNAPSHOT"})

@@ -19,18 +19,18 @@ import (
 // replication with the pgoutput plugin. See the package documentation.
 //
 // Open finds where reading starts (start.go) and launches the reading
-// goroutine, which streams changes (stream.go, replicator.go) while the
+// goroutine, which streams changes (stream.go, stream_replicator.go) while the
 // snapshot engine reads the tables in chunks between them (engine.go),
 // into the queue that Read takes records from. Ack confirms what Conduit
 // has processed (acks.go).
 type Source struct {
 	cfg            Config
-	stateIdent     string        // snapshot.stateTable, quoted (state.go)
+	stateIdent     string        // snapshot.stateTable, quoted (engine_state.go)
 	statusInterval time.Duration // see the package variable
 
 	conn    *pgx.Conn      // the catalog, the state row, the slot's lock
 	repl    *pgconn.PgConn // replication connection
-	lost    pg.Outage      // a lost connection that the reader is reconnecting after (reconnect.go)
+	lost    pg.Outage      // a lost connection that the reader is reconnecting after (stream_reconnect.go)
 	catalog catalog        // the tables read
 	signals *signals       // signal.table; nil: no signals (signal.go)
 
@@ -89,7 +89,7 @@ func (s *Source) Open(ctx context.Context, from sdk.Position) error {
 }
 
 // prepare connects, checks the server and the tables, finds the tables
-// added since the slot's snapshots (added.go), creates the publication or
+// added since the slot's snapshots (engine.go), creates the publication or
 // adds the tables it lacks, claims the slot and opens the replication
 // connection. It returns the slot as it was.
 func (s *Source) prepare(ctx context.Context, from sdk.Position, pos position) (slotInfo, error) {

@@ -26,7 +26,7 @@ type streamFrom struct {
 }
 
 // stream reads changes through logical replication from s.from.lsn (or
-// where the slot is) until ctx ends (replicator.go).
+// where the slot is) until ctx ends (stream_replicator.go).
 func (s *Source) stream(ctx context.Context) error {
 	if err := s.startReplication(ctx); err != nil {
 		return err
@@ -42,7 +42,7 @@ func (s *Source) stream(ctx context.Context) error {
 func (s *Source) startReplication(ctx context.Context) error {
 	args := []string{"proto_version '1'", "publication_names '" + s.cfg.Publication.Name + "'"}
 	if s.engine != nil {
-		args = append(args, "messages 'true'") // the snapshot's watermarks (watermark.go)
+		args = append(args, "messages 'true'") // the snapshot's watermarks (engine_watermark.go)
 	}
 	err := pglogrepl.StartReplication(ctx, s.repl, s.cfg.Slot.Name, s.from.lsn, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,

@@ -19,7 +19,7 @@ import (
 // its own by a goroutine of its own on a connection of the engine's
 // (engine.go). A table with a key is read in key order, fetchSize rows a
 // chunk; a keyless table (REPLICA IDENTITY FULL without a primary key,
-// identity.go) in ranges of blocks, `WHERE ctid > after AND ctid <=
+// catalog_identity.go) in ranges of blocks, `WHERE ctid > after AND ctid <=
 // '(end,0)'`, which PostgreSQL 14 and later answer with a TID range scan.
 // While changes stream, the reader writes a low watermark before its
 // transaction and a high one after it, in the order the chunks were

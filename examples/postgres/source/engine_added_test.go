@@ -177,7 +177,7 @@ func checkAdded(t *testing.T, recs []sdk.Record) (snapshots int) {
 			t.Fatalf("a snapshot record of %s after the restart: %s", r.Metadata["opencdc.collection"], r.Position)
 		}
 		p, err := parsePosition(r.Position)
-		if err != nil || !p.added() {
+		if err != nil || !p.inChunk() {
 			t.Fatalf("position %s of an added table's row: %v", r.Position, err)
 		}
 		snapshots++

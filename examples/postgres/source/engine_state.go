@@ -28,7 +28,7 @@ type tableState struct {
 	// Seen is which transactions the snapshot the table's read is against
 	// saw (txid_snapshot's text): a row version it did not see was written
 	// by a transaction whose changes stream, so the table's chunks leave
-	// it out (versions.go).
+	// it out (engine_versions.go).
 	Seen string `json:"seen,omitempty"`
 	// Consistent is that snapshot's consistent point: the changes of a
 	// transaction that commits before it are left out of the stream, the

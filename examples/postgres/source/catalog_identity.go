@@ -13,7 +13,7 @@ import "fmt"
 //     every delete carries;
 //   - REPLICA IDENTITY FULL without a primary key: no key at all; records
 //     carry no key and updates and deletes the whole old row, which
-//     pgoutput sends (keyless.go);
+//     pgoutput sends (engine_chunk.go);
 //   - DEFAULT without a primary key, or NOTHING: refused. PostgreSQL
 //     refuses UPDATE and DELETE on such a table once a publication
 //     publishes them, so the table is never added to the publication.

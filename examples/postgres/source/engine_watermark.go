@@ -218,7 +218,7 @@ func (e *engine) replayHigh(ctx context.Context, r *replicator, w watermark) err
 		return fmt.Errorf("watermark of table %s: %w", w.Table, err)
 	}
 	sp := span{after: w.After, upto: w.Last}
-	if skip.added() && skip.lsn() == r.commitLSN && skip.Table == w.Table {
+	if skip.inChunk() && skip.lsn() == r.commitLSN && skip.Table == w.Table {
 		sp.after = skip.after() // the rows up to this one are acknowledged
 	}
 	seen, err := e.seen(win.table)

@@ -18,11 +18,11 @@ type relation struct {
 	table *sourceTable // nil: a table the source does not read
 	names []string
 	oids  []uint32
-	keys  []string          // the key's column names (identity.go); none: keyless
+	keys  []string          // the key's column names (catalog_identity.go); none: keyless
 	read  []int             // where in its tuples each column a chunk reads is (sourceTable.columns); -1: not there
-	meta  string            // the columns as its records describe them (columns.go)
+	meta  string            // the columns as its records describe them (catalog_columns.go)
 	was   map[string]string // the columns renamed while streaming: new name → first name
-	types *userTypes        // the user types its columns use (usertypes.go)
+	types *userTypes        // the user types its columns use (catalog_usertypes.go)
 }
 
 // newRelation describes the table of a Relation message m; prev is the
@@ -34,7 +34,7 @@ func (r *replicator) newRelation(ctx context.Context, m *pglogrepl.RelationMessa
 		rel.oids = append(rel.oids, c.DataType)
 	}
 	if rel.table == nil {
-		return rel, r.s.checkNotAncestor(ctx, m.RelationID) // partition.go
+		return rel, r.s.checkNotAncestor(ctx, m.RelationID) // catalog_partition.go
 	}
 	rel.keys = rel.table.keyNames()
 	for _, c := range rel.table.columns {

@@ -23,7 +23,7 @@ type publication struct {
 
 // ensurePublication creates the publication for the tables, or adds to an
 // existing one the tables it lacks. With a partitioned table among them,
-// the publication publishes via the partition root (partition.go); an
+// the publication publishes via the partition root (catalog_partition.go); an
 // existing one that does not is changed to, before tables are added, so
 // that no change of a partition comes under its own name once its parent
 // is published. Every table must then be published under its own name.

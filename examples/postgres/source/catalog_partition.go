@@ -15,13 +15,13 @@ import (
 // the parent's key order (PostgreSQL requires the partition key in the
 // primary key, so the parent's key is unique across partitions); the
 // publication publishes the partitions' changes under the parent's
-// relation (publish_via_partition_root, publication.go), so that a
+// relation (publish_via_partition_root, slot_publication.go), so that a
 // record names the parent whichever partition holds its row, also a
 // partition attached later. A partition named by itself is an ordinary
 // table.
 
 // partitionedWithoutKey is the error for a partitioned table without a
-// primary key: the source reads a table without one by ctid (keyless.go),
+// primary key: the source reads a table without one by ctid (engine_chunk.go),
 // which is a place in one partition, not a row's identity across them.
 func partitionedWithoutKey(name string) error {
 	return fmt.Errorf("partitioned table %s has no primary key: the source reads a partitioned table in key order, and a row's place (ctid) does not tell rows of different partitions apart; add one, with the partition key's columns (ALTER TABLE %s ADD PRIMARY KEY (...)), or name its partitions in parameter \"tables\" instead, each with REPLICA IDENTITY FULL or a primary key", name, name)

@@ -122,7 +122,7 @@ func (r *replicator) received(ctx context.Context, msg pgproto3.BackendMessage) 
 }
 
 // handle decodes one pgoutput message. The snapshot engine sees every
-// message first (watermark.go).
+// message first (engine_watermark.go).
 func (r *replicator) handle(ctx context.Context, data []byte) error {
 	msg, err := pglogrepl.Parse(data)
 	if err != nil {
@@ -236,7 +236,7 @@ func (r *replicator) relation(id uint32) *relation {
 
 // emits reports whether the transaction's next change, to rel, becomes a
 // record: not if it was acked before a restart, or if its table's chunks
-// carry it (versions.go).
+// carry it (engine_versions.go).
 func (r *replicator) emits(rel *relation) bool {
 	return r.index > r.skip && !r.s.engine.chunked(rel.table, r.commitLSN)
 }
