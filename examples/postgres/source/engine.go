@@ -143,7 +143,7 @@ func (e *engine) busy() bool {
 // fill plans chunks and starts reading them, up to snapshot.parallelism in
 // flight.
 func (e *engine) fill(ctx context.Context) error {
-	defer e.src.metrics.snapshotChunks.Set(float64(len(e.inflight)))
+	defer func() { e.src.metrics.snapshotChunks.Set(float64(len(e.inflight))) }()
 	for len(e.inflight) < e.src.cfg.Snapshot.Parallelism {
 		c, err := e.plan(ctx)
 		if c == nil || err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestSourceMetrics: the snapshot's progress per table reaches its rows
-// and 100%; replication lag, in bytes and seconds, rises while changes
+// and 100%, a chunk in flight while it is read; replication lag, in bytes and seconds, rises while changes
 // wait for Conduit and returns to 0 once they are acknowledged.
 func TestSourceMetrics(t *testing.T) {
 	is := is.New(t)
@@ -33,6 +33,8 @@ func TestSourceMetrics(t *testing.T) {
 
 	// The planner's estimate of a table not yet read, without ANALYZE.
 	is.True(metricstest.Eventually(t, address, "set", func(v float64) bool { return v > 0 }, "connkit_postgres_snapshot_rows_estimate", "table=public.a") > 0)
+	// The second chunk is read while the first waits to be taken.
+	metricstest.Eventually(t, address, "1", func(v float64) bool { return v == 1 }, "connkit_postgres_snapshot_chunks_in_flight")
 	snap := readN(t, s, 3200)
 	ackAll(t, s, snap)
 	metricstest.Eventually(t, address, "1", func(v float64) bool { return v == 1 }, "connkit_postgres_snapshot_progress_ratio")
@@ -41,6 +43,7 @@ func TestSourceMetrics(t *testing.T) {
 		is.Equal(metricstest.Sample(t, address, "connkit_postgres_snapshot_rows_estimate", "table="+table), rows)
 	}
 	is.Equal(metricstest.Sample(t, address, "connkit_postgres_snapshot_tables_remaining"), 0.0)
+	is.Equal(metricstest.Sample(t, address, "connkit_postgres_snapshot_chunks_in_flight"), 0.0)
 
 	// A burst the source holds without Conduit acknowledging it.
 	pgtest.Exec(t, conn, `INSERT INTO a SELECT i, repeat('y', 200) FROM generate_series(10001, 30000) i`)
