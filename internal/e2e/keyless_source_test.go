@@ -118,7 +118,7 @@ func checkKeylessLogged(t *testing.T, lines []string) {
 // after the last row acknowledged (by ctid), and the copy holds every row
 // four times, none more.
 func TestConduitPostgresKeylessSnapshotResumed(t *testing.T) {
-	const rows, distinct = 60000, 15000
+	const rows, distinct = 240000, 60000
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
 			is := is.New(t)
@@ -153,7 +153,7 @@ func (cr *crash) resumedSnapshot() bool {
 	logs, _ := filepath.Glob(filepath.Join(cr.dir, "conduit*.log"))
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
-		if strings.Contains(string(b), "resuming the snapshot after") {
+		if strings.Contains(string(b), "going on with the snapshot after") {
 			return true
 		}
 	}

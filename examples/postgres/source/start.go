@@ -94,6 +94,9 @@ func (s *Source) resumeStreaming(ctx context.Context, pos position, slot slotInf
 		if err != nil {
 			return err
 		}
+		if reading {
+			sdk.Logger(ctx).Info("postgres: going on with the snapshot after " + string(pos.bytes()) + ": chunks not all acknowledged are read again under the positions their rows had, then the next ones")
+		}
 		switch {
 		case !reading && s.signals == nil:
 			s.engine = nil
