@@ -243,8 +243,9 @@ func (e *engine) span(ctx context.Context, t *sourceTable, after []string) (span
 
 // finish hands on c's rows, read at lsn (0: without watermarks), with
 // keepAlive called while they wait to be queued, and notes how far its
-// table is read. The next chunks are read while these are handed on. A
-// chunk of a read that a signal stopped or started over emits nothing.
+// table is read. The next chunk is read once they are queued, while they
+// are handed on: read sooner, its rows would wait longer. A chunk of a
+// read that a signal stopped or started over emits nothing.
 func (e *engine) finish(ctx context.Context, c *chunk, lsn pglogrepl.LSN, keepAlive func() error) error {
 	var recs []sdk.Record
 	if st := e.state[c.table.ident]; !st.Done && st.Signal == c.read {
@@ -260,14 +261,11 @@ func (e *engine) finish(ctx context.Context, c *chunk, lsn pglogrepl.LSN, keepAl
 			return err
 		}
 	}
-	if err := e.fill(ctx); err != nil {
-		return err
-	}
 	if err := e.queue(ctx, recs, keepAlive); err != nil {
 		return err
 	}
 	e.releaseAfterQueued(c.pin)
-	return nil
+	return e.fill(ctx)
 }
 
 // advance notes, and while changes stream saves, where c's table's read

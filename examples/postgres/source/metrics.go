@@ -30,7 +30,7 @@ func newSourceMetrics(ctx context.Context) sourceMetrics {
 		snapshotEstimate:  metrics.NewGauge(ctx, "postgres_snapshot_rows_estimate", "The rows the snapshot is expected to read, by table: the planner's estimate until the table is read, then the rows read.", "table"),
 		snapshotProgress:  metrics.NewGauge(ctx, "postgres_snapshot_progress_ratio", "How much of the snapshot is read, from 0 to 1: rows read over rows expected, over every table, short of 1 until it is done."),
 		snapshotRemaining: metrics.NewGauge(ctx, "postgres_snapshot_tables_remaining", "Tables the snapshot has yet to finish reading."),
-		snapshotChunks:    metrics.NewGauge(ctx, "postgres_snapshot_chunks_in_flight", "Chunks of the snapshot being read or waiting for their high watermark: at most snapshot.parallelism."),
+		snapshotChunks:    metrics.NewGauge(ctx, "postgres_snapshot_chunks_in_flight", "Chunks of the snapshot planned and not yet handed on: being read, or waiting for their high watermark: at most snapshot.parallelism."),
 		lagBytes:          metrics.NewGauge(ctx, "postgres_replication_lag_bytes", "WAL the server has written beyond the replication slot's confirmed LSN: what it keeps for this source."),
 		lagSeconds:        metrics.NewGauge(ctx, "postgres_replication_lag_seconds", "How long ago the transaction of the last change the source read committed; 0 while every change read is acknowledged."),
 		confirmedLSN:      metrics.NewGauge(ctx, "postgres_slot_confirmed_lsn", "The replication slot's confirmed LSN, as a number: the server may recycle the WAL before it."),

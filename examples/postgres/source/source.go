@@ -51,8 +51,11 @@ func New(cfg Config) (*Source, error) {
 	if _, err := pgx.ParseConfig(cfg.URL); err != nil {
 		return nil, fmt.Errorf(`parameter "url": %s`, pg.Redact(err, cfg.URL))
 	}
-	// A config built in Go rather than from parameters may leave it empty.
+	// A config built in Go rather than from parameters may leave these
+	// unset: they take their parameters' defaults.
 	cfg.Snapshot.StateTable = cmp.Or(cfg.Snapshot.StateTable, "connkit_snapshots")
+	cfg.Snapshot.FetchSize = cmp.Or(max(cfg.Snapshot.FetchSize, 0), 10000)
+	cfg.Snapshot.Parallelism = cmp.Or(max(cfg.Snapshot.Parallelism, 0), 1)
 	state, err := stateTable(cfg.Snapshot.StateTable)
 	if err != nil {
 		return nil, err
