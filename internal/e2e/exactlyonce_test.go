@@ -304,11 +304,11 @@ func TestExactlyOncePostgresSource(t *testing.T) {
 				cr.waitFor(`SELECT count(DISTINCT id) FROM items WHERE id <= `+fmt.Sprint(snapshot), snapshot)
 				// Killed again as soon as changes arrive after the snapshot,
 				// once Conduit has stored a position: it stores them about
-				// once a second, so it restarts from a position of the
-				// snapshot after changes were delivered, most times. (Had
-				// it stored none, the source would start over with a new
-				// slot, and rows that came as changes would come again in
-				// the new snapshot, under positions of their own.)
+				// once a second, so it restarts from a position of a chunk
+				// after changes were delivered, most times. (Had it stored
+				// none, the source would start over with a new slot, and
+				// rows that came as changes would come again in the new
+				// snapshot, under positions of their own.)
 				cr.waitPersisted("e2e:source")
 				cr.waitFor(`SELECT count(*) FROM items WHERE id > `+fmt.Sprint(snapshot), 1)
 				cr.killConduit()
@@ -319,7 +319,7 @@ func TestExactlyOncePostgresSource(t *testing.T) {
 				}
 				last += 100
 				cr.waitFor(`SELECT count(DISTINCT id) FROM items`, int64(last))
-				t.Logf("restarted from a position of the snapshot after changes were delivered: %v", strings.Contains(cr.c.Log(), "postgres: resuming the snapshot"))
+				t.Logf("went on with the snapshot after a restart: %v", strings.Contains(cr.c.Log(), "postgres: going on with the snapshot"))
 				// Changes in transactions of 100 rows, while the destination
 				// is killed.
 				if err := insertItems(t.Context(), src, last+1, changes, 100); err != nil {

@@ -21,8 +21,8 @@ import (
 // with IS NOT DISTINCT FROM, so that NULLs match. Of rows that are exact
 // duplicates, one is changed. An update whose old row is not there
 // inserts its new row, as an upsert does for a keyed record: a postgres
-// source's resumed snapshot leaves a row changed since the snapshot began
-// to its changes, so the update is all the destination gets of it. A
+// source leaves a row changed before its chunk is read to its changes,
+// so the update is all the destination gets of it. A
 // delete whose old row is not there changes nothing. Both are logged and
 // counted, and acknowledged. A record replayed after a crash (at least
 // once) is such a record, unless a duplicate of its row is left; the

@@ -47,11 +47,13 @@ type chunk struct {
 
 // span is a range of a table's rows: those after the key after (a
 // keyless table's: the ctid; nil: from the start) up to and including the
-// key upto (nil: no bound), at most limit (0: no limit).
+// key upto (nil: no bound), at most limit (0: no limit). A span read up
+// to a limit ends where its read ends; one without a limit is set in
+// advance, and last says whether it reaches the end of the table's read.
 type span struct {
 	after, upto []string
 	limit       int
-	last        bool // a keyless span: it reaches the table's last block
+	last        bool
 }
 
 // change is a change to a chunk's table that streamed while the chunk was

@@ -20,8 +20,8 @@ import (
 // has is skipped), and fails the test on a record that would put a row
 // there twice: a row created, read or moved to a key that it already
 // holds. An update of a row it does not hold puts the row there (an
-// upsert): a row changed between the first snapshot and a resumed one,
-// after the resume point, comes as its changes alone. A delete of a row it
+// upsert): a row changed before its chunk is read comes as its changes
+// alone. A delete of a row it
 // does not hold is a no-op: the source cannot know which records in
 // flight before a restart reached the destination.
 type copyModel struct {

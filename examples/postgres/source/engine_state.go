@@ -16,7 +16,7 @@ import (
 // emits each chunk (engine.go), and which tables the slot's snapshots
 // covered, so that a table added to tables later is read. Its snapshot
 // column has the transactions running when the row was written first (as
-// txid_snapshot's text): about when the slot's first snapshot was taken.
+// txid_snapshot's text): about when the slot's snapshot was taken.
 
 // tableState is a table's entry in the `tables` column of the state row.
 type tableState struct {
