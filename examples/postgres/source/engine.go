@@ -315,21 +315,27 @@ func (e *engine) copyAll(ctx context.Context) error {
 		return err
 	}
 	for len(e.inflight) > 0 {
-		c := e.inflight[0]
-		e.inflight = e.inflight[1:]
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if c.err != nil {
-			return c.err
+		c, err := e.oldest(ctx)
+		if err != nil {
+			return err
 		}
 		if err := e.finish(ctx, c, 0, nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// oldest takes the oldest chunk in flight once its reader has returned.
+func (e *engine) oldest(ctx context.Context) (*chunk, error) {
+	c := e.inflight[0]
+	e.inflight = e.inflight[1:]
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c, c.err
 }
 
 // readers are the goroutines that read chunks, one a chunk, and their

@@ -171,15 +171,9 @@ func (e *engine) emit(ctx context.Context, r *replicator, w watermark) error {
 	if len(e.inflight) == 0 || e.inflight[0].seq != w.Seq {
 		return nil
 	}
-	c := e.inflight[0]
-	e.inflight = e.inflight[1:]
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if c.err != nil {
-		return c.err
+	c, err := e.oldest(ctx)
+	if err != nil {
+		return err
 	}
 	if err := r.queuePending(ctx); err != nil {
 		return err
