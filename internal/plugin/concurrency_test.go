@@ -384,6 +384,46 @@ func TestLimiterBacksOffASinkThatDegrades(t *testing.T) {
 	}
 }
 
+// TestLimiterLeavesACliff: a sink that serves up to ten connections in
+// 20 ms and collapses past them (its listen backlog overflowing, its
+// clients waiting a second to try again): then its Writes take 200 ms to
+// 1 s, and no more than eight are in flight whatever the limit, as the
+// records to write run short. The limit climbs to the cliff, comes down
+// to the best limit below it at once, whether the Writes fill the limit
+// or not, and tries the cliff again ever more rarely: over 400 windows it
+// stays at 8 to 10 but for a few, and delivers at least 0.8x the records
+// a second of ten Writes.
+func TestLimiterLeavesACliff(t *testing.T) {
+	l := newLimiter(Concurrency{Max: 32, Adaptive: true})
+	i := 0
+	var limits []int
+	rate := 0.0
+	for range 400 {
+		n := l.current()
+		inFlight, took := n, func() time.Duration { return 20 * time.Millisecond }
+		if n > 10 {
+			inFlight, took = min(n, 8), func() time.Duration { i++; return time.Duration(200+800*(i%2)) * time.Millisecond }
+		}
+		began := sinkClock
+		for range windowWrites * n {
+			d := took()
+			sinkClock = sinkClock.Add(d / time.Duration(inFlight))
+			l.ended(10, d, sinkClock, true, false)
+		}
+		rate += float64(windowWrites*n*10) / sinkClock.Sub(began).Seconds() / 400
+		limits = append(limits, l.current())
+	}
+	off := 0
+	for _, n := range limits[20:] {
+		if n < 8 || n > 10 {
+			off++
+		}
+	}
+	if off > 10 || rate < 0.8*5000 {
+		t.Fatalf("limits %v: %d windows off 8 to 10, %.0f records a second, expected at most 10 and at least 4000", limits, off, rate)
+	}
+}
+
 // TestLimiterKeepsWritesThatPay: against a sink whose Writes all slow
 // down as more share it (a database whose Writes contend for two CPUs,
 // as the universal scalability law has it: n in flight bring
