@@ -28,7 +28,10 @@ type httpSetup struct {
 	sinks            []sink // the kinds of server measured against
 	maxConcurrent    int    // the limit server's: the most requests in flight it takes
 	workers          int    // the queueing and dropping servers': requests served together
-	backlog          int    // the dropping server's listen backlog
+	backlog          int    // the dropping and threaded servers' listen backlog
+	acceptCost       time.Duration
+	slowing          time.Duration
+	settings         []string // the sdk.write.concurrency settings measured against each server
 }
 
 // httpCell is one pipeline of httpMode: the http destination with a
@@ -94,10 +97,13 @@ func httpMode(ctx context.Context, args []string) error {
 	cf.define(fs, "default")
 	fs.DurationVar(&set.latency, "latency", 20*time.Millisecond, "how long the server takes to answer each request")
 	fs.IntVar(&set.batch, "batch", 10, "sdk.batch.size of the destination: records per request")
-	sinkNames := fs.String("sinks", "plain,limit,queueing,dropping", "comma-separated kinds of server to measure against: plain (auto and 1), limit (auto; see -max-concurrent), queueing and dropping (1, -workers and auto; see -workers and -backlog)")
+	sinkNames := fs.String("sinks", "plain,limit,queueing,dropping,threaded,slowing", "comma-separated kinds of server to measure against: plain, limit (see -max-concurrent), queueing and dropping (see -workers and -backlog), threaded (see -backlog and -accept-cost), slowing (see -slowing)")
+	settings := fs.String("concurrencies", "1,2,4,8,auto", "comma-separated sdk.write.concurrency settings measured against each server: numbers, and auto")
+	fs.DurationVar(&set.acceptCost, "accept-cost", 2*time.Millisecond, "how long the threaded server takes to accept a connection (its thread's start)")
+	fs.DurationVar(&set.slowing, "slowing", 5*time.Millisecond, "how much longer the slowing server answers for each request in flight")
 	fs.IntVar(&set.maxConcurrent, "max-concurrent", 4, "the limit server refuses with 429 a request that would make more than this many in flight; 0 leaves its cell out")
 	fs.IntVar(&set.workers, "workers", 4, "requests the queueing and dropping servers serve together, also the sdk.write.concurrency measured against them between 1 and auto")
-	fs.IntVar(&set.backlog, "backlog", 5, "the dropping server's listen backlog")
+	fs.IntVar(&set.backlog, "backlog", 5, "the dropping and threaded servers' listen backlog")
 	fs.Float64Var(&set.rate, "rate", 0, "records per second the generator makes; 0: as fast as it can")
 	fs.DurationVar(&set.warmup, "warmup", 3*time.Second, "time after the first record that a cell leaves out of its measurement")
 	fs.DurationVar(&set.duration, "duration", 10*time.Second, "measurement window of a cell")
@@ -127,6 +133,9 @@ func httpMode(ctx context.Context, args []string) error {
 		return errors.New("-rate: expected 0 (as fast as it can) or more")
 	}
 	if set.sinks, err = parseSinks(*sinkNames); err != nil {
+		return err
+	}
+	if set.settings, err = parseConcurrencies(*settings); err != nil {
 		return err
 	}
 
@@ -377,13 +386,18 @@ func httpReport(release string, cells []*httpCell, engines []string, set httpSet
 		}
 		t.WriteString(set.describe(k) + "\n\n")
 		head := "| engine | sdk.write.concurrency | rows/s | mean | × 1 | mean Write | limit (in flight) | requests | refused | max in flight |"
-		if k == sinkDropping {
+		if k == sinkDropping || k == sinkThreaded {
 			head += " listen overflows |"
 		}
 		writeTableHead(&t, head+" records: Conduit / server | duplicates | acks in order |")
 		for _, c := range cells[i:] {
 			if c.sink == k {
 				writeHTTPRow(&t, c, baseline(cells, c))
+			}
+		}
+		for _, e := range engines {
+			if line := autoAgainstBest(cells, e, k); line != "" {
+				t.WriteString("\n" + line + "\n")
 			}
 		}
 	}
@@ -431,7 +445,7 @@ func writeHTTPRow(t *strings.Builder, c, b *httpCell) {
 	}
 	s := c.served
 	fmt.Fprintf(t, " %s | %.1f%% | %d |", thousands(float64(s.requests)), 100*s.refusedShare(), s.maxInFlight)
-	if c.sink == sinkDropping {
+	if c.sink == sinkDropping || c.sink == sinkThreaded {
 		if c.overflows >= 0 {
 			fmt.Fprintf(t, " %s |", thousands(float64(c.overflows)))
 		} else {
@@ -448,4 +462,34 @@ func writeHTTPRow(t *strings.Builder, c, b *httpCell) {
 	} else {
 		fmt.Fprintf(t, " no: %s |\n", why)
 	}
+}
+
+// autoAgainstBest says how the auto cell of engine e against server k
+// did beside the best cell with a fixed sdk.write.concurrency (the most
+// rows/s): its rows/s and mean Write over that cell's, and over the cell
+// of one Write at a time; empty without both.
+func autoAgainstBest(cells []*httpCell, e string, k sink) string {
+	var auto, best, one *httpCell
+	for _, c := range cells {
+		switch {
+		case c.engine != e || c.sink != k || c.err != nil:
+		case c.concurrency == "auto":
+			auto = c
+		case best == nil || c.rate() > best.rate():
+			best = c
+		}
+		if c.engine == e && c.sink == k && c.err == nil && c.concurrency == "1" {
+			one = c
+		}
+	}
+	if auto == nil || best == nil || auto.meanWrite <= 0 || best.meanWrite <= 0 {
+		return ""
+	}
+	rate, write := auto.rate()/best.rate(), auto.meanWrite/best.meanWrite
+	met := rate >= 0.8 && write <= 1.5 && (one == nil || auto.rate() >= one.rate())
+	line := fmt.Sprintf("%s engine, auto against the best fixed setting (%s, %s rows/s, Write %s): %.2fx its rows/s at %.2fx its mean Write", e, best.concurrency, thousands(best.rate()), millis(best.meanWrite), rate, write)
+	if one != nil {
+		line += fmt.Sprintf(", %.2fx one Write at a time", auto.rate()/one.rate())
+	}
+	return line + fmt.Sprintf("; at least 0.8x at most 1.5x, and at least one Write's: %s.", map[bool]string{true: "yes", false: "no"}[met])
 }

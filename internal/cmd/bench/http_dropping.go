@@ -28,6 +28,11 @@ import (
 type droppingServer struct {
 	ln       net.Listener
 	h        http.Handler
+	// threaded: one accepting loop, each connection served on a
+	// goroutine of its own, as a server with a thread for each does, and
+	// each accept costing acceptCost first, a thread's start.
+	threaded   bool
+	acceptCost time.Duration
 	ctx      context.Context // ends with the server: the requests still served, and their connections
 	cancel   context.CancelFunc
 	workers  sync.WaitGroup
@@ -47,6 +52,23 @@ func serveDropping(h http.Handler, workers, backlog int) (*droppingServer, error
 	for range workers {
 		d.workers.Go(d.work)
 	}
+	return d, nil
+}
+
+// serveThreaded serves h on a loopback port the kernel picks as a server
+// with a thread for each connection does: one loop accepts connections,
+// each at acceptCost (starting its thread), and serves each on a
+// goroutine of its own, behind a listen backlog of backlog connections.
+// It keeps up while connections come slower than one each acceptCost;
+// past that its backlog fills, the kernel drops SYNs and its clients
+// wait a second to try again: it collapses.
+func serveThreaded(h http.Handler, backlog int, acceptCost time.Duration) (*droppingServer, error) {
+	d, err := serveDropping(h, 0, backlog)
+	if err != nil {
+		return nil, err
+	}
+	d.threaded, d.acceptCost = true, acceptCost
+	d.workers.Go(d.work)
 	return d, nil
 }
 
@@ -87,7 +109,12 @@ func (d *droppingServer) work() {
 			continue
 		}
 		d.accepted.Add(1)
-		d.serve(conn)
+		if !d.threaded {
+			d.serve(conn)
+			continue
+		}
+		time.Sleep(d.acceptCost)
+		d.workers.Go(func() { d.serve(conn) })
 	}
 }
 

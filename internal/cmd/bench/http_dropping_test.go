@@ -113,3 +113,71 @@ func TestDroppingServerCloseEndsWhatIsLeft(t *testing.T) {
 	<-closed
 	is.Equal(srv.stats(), sinkStats{requests: 1, maxInFlight: 1})
 }
+
+// The threaded server serves every connection on a goroutine of its own,
+// but accepts one only each acceptCost: 20 clients connecting together,
+// behind a backlog of 5, accepted 100 ms apart, overflow its backlog and
+// some connect only when their SYN is sent again, a second later; served
+// together, the most in flight is more than one. (Real time: about 2 s.)
+func TestThreadedServerCollapsesPastItsAcceptRate(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("dropped SYNs and their 1 s retransmission are Linux's")
+	}
+	is := is.New(t)
+	srv := newSinkServer(300*time.Millisecond, 0, 0)
+	d, err := serveThreaded(srv, 5, 100*time.Millisecond)
+	is.NoErr(err)
+	defer d.close()
+	const clients = 20
+	errs, slow := make(chan error, clients), make(chan bool, clients)
+	for i := range clients {
+		go func() {
+			began := time.Now()
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(d.url(), "application/json", strings.NewReader(postBody(strconv.Itoa(i))))
+			if err == nil {
+				resp.Body.Close()
+			}
+			errs <- err
+			slow <- time.Since(began) > 2500*time.Millisecond // beyond its accept (20 × 100 ms) and the latency: a SYN sent again
+		}()
+	}
+	var late int
+	for range clients {
+		is.NoErr(<-errs)
+		if <-slow {
+			late++
+		}
+	}
+	t.Logf("%d of %d clients answered after a dropped SYN", late, clients)
+	is.True(late > 0)
+	got := srv.stats()
+	is.Equal(got.distinct, int64(clients))
+	is.True(got.maxInFlight > 1) // a goroutine a connection
+}
+
+// The slowing server answers after its latency and more for each request
+// in flight when one came.
+func TestSlowingServerSlowsWithRequestsInFlight(t *testing.T) {
+	is := is.New(t)
+	srv := newSinkServer(20*time.Millisecond, 0, 0)
+	srv.slowing = 50 * time.Millisecond
+	url, closeServer, err := serveLoopback(srv)
+	is.NoErr(err)
+	defer closeServer()
+	took := make(chan time.Duration, 4)
+	for i := range 4 {
+		go func() {
+			began := time.Now()
+			resp, err := http.Post(url, "application/json", strings.NewReader(postBody(strconv.Itoa(i))))
+			is.NoErr(err)
+			resp.Body.Close()
+			took <- time.Since(began)
+		}()
+		time.Sleep(10 * time.Millisecond) // one after the other
+	}
+	var longest time.Duration
+	for range 4 {
+		longest = max(longest, <-took)
+	}
+	is.True(longest >= 20*time.Millisecond+4*50*time.Millisecond) // the last came with four in flight
+}

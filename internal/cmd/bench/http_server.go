@@ -22,6 +22,7 @@ import (
 // worker to be free: more in flight only wait longer.
 type sinkServer struct {
 	latency time.Duration
+	slowing time.Duration // more latency for each request in flight
 	limit   int
 	workers chan struct{} // a token for each busy worker; nil: any number
 
@@ -102,7 +103,7 @@ func (s *sinkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, rec := range records {
 		positions[i] = string(rec.Position)
 	}
-	if !s.work(r.Context()) {
+	if !s.work(r.Context(), s.latency+s.slowing*time.Duration(s.flying())) {
 		s.end(abandoned, nil)
 		return
 	}
@@ -113,10 +114,10 @@ func (s *sinkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// work serves a request for the latency, first waiting in the queue for a
+// work serves a request for latency, first waiting in the queue for a
 // worker if the server has a number of them; it returns false if ctx, the
 // request's, ends first.
-func (s *sinkServer) work(ctx context.Context) bool {
+func (s *sinkServer) work(ctx context.Context, latency time.Duration) bool {
 	if s.workers != nil {
 		select {
 		case s.workers <- struct{}{}: // a channel's waiting senders go in the order they came
@@ -125,7 +126,7 @@ func (s *sinkServer) work(ctx context.Context) bool {
 			return false
 		}
 	}
-	wait := time.NewTimer(s.latency)
+	wait := time.NewTimer(latency)
 	defer wait.Stop()
 	select {
 	case <-wait.C:
@@ -133,6 +134,13 @@ func (s *sinkServer) work(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// flying returns how many requests are in flight, this one among them.
+func (s *sinkServer) flying() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
 }
 
 // admit counts a request in, and says whether it may be in flight: not if

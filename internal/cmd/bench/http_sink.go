@@ -18,10 +18,12 @@ const (
 	sinkLimit    sink = "limit"    // refuses with 429 beyond -max-concurrent in flight
 	sinkQueueing sink = "queueing" // serves -workers together; the others wait in a queue
 	sinkDropping sink = "dropping" // HTTP/1.0 behind a short listen backlog, -workers accepting: the kernel drops SYNs
+	sinkThreaded sink = "threaded" // HTTP/1.0, a thread for each connection behind a short listen backlog: collapses past a number of connections
+	sinkSlowing  sink = "slowing"  // answers after the latency and -slowing more for each request in flight
 )
 
 // sinks are the kinds of server, in the order a run measures them.
-var sinks = []sink{sinkPlain, sinkLimit, sinkQueueing, sinkDropping}
+var sinks = []sink{sinkPlain, sinkLimit, sinkQueueing, sinkDropping, sinkThreaded, sinkSlowing}
 
 // parseSinks reads -sinks, comma-separated kinds of server, into the
 // order a run measures them.
@@ -30,7 +32,7 @@ func parseSinks(s string) ([]sink, error) {
 	for name := range strings.SplitSeq(s, ",") {
 		k := sink(strings.TrimSpace(name))
 		if !slices.Contains(sinks, k) {
-			return nil, fmt.Errorf("-sinks: got %q, expected plain, limit, queueing or dropping", name)
+			return nil, fmt.Errorf("-sinks: got %q, expected plain, limit, queueing, dropping, threaded or slowing", name)
 		}
 		got = append(got, k)
 	}
@@ -38,24 +40,13 @@ func parseSinks(s string) ([]sink, error) {
 }
 
 // concurrencies returns the sdk.write.concurrency settings a run measures
-// against k, in the order they alternate: auto and 1 against the plain
-// server, auto alone against the one that refuses (none if
-// -max-concurrent is 0), and 1, as many as the server's workers, and auto
-// against the two with workers.
+// against k, in the order they alternate: -concurrencies, but auto alone
+// against the one that refuses when -max-concurrent is 0.
 func (set httpSetup) concurrencies(k sink) []string {
-	switch k {
-	case sinkPlain:
-		return []string{"auto", "1"}
-	case sinkLimit:
-		if set.maxConcurrent == 0 {
-			return nil
-		}
-		return []string{"auto"}
+	if k == sinkLimit && set.maxConcurrent == 0 {
+		return nil
 	}
-	if set.workers == 1 {
-		return []string{"1", "auto"}
-	}
-	return []string{"1", strconv.Itoa(set.workers), "auto"}
+	return set.settings
 }
 
 // serve starts a server of kind k on loopback: srv keeps its counts, url
@@ -70,11 +61,19 @@ func (set httpSetup) serve(k sink) (srv *sinkServer, url string, closeServer fun
 		workers = set.workers
 	}
 	srv = newSinkServer(set.latency, limit, workers)
-	if k != sinkDropping {
+	var d *droppingServer
+	switch k {
+	case sinkDropping:
+		d, err = serveDropping(srv, set.workers, set.backlog)
+	case sinkThreaded:
+		d, err = serveThreaded(srv, set.backlog, set.acceptCost)
+	default:
+		if k == sinkSlowing {
+			srv.slowing = set.slowing
+		}
 		url, closeServer, err = serveLoopback(srv)
 		return srv, url, closeServer, err
 	}
-	d, err := serveDropping(srv, set.workers, set.backlog)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -90,6 +89,10 @@ func (set httpSetup) describe(k sink) string {
 		return fmt.Sprintf("**limit**: the plain server, refusing with 429 and Retry-After: 0 a request that would make more than %d in flight; × 1 is over the plain server's row with concurrency 1.", set.maxConcurrent)
 	case sinkQueueing:
 		return fmt.Sprintf("**queueing**: a server of %d workers, each serving a request for %v; a request beyond them waits in a queue, first come first served, and is never refused: more in flight only wait longer. Max in flight counts the queued requests with the served ones.", set.workers, set.latency)
+	case sinkThreaded:
+		return fmt.Sprintf("**threaded**: a server that answers in HTTP/1.0 and closes each connection after its answer, with a thread for each connection: one loop accepts them, each accept taking %v (the thread's start), and serves each on a thread of its own for %v, behind a listen backlog of %d. It keeps up while connections come slower than one each %v; past about %d requests in flight together its backlog fills, the kernel drops SYNs and a client waits 1 s to send its SYN again: it collapses.", set.acceptCost, set.latency, set.backlog, set.acceptCost, int(float64(set.latency)/float64(set.acceptCost)))
+	case sinkSlowing:
+		return fmt.Sprintf("**slowing**: a server that answers each request after %v and %v more for each request in flight when it came: more in flight bring more records a second, ever less so, and each waits longer.", set.latency, set.slowing)
 	default:
 		return fmt.Sprintf("**dropping**: a server that answers in HTTP/1.0 and closes each connection after its answer, so that every request comes on a connection of its own; %d workers accept connections one at a time and serve each for %v, behind a listen backlog of %d. Under load the kernel drops SYNs, and a client connects only when it sends its SYN again, 1 s later (then 3 s, 7 s). Listen overflows is the kernel's TcpExt ListenOverflows over the cell's run, from before Conduit's start to after its exit: the SYNs (and handshakes) dropped for a full backlog, counted for the whole machine, not for the cell's server alone.", set.workers, set.latency, set.backlog)
 	}
@@ -120,4 +123,18 @@ func listenOverflows() (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// parseConcurrencies reads -concurrencies: sdk.write.concurrency settings,
+// numbers of at least 1 and auto, each once.
+func parseConcurrencies(s string) ([]string, error) {
+	var got []string
+	for c := range strings.SplitSeq(s, ",") {
+		c = strings.TrimSpace(c)
+		if n, err := strconv.Atoi(c); (err != nil || n < 1) && c != "auto" || slices.Contains(got, c) {
+			return nil, fmt.Errorf("-concurrencies: got %q, expected numbers of at least 1 and auto, each once", c)
+		}
+		got = append(got, c)
+	}
+	return got, nil
 }

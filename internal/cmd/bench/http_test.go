@@ -92,24 +92,43 @@ func TestHTTPReportRows(t *testing.T) {
 }
 
 // A run measures the kinds of server in one order, whatever order -sinks
-// names them in, each with its concurrencies; a name that is no kind is
-// an error that says which are.
+// names them in, each with the settings of -concurrencies; a name that is
+// no kind, or a setting that is none, is an error that says which are.
 func TestHTTPCells(t *testing.T) {
 	is := is.New(t)
-	got, err := parseSinks("dropping, plain")
+	got, err := parseSinks("slowing, dropping, plain")
 	is.NoErr(err)
-	is.Equal(got, []sink{sinkPlain, sinkDropping})
+	is.Equal(got, []sink{sinkPlain, sinkDropping, sinkSlowing})
 	_, err = parseSinks("plain,dropped")
-	is.Equal(err.Error(), `-sinks: got "dropped", expected plain, limit, queueing or dropping`)
+	is.Equal(err.Error(), `-sinks: got "dropped", expected plain, limit, queueing, dropping, threaded or slowing`)
 
-	set := httpSetup{maxConcurrent: 4, workers: 4}
-	is.Equal(set.concurrencies(sinkPlain), []string{"auto", "1"})
-	is.Equal(set.concurrencies(sinkLimit), []string{"auto"})
-	is.Equal(set.concurrencies(sinkQueueing), []string{"1", "4", "auto"})
-	is.Equal(set.concurrencies(sinkDropping), []string{"1", "4", "auto"})
-	set.maxConcurrent, set.workers = 0, 1
+	settings, err := parseConcurrencies("1, 2,4,8,auto")
+	is.NoErr(err)
+	set := httpSetup{maxConcurrent: 4, workers: 4, settings: settings}
+	is.Equal(set.concurrencies(sinkThreaded), []string{"1", "2", "4", "8", "auto"})
+	is.Equal(set.concurrencies(sinkLimit), []string{"1", "2", "4", "8", "auto"})
+	set.maxConcurrent = 0
 	is.Equal(len(set.concurrencies(sinkLimit)), 0) // no such cell
-	is.Equal(set.concurrencies(sinkQueueing), []string{"1", "auto"})
+	for _, bad := range []string{"0", "1,1", "fast"} {
+		_, err := parseConcurrencies(bad)
+		is.True(err != nil && strings.Contains(err.Error(), "-concurrencies: got"))
+	}
+}
+
+// The report says of each server how auto did beside the best fixed
+// setting: its rows/s and mean Write over that cell's, and whether the
+// targets hold.
+func TestHTTPAutoAgainstBest(t *testing.T) {
+	is := is.New(t)
+	cell := func(concurrency string, rate, write float64) *httpCell {
+		c := newHTTPCell("default", sinkThreaded, concurrency, "")
+		c.records, c.elapsed, c.meanWrite = rate*10, 10, write
+		return c
+	}
+	cells := []*httpCell{cell("1", 444, 0.022), cell("8", 3054, 0.024), cell("auto", 2900, 0.026)}
+	is.Equal(autoAgainstBest(cells, "default", sinkThreaded), "default engine, auto against the best fixed setting (8, 3,054 rows/s, Write 24 ms): 0.95x its rows/s at 1.08x its mean Write, 6.53x one Write at a time; at least 0.8x at most 1.5x, and at least one Write's: yes.")
+	cells[2] = cell("auto", 257, 0.255)
+	is.True(strings.HasSuffix(autoAgainstBest(cells, "default", sinkThreaded), "at least one Write's: no."))
 }
 
 // auto is the parameter left unset, as a user who never heard of it has
