@@ -26,18 +26,18 @@ import (
 // server would not do: it accepts as fast as connections come, so its
 // backlog never fills.
 type droppingServer struct {
-	ln       net.Listener
-	h        http.Handler
+	ln net.Listener
+	h  http.Handler
 	// threaded: one accepting loop, each connection served on a
 	// goroutine of its own, as a server with a thread for each does, and
 	// each accept costing acceptCost first, a thread's start.
 	threaded   bool
 	acceptCost time.Duration
-	ctx      context.Context // ends with the server: the requests still served, and their connections
-	cancel   context.CancelFunc
-	workers  sync.WaitGroup
-	accepted atomic.Int64  // connections
-	grace    time.Duration // how long close waits for the requests being served
+	ctx        context.Context // ends with the server: the requests still served, and their connections
+	cancel     context.CancelFunc
+	workers    sync.WaitGroup
+	accepted   atomic.Int64  // connections
+	grace      time.Duration // how long close waits for the requests being served
 }
 
 // serveDropping serves h on a loopback port the kernel picks, with a listen
