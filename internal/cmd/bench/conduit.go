@@ -164,6 +164,7 @@ func conduitMode(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("conduit", flag.ExitOnError)
 	var f pgFlags
 	f.define(fs, "Postgres destination plugin named postgres", "second destination plugin named postgres, measured side by side")
+	f.defineConfig(fs)
 	var cf conduitFlags
 	cf.define(fs, "default,v2")
 	sizes := intsFlag(fs, "batch-sizes", "0,1,10,100,1000,10000", 0, "comma-separated sdk.batch.size values; 0 sets no batch parameter at all")
@@ -218,6 +219,7 @@ func conduitMode(ctx context.Context, args []string) error {
 			return err
 		}
 		source, destination := loadSettings(c.engine, *v2Batching, c.load, *delay)
+		maps.Copy(destination, c.plugin.config) // -config, -vs-config
 		to := postgresDestination(f.url, destination)
 		if c.plugin.name == ceiling {
 			to = ceilingDestination
