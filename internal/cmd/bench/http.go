@@ -29,7 +29,7 @@ type httpSetup struct {
 	maxConcurrent    int    // the limit server's: the most requests in flight it takes
 	workers          int    // the queueing and dropping servers': requests served together
 	backlog          int    // the dropping and threaded servers' listen backlog
-	acceptCost       time.Duration
+	threadHolds      time.Duration
 	slowing          time.Duration
 	settings         []string // the sdk.write.concurrency settings measured against each server
 }
@@ -97,9 +97,9 @@ func httpMode(ctx context.Context, args []string) error {
 	cf.define(fs, "default")
 	fs.DurationVar(&set.latency, "latency", 20*time.Millisecond, "how long the server takes to answer each request")
 	fs.IntVar(&set.batch, "batch", 10, "sdk.batch.size of the destination: records per request")
-	sinkNames := fs.String("sinks", "plain,limit,queueing,dropping,threaded,slowing", "comma-separated kinds of server to measure against: plain, limit (see -max-concurrent), queueing and dropping (see -workers and -backlog), threaded (see -backlog and -accept-cost), slowing (see -slowing)")
+	sinkNames := fs.String("sinks", "plain,limit,queueing,dropping,threaded,slowing", "comma-separated kinds of server to measure against: plain, limit (see -max-concurrent), queueing and dropping (see -workers and -backlog), threaded (see -backlog and -thread-holds), slowing (see -slowing)")
 	settings := fs.String("concurrencies", "1,2,4,8,auto", "comma-separated sdk.write.concurrency settings measured against each server: numbers, and auto")
-	fs.DurationVar(&set.acceptCost, "accept-cost", 2*time.Millisecond, "how long the threaded server takes to accept a connection (its thread's start)")
+	fs.DurationVar(&set.threadHolds, "thread-holds", 1500*time.Microsecond, "how long each request holds the threaded server's interpreter lock")
 	fs.DurationVar(&set.slowing, "slowing", 5*time.Millisecond, "how much longer the slowing server answers for each request in flight")
 	fs.IntVar(&set.maxConcurrent, "max-concurrent", 4, "the limit server refuses with 429 a request that would make more than this many in flight; 0 leaves its cell out")
 	fs.IntVar(&set.workers, "workers", 4, "requests the queueing and dropping servers serve together, also the sdk.write.concurrency measured against them between 1 and auto")

@@ -29,15 +29,16 @@ type droppingServer struct {
 	ln net.Listener
 	h  http.Handler
 	// threaded: one accepting loop, each connection served on a
-	// goroutine of its own, as a server with a thread for each does, and
-	// each accept costing acceptCost first, a thread's start.
-	threaded   bool
-	acceptCost time.Duration
-	ctx        context.Context // ends with the server: the requests still served, and their connections
-	cancel     context.CancelFunc
-	workers    sync.WaitGroup
-	accepted   atomic.Int64  // connections
-	grace      time.Duration // how long close waits for the requests being served
+	// goroutine of its own, as a server with a thread for each does, its
+	// threads sharing one interpreter lock (see serveThreaded).
+	threaded bool
+	interp   sync.Mutex
+	holds    time.Duration   // how long a request holds the lock
+	ctx      context.Context // ends with the server: the requests still served, and their connections
+	cancel   context.CancelFunc
+	workers  sync.WaitGroup
+	accepted atomic.Int64  // connections
+	grace    time.Duration // how long close waits for the requests being served
 }
 
 // serveDropping serves h on a loopback port the kernel picks, with a listen
@@ -56,20 +57,29 @@ func serveDropping(h http.Handler, workers, backlog int) (*droppingServer, error
 }
 
 // serveThreaded serves h on a loopback port the kernel picks as a server
-// with a thread for each connection does: one loop accepts connections,
-// each at acceptCost (starting its thread), and serves each on a
-// goroutine of its own, behind a listen backlog of backlog connections.
-// It keeps up while connections come slower than one each acceptCost;
-// past that its backlog fills, the kernel drops SYNs and its clients
-// wait a second to try again: it collapses.
-func serveThreaded(h http.Handler, backlog int, acceptCost time.Duration) (*droppingServer, error) {
+// with a thread for each connection in an interpreter with a global lock
+// does: one loop accepts connections, each served on a goroutine of its
+// own, behind a listen backlog of backlog connections. Each request
+// holds the lock for holds, and the loop takes it for each accept (a
+// tenth of that). While the requests leave the lock free often enough,
+// it keeps up; once they hold it most of the time, the loop waits to
+// accept, the backlog fills, the kernel drops SYNs and clients wait a
+// second to send theirs again: it collapses.
+func serveThreaded(h http.Handler, backlog int, holds time.Duration) (*droppingServer, error) {
 	d, err := serveDropping(h, 0, backlog)
 	if err != nil {
 		return nil, err
 	}
-	d.threaded, d.acceptCost = true, acceptCost
+	d.threaded, d.holds = true, holds
 	d.workers.Go(d.work)
 	return d, nil
+}
+
+// interpret holds the interpreter lock for d.
+func (d *droppingServer) interpret(dur time.Duration) {
+	d.interp.Lock()
+	defer d.interp.Unlock()
+	time.Sleep(dur)
 }
 
 // url is where the server takes records.
@@ -113,8 +123,11 @@ func (d *droppingServer) work() {
 			d.serve(conn)
 			continue
 		}
-		time.Sleep(d.acceptCost)
-		d.workers.Go(func() { d.serve(conn) })
+		d.interpret(d.holds / 10)
+		d.workers.Go(func() {
+			d.interpret(d.holds)
+			d.serve(conn)
+		})
 	}
 }
 

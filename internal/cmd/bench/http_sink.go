@@ -66,7 +66,7 @@ func (set httpSetup) serve(k sink) (srv *sinkServer, url string, closeServer fun
 	case sinkDropping:
 		d, err = serveDropping(srv, set.workers, set.backlog)
 	case sinkThreaded:
-		d, err = serveThreaded(srv, set.backlog, set.acceptCost)
+		d, err = serveThreaded(srv, set.backlog, set.threadHolds)
 	default:
 		if k == sinkSlowing {
 			srv.slowing = set.slowing
@@ -90,7 +90,7 @@ func (set httpSetup) describe(k sink) string {
 	case sinkQueueing:
 		return fmt.Sprintf("**queueing**: a server of %d workers, each serving a request for %v; a request beyond them waits in a queue, first come first served, and is never refused: more in flight only wait longer. Max in flight counts the queued requests with the served ones.", set.workers, set.latency)
 	case sinkThreaded:
-		return fmt.Sprintf("**threaded**: a server that answers in HTTP/1.0 and closes each connection after its answer, with a thread for each connection: one loop accepts them, each accept taking %v (the thread's start), and serves each on a thread of its own for %v, behind a listen backlog of %d. It keeps up while connections come slower than one each %v; past about %d requests in flight together its backlog fills, the kernel drops SYNs and a client waits 1 s to send its SYN again: it collapses.", set.acceptCost, set.latency, set.backlog, set.acceptCost, int(float64(set.latency)/float64(set.acceptCost)))
+		return fmt.Sprintf("**threaded**: a server that answers in HTTP/1.0 and closes each connection after its answer, with a thread for each connection in an interpreter with a global lock: one loop accepts connections, behind a listen backlog of %d, and serves each on a thread of its own for %v, of which the request holds the lock %v (an accept a tenth of that). Past about %d requests in flight together the lock is rarely free, the loop waits to accept, the backlog fills, the kernel drops SYNs and a client waits 1 s to send its SYN again: it collapses.", set.backlog, set.latency, set.threadHolds, int(float64(set.latency+set.threadHolds)/float64(set.threadHolds)))
 	case sinkSlowing:
 		return fmt.Sprintf("**slowing**: a server that answers each request after %v and %v more for each request in flight when it came: more in flight bring more records a second, ever less so, and each waits longer.", set.latency, set.slowing)
 	default:
