@@ -25,14 +25,13 @@ type instance[C Source | Destination] struct {
 	conn Factory
 	log  *slog.Logger
 
-	started chan struct{}    // closed when Run starts
+	started chan struct{}    // closed when Run starts: Run was called
 	runDone chan struct{}    // closed when Run, and what it left running, has ended
 	stops   chan stopRequest // Stop's requests to the running owner loop
 	turn    chan struct{}    // holds a token while a teardown runs
 
 	mu          sync.Mutex
 	c           *C     // nil until Configure
-	ran         bool   // Run was called
 	tornDown    bool   // the connector's Teardown succeeded
 	stopMetrics func() // ends serving and logging the metrics; nil until Open
 }
@@ -158,13 +157,12 @@ func (i *instance[C]) showMetrics(m Metrics) (stop func(), err error) {
 // it was cancelled. Another end is logged.
 func (i *instance[C]) run(ctx context.Context, f func(c *C) (lingering <-chan struct{}, err error)) error {
 	i.mu.Lock()
-	if i.ran {
+	if i.hasRun() {
 		i.mu.Unlock()
 		return status.Errorf(codes.FailedPrecondition, "%s is already running", i.role)
 	}
-	i.ran = true
-	i.mu.Unlock()
 	close(i.started)
+	i.mu.Unlock()
 	c, err := i.configured()
 	if err != nil {
 		close(i.runDone)
@@ -181,6 +179,16 @@ func (i *instance[C]) run(ctx context.Context, f func(c *C) (lingering <-chan st
 	}
 	i.log.Error(i.role+" stopped with an error", "error", err)
 	return err
+}
+
+// hasRun reports whether Run was called.
+func (i *instance[C]) hasRun() bool {
+	select {
+	case <-i.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop asks the running owner loop to hand out what it holds without
@@ -218,12 +226,12 @@ func (i *instance[C]) teardown(ctx context.Context, interrupt func()) error {
 	defer func() { <-i.turn }()
 	interrupt()
 	i.mu.Lock()
-	c, ran, tornDown, stopMetrics := i.c, i.ran, i.tornDown, i.stopMetrics
+	c, tornDown, stopMetrics := i.c, i.tornDown, i.stopMetrics
 	i.mu.Unlock()
 	if tornDown {
 		return nil
 	}
-	if ran {
+	if i.hasRun() {
 		select {
 		case <-i.runDone:
 		case <-ctx.Done():
