@@ -4,10 +4,8 @@
 package logging
 
 import (
-	"context"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 )
 
@@ -70,22 +68,4 @@ func NewHandler(w io.Writer, level slog.Leveler) slog.Handler {
 			return a
 		},
 	})
-}
-
-type loggerKey struct{}
-
-// NewContext returns ctx carrying l.
-func NewContext(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, loggerKey{}, l)
-}
-
-// fallback logs to stderr at info, for code running outside a plugin server.
-var fallback = slog.New(NewHandler(os.Stderr, slog.LevelInfo))
-
-// FromContext returns the logger ctx carries, or one that writes to stderr.
-func FromContext(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
-	}
-	return fallback
 }

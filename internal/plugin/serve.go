@@ -15,10 +15,10 @@ import (
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/conduitio/conduit-connector-protocol/pconnector/server"
 	v2 "github.com/conduitio/conduit-connector-protocol/pconnector/v2"
+	"github.com/connkit/connkit/internal/callctx"
 	"github.com/connkit/connkit/internal/logging"
 	"github.com/connkit/connkit/internal/schema"
 	"github.com/connkit/connkit/internal/wire"
-	"github.com/connkit/connkit/sdk/connector"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
@@ -209,9 +209,9 @@ func serverOptions(s Settings, log *slog.Logger, window int32) []grpc.ServerOpti
 // context returns ctx carrying what connector code takes from it: the
 // logger, the record size limit and the schemas.
 func (s Settings) context(ctx context.Context, log *slog.Logger) context.Context {
-	ctx = logging.NewContext(ctx, log)
+	ctx = callctx.WithLogger(ctx, log)
 	if s.MaxReceiveSize > 0 {
-		ctx = connector.ContextWithMaxRecordSize(ctx, s.MaxReceiveSize)
+		ctx = callctx.WithMaxRecordSize(ctx, s.MaxReceiveSize)
 	}
 	if s.Schemas != nil {
 		ctx = schema.NewContext(ctx, s.Schemas)
