@@ -6,7 +6,7 @@ import (
 	"github.com/conduitio/conduit-commons/opencdc"
 )
 
-// settle judges the outcome of a Destination.Write of size records that
+// judge judges the outcome of a Destination.Write of size records that
 // returned n and err: how many leading records it confirms, acked is
 // their count, and the error the others are nacked with, nil if there are
 // none.
@@ -16,7 +16,7 @@ import (
 // error that says so. Both are reported so the connector's author can find
 // the bug. n == size with an error confirms everything: the records were
 // written, and the returned error is the caller's to log.
-func settle(size, n int, err error) (acked int, nackErr error) {
+func judge(size, n int, err error) (acked int, nackErr error) {
 	switch {
 	case n < 0 || n > size:
 		nackErr = fmt.Errorf("destination broke the Write contract: returned n=%d for %d records, expected 0 <= n <= %d", n, size, size)

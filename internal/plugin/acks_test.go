@@ -38,7 +38,7 @@ func TestSettle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			acked, nackErr := settle(3, tt.n, tt.err)
+			acked, nackErr := judge(3, tt.n, tt.err)
 			is.Equal(acked, tt.acked)
 			is.Equal(nackErr != nil, tt.acked < 3)
 			if nackErr != nil {
@@ -58,7 +58,7 @@ func TestSettleEveryOutcome(t *testing.T) {
 	for size := 0; size <= 4; size++ {
 		for n := -2; n <= size+2; n++ {
 			for _, err := range []error{nil, fmt.Errorf("failed at %d", n)} {
-				positives, nackErr := settle(size, n, err)
+				positives, nackErr := judge(size, n, err)
 				if (nackErr == nil && positives != size) || (nackErr != nil && positives == size && size > 0) {
 					t.Fatalf("size %d n %d err %v: %d confirmed, nack error %v", size, n, err, positives, nackErr)
 				}

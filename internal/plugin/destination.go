@@ -26,14 +26,11 @@ import (
 // it, as Conduit may send Stop right behind the records it sent.
 type destinationServer struct {
 	instance[Destination]
-	shutdown     *shutdown          // Stop and Teardown; ends retries and waits
-	writes       context.Context    // done once Teardown is called: the writes end
-	cancelWrites context.CancelFunc //
+	shutdown *shutdown // Stop's and Teardown's: ends retries' waits, and at Teardown writes
 }
 
 func newDestinationServer(c Factory, log *slog.Logger) *destinationServer {
-	writes, cancel := context.WithCancel(context.Background())
-	return &destinationServer{instance: newInstance[Destination]("destination", c, log), shutdown: newShutdown(), writes: writes, cancelWrites: cancel}
+	return &destinationServer{instance: newInstance[Destination]("destination", c, log), shutdown: newShutdown()}
 }
 
 func (d *destinationServer) Configure(_ context.Context, req pconnector.DestinationConfigureRequest) (pconnector.DestinationConfigureResponse, error) {
@@ -59,15 +56,17 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	// reach Conduit, or once Teardown is called.
 	writeCtx, cancelWrites := context.WithCancel(metrics.NewContext(context.WithoutCancel(ctx), dst.Metrics.Set))
 	defer cancelWrites()
-	defer context.AfterFunc(d.writes, cancelWrites)()
+	defer context.AfterFunc(d.shutdown.tornDown, cancelWrites)()
 	loopCtx, endLoop := context.WithCancel(ctx)
 	defer endLoop()
-	defer context.AfterFunc(d.writes, endLoop)()
+	defer context.AfterFunc(d.shutdown.tornDown, endLoop)()
 
 	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, shutdown: d.shutdown, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, func(acks []ack) error {
 		return stream.Send(pconnector.DestinationRunResponse{Acks: acks})
 	})
-	o, err := newOwner(loopCtx, dst.Batch, dst.Metrics.Set, w, d.stops, d.shutdown.stopping())
+	// A Stop that came before Run drains from the start; a later one
+	// reaches the owner through d.stops.
+	o, err := newOwner(loopCtx, dst.Batch, dst.Metrics.Set, w, d.stops, d.shutdown.isStopping())
 	if err != nil {
 		w.close()
 		return err
@@ -99,8 +98,11 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 // before Run has started waits for it; one without a position returns at
 // once, as there is nothing to wait for.
 func (d *destinationServer) Stop(ctx context.Context, req pconnector.DestinationStopRequest) (pconnector.DestinationStopResponse, error) {
-	d.shutdown.Stop()
+	d.shutdown.Stop() // retries wait no more
 	if len(req.LastPosition) == 0 {
+		if d.hasRun() {
+			_ = d.stop(ctx, nil) // the owner drains; nothing to wait for
+		}
 		return pconnector.DestinationStopResponse{}, nil
 	}
 	fail := func(what string, err error) (pconnector.DestinationStopResponse, error) {
@@ -119,18 +121,12 @@ func (d *destinationServer) Stop(ctx context.Context, req pconnector.Destination
 	return pconnector.DestinationStopResponse{}, nil
 }
 
-// Teardown cancels writes still in progress (Stop has written and acked
-// everything Conduit waits for; acks for anything else can no longer reach
-// it), waits for Run to end and tears the connector down (see
-// instance.teardown).
+// Teardown cancels writes and retries still in progress (Stop has
+// written and acked everything Conduit waits for; acks for anything else
+// can no longer reach it), waits for Run to end and tears the connector
+// down (see instance.teardown).
 func (d *destinationServer) Teardown(ctx context.Context, _ pconnector.DestinationTeardownRequest) (pconnector.DestinationTeardownResponse, error) {
-	return pconnector.DestinationTeardownResponse{}, d.teardown(ctx, d.abort)
-}
-
-// abort ends retries and writes in progress.
-func (d *destinationServer) abort() {
-	d.shutdown.Abort()
-	d.cancelWrites()
+	return pconnector.DestinationTeardownResponse{}, d.teardown(ctx, d.shutdown.Abort)
 }
 
 // The lifecycle calls, made as for either role (see instance.lifecycle).

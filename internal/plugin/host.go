@@ -34,7 +34,7 @@ func (l *liveConnectors) source(s *sourceServer) *sourceServer {
 
 // destination returns d, keeping its teardown.
 func (l *liveConnectors) destination(d *destinationServer) *destinationServer {
-	l.add(func(ctx context.Context) error { return d.teardown(ctx, d.abort) })
+	l.add(func(ctx context.Context) error { return d.teardown(ctx, d.shutdown.Abort) })
 	return d
 }
 

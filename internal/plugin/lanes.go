@@ -9,7 +9,7 @@ import (
 )
 
 // lanes keep records in order among Writes in flight together: a record
-// goes to a Write only once no Write in flight holds its lane in a way it
+// goes to a Write only once no Write in flight claims its lane in a way it
 // must follow. A keyed record's lane is its key's, and it follows every
 // record of it. A record without a key has its collection's lane of
 // records without a key: one that updates or deletes (naming its row by
@@ -17,12 +17,12 @@ import (
 // record of the lane, and a record of the lane follows it; creates and
 // snapshots of the lane go together freely, as they commute.
 type lanes struct {
-	held map[uint64]held // the lanes of the Writes in flight, by hash
+	claimed map[uint64]claim // the lanes of the Writes in flight, by hash
 }
 
-// held counts a lane's records in Writes in flight: all of them, and
+// claim counts a lane's records in Writes in flight: all of them, and
 // those that later records of the lane must follow.
-type held struct{ all, followed int }
+type claim struct{ all, followed int }
 
 // lane is a record's lane: its hash, and whether the lane's later records
 // must follow it.
@@ -37,7 +37,7 @@ func (l *lanes) free(next []opencdc.Record) (n int, ls []lane) {
 	ls = make([]lane, 0, len(next))
 	for _, r := range next {
 		ln := laneOf(r)
-		h := l.held[ln.hash]
+		h := l.claimed[ln.hash]
 		if h.followed > 0 || ln.followed && h.all > 0 {
 			break
 		}
@@ -46,30 +46,30 @@ func (l *lanes) free(next []opencdc.Record) (n int, ls []lane) {
 	return len(ls), ls
 }
 
-// hold notes a Write in flight with records of these lanes.
-func (l *lanes) hold(ls []lane) {
+// claim notes a Write in flight with records of these lanes.
+func (l *lanes) claim(ls []lane) {
 	for _, ln := range ls {
-		h := l.held[ln.hash]
+		h := l.claimed[ln.hash]
 		h.all++
 		if ln.followed {
 			h.followed++
 		}
-		l.held[ln.hash] = h
+		l.claimed[ln.hash] = h
 	}
 }
 
-// release notes the end of a Write that hold noted.
+// release notes the end of a Write whose lanes claim noted.
 func (l *lanes) release(ls []lane) {
 	for _, ln := range ls {
-		h := l.held[ln.hash]
+		h := l.claimed[ln.hash]
 		h.all--
 		if ln.followed {
 			h.followed--
 		}
 		if h.all == 0 {
-			delete(l.held, ln.hash)
+			delete(l.claimed, ln.hash)
 		} else {
-			l.held[ln.hash] = h
+			l.claimed[ln.hash] = h
 		}
 	}
 }

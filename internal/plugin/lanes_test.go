@@ -19,11 +19,11 @@ func TestLanesOfRecordsWithoutAKey(t *testing.T) {
 	create := rec(opencdc.OperationCreate, "t", nil)
 	update := rec(opencdc.OperationUpdate, "t", opencdc.StructuredData{})
 	keyed := rec(opencdc.OperationUpdate, "t", opencdc.RawData("1"))
-	l := &lanes{held: map[uint64]held{}}
+	l := &lanes{claimed: map[uint64]claim{}}
 	free := func(rs ...opencdc.Record) int { n, _ := l.free(rs); return n }
 
 	_, inserts := l.free([]opencdc.Record{create, rec(opencdc.OperationSnapshot, "t", nil)})
-	l.hold(inserts)
+	l.claim(inserts)
 	is.Equal(free(create, create), 2)                         // creates commute
 	is.Equal(free(create, update), 1)                         // an update waits for the creates in flight
 	is.Equal(free(rec(opencdc.OperationDelete, "u", nil)), 1) // another collection's
@@ -32,10 +32,10 @@ func TestLanesOfRecordsWithoutAKey(t *testing.T) {
 	is.Equal(free(update), 1)
 
 	_, changes := l.free([]opencdc.Record{update})
-	l.hold(changes)
+	l.claim(changes)
 	is.Equal(free(create), 0) // a create waits for an update in flight
 	is.Equal(free(update), 0)
 	is.Equal(free(keyed), 1)
 	l.release(changes)
-	is.Equal(len(l.held), 0)
+	is.Equal(len(l.claimed), 0)
 }

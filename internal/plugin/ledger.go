@@ -31,22 +31,42 @@ type ledger struct {
 	inFlight int     // Writes opened and not ended
 }
 
-// entry is one Write: its records, from..from+size, and the acks it
-// settled that wait for an earlier Write.
+// entry is one Write, as it was handed out, its records from..from+size,
+// and the acks it settled that wait for an earlier Write.
 type entry struct {
-	from, size int
-	settled    int   // records settled
-	waiting    []ack // settled acks not yet ready
-	ended      bool
+	write
+	from    int
+	settled int   // records settled
+	waiting []ack // settled acks not yet ready
+	ended   bool
 }
 
-// open notes a Write of size records, the next in record order, and
+// open notes Write w, of w.size records, the next in record order, and
 // returns its sequence number.
-func (l *ledger) open(size int) uint64 {
-	l.writes = append(l.writes, entry{from: l.records, size: size})
-	l.records += size
+func (l *ledger) open(w write) uint64 {
+	l.writes = append(l.writes, entry{write: w, from: l.records})
+	l.records += w.size
 	l.inFlight++
 	return l.first + uint64(len(l.writes)-1)
+}
+
+// write returns Write seq, nil if the ledger has it no longer (or never
+// had it). It is good until the next call that settles or sends.
+func (l *ledger) write(seq uint64) *write {
+	if seq < l.first || seq-l.first >= uint64(len(l.writes)) {
+		return nil
+	}
+	return &l.writes[seq-l.first].write
+}
+
+// anyInFlight reports whether a Write in flight is one f says.
+func (l *ledger) anyInFlight(f func(*write) bool) bool {
+	for i := range l.writes {
+		if e := &l.writes[i]; !e.ended && f(&e.write) {
+			return true
+		}
+	}
+	return false
 }
 
 // settle takes acks that Write seq settled, for its next records in

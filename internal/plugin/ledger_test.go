@@ -60,7 +60,7 @@ func FuzzLedger(f *testing.F) {
 			switch op {
 			case 0: // open a Write
 				size := arg%4 + 1
-				seq := l.open(size)
+				seq := l.open(write{size: size})
 				if int(seq) != len(m.writes) {
 					t.Fatalf("open: seq %d, want %d", seq, len(m.writes))
 				}
@@ -190,7 +190,7 @@ func derefAll(acks []*ack) []ack {
 func TestLedgerRefusesWhatNoWriteCanDo(t *testing.T) {
 	is := is.New(t)
 	var l ledger
-	seq := l.open(2)
+	seq := l.open(write{size: 2})
 	refused := func(seq uint64, acks int, ended bool) bool {
 		_, err := l.settle(seq, make([]ack, acks), ended)
 		return err != nil

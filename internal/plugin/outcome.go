@@ -69,7 +69,7 @@ func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) []ack 
 		}
 		// Every record the Write did not confirm is nacked with the same
 		// error, as nothing says which record is at fault.
-		acked, nackErr := settle(len(records)-from, n, err)
+		acked, nackErr := judge(len(records)-from, n, err)
 		s.ack(from + acked)
 		if nackErr != nil {
 			s.nackRest(metrics.NackContractBroken, errorText(nackErr))

@@ -28,13 +28,12 @@ type owner[E any] struct {
 	batch   *batcher.Batcher[opencdc.Record]
 	policy  batcher.Policy // batch's, for the inbox's limit (see aheadOf)
 	flow    flow[E]
-	metrics *metrics.Set // nil: nothing is measured
-	stops   <-chan stopRequest
-	drain   <-chan struct{} // closed once batches go without waiting (Stop was called); nil: never
+	metrics *metrics.Set       // nil: nothing is measured
+	stops   <-chan stopRequest // Stop's requests: hand out without waiting, and say when a record is through
 	timer   *time.Timer
 	now     time.Time
 
-	pace     pace
+	rate     flowRate
 	slots    int   // the flow's slots, as the hold bound was last set for them
 	quitting bool  // hand out nothing more: ctx is done, or the flow failed
 	draining bool  // hand out without waiting: Stop was called, or the reader ended
@@ -52,18 +51,17 @@ type owner[E any] struct {
 // writes each and sends their acks (see writers). Only the owner's loop
 // calls it.
 type flow[E any] interface {
-	// free reports whether a batch may start now, urgent saying that the
-	// due batch is complete or the owner drains, so that waiting for it to
-	// grow gains nothing; room then returns how many records of next, the
-	// batch that is due, may go, from the oldest on (0: none yet).
-	free(now time.Time, urgent bool) bool
-	room(next []opencdc.Record) int
+	// take starts a batch of the records of next, the batch that is due,
+	// if the flow has room for one now: it takes how many of them may go,
+	// from the oldest on, with take, and reports whether it took any (an
+	// event of the flow brings room). urgent says that the due batch is
+	// complete or the owner drains, so that waiting for it to grow gains
+	// nothing; complete that it reached a limit of the batching policy or
+	// the hold bound.
+	take(next []opencdc.Record, now time.Time, urgent, complete bool, take func(n int) []opencdc.Record) bool
 	// slots returns how many batches the flow may have at once now, which
 	// sets the hold bound (see holdFor).
 	slots() int
-	// start hands out batch, which the last room allowed; complete says
-	// it reached a limit of the batching policy or the hold bound.
-	start(batch []opencdc.Record, complete bool, now time.Time)
 	// events is where the flow's goroutines report; handle handles what
 	// they report, at now.
 	events() <-chan E
@@ -86,22 +84,22 @@ type progress struct {
 	// flow from the Run's start on: their acks (destination) or the
 	// records themselves (source) sent.
 	done, through int
-	// paced is how many records a batch handled in took, which sets the
-	// flow's pace; took is 0 if no batch was.
-	paced int
-	took  time.Duration
-	err   error // the flow failed: nothing more is handed out
+	// handled is how many records a batch handled in took, which sets
+	// the flow's rate; took is 0 if no batch was.
+	handled int
+	took    time.Duration
+	err     error // the flow failed: nothing more is handed out
 }
 
 // newOwner returns the owner of a Run under policy p, holding what the
 // flow's slots need (see holdFor), with an empty inbox that holds a batch
-// until the flow's pace is measured. drain may be nil.
-func newOwner[E any](ctx context.Context, p batcher.Policy, m *metrics.Set, f flow[E], stops <-chan stopRequest, drain <-chan struct{}) (*owner[E], error) {
+// until the flow's pace is measured; draining says a Stop came before.
+func newOwner[E any](ctx context.Context, p batcher.Policy, m *metrics.Set, f flow[E], stops <-chan stopRequest, draining bool) (*owner[E], error) {
 	b, err := batcher.New(p, holdFor(p, f.slots()), recordSize)
 	if err != nil {
 		return nil, err
 	}
-	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, drain: drain}, nil
+	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, draining: draining}, nil
 }
 
 // run returns once the reader has ended with an error and everything it
@@ -135,8 +133,6 @@ func (o *owner[E]) run() error {
 			o.progressed(o.flow.handle(e, time.Now()))
 		case r := <-o.stops:
 			o.stopRequested(r)
-		case <-o.drain:
-			o.drain, o.draining = nil, true
 		case <-ctxDone:
 			ctxDone, o.quitting = nil, true
 		case <-o.delay(wake):
@@ -148,30 +144,28 @@ func (o *owner[E]) run() error {
 // handOut hands the flow due batches while it has room for them.
 func (o *owner[E]) handOut() {
 	for !o.quitting {
-		why, stopped, due := o.due()
+		why, drained, due := o.due()
 		if !due {
 			return
 		}
-		n := 0
-		if o.flow.free(o.now, stopped || why.Complete()) {
-			n = o.flow.room(o.batch.Next())
-		}
-		if n == 0 {
+		if !o.flow.take(o.batch.Next(), o.now, drained || why.Complete(), why.Complete(), func(n int) []opencdc.Record {
+			collected := o.batch.Bytes()
+			batch := o.batch.TakeAtMost(n)
+			if o.metrics != nil {
+				o.metrics.Batched(reasonLabel(why, drained), len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
+			}
+			return batch
+		}) {
 			return // an event of the flow brings room
 		}
-		collected := o.batch.Bytes()
-		batch := o.batch.TakeAtMost(n)
-		if o.metrics != nil {
-			o.metrics.Batched(reasonLabel(why, stopped), len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
-		}
-		o.flow.start(batch, why.Complete(), o.now)
 	}
 }
 
 // due reports whether a batch goes now, and why: as the batcher says, or,
-// while draining, whatever is collected, stopped then saying that the
-// batch goes because Stop was called or the reader ended.
-func (o *owner[E]) due() (why batcher.Reason, stopped, due bool) {
+// while draining, whatever is collected, drained then saying that the
+// batch goes because the owner drains (Stop was called or the reader
+// ended).
+func (o *owner[E]) due() (why batcher.Reason, drained, due bool) {
 	why, due = o.batch.Due(o.now)
 	if o.draining && o.batch.Len() > 0 && (!due || !why.Complete()) {
 		return why, true, true
@@ -179,10 +173,11 @@ func (o *owner[E]) due() (why batcher.Reason, stopped, due bool) {
 	return why, false, due
 }
 
-// reasonLabel is the metrics' name for why a batch went.
-func reasonLabel(why batcher.Reason, stopped bool) string {
+// reasonLabel is the metrics' name for why a batch went: stop for a
+// batch drained.
+func reasonLabel(why batcher.Reason, drained bool) string {
 	switch {
-	case stopped:
+	case drained:
 		return metrics.ReasonStop
 	case why == batcher.Size:
 		return metrics.ReasonSize
@@ -265,7 +260,7 @@ func (o *owner[E]) progressed(p progress) {
 		o.stopping.reached(p.through)
 	}
 	if p.took > 0 {
-		if l, changed := o.pace.measured(p.paced, p.took, o.policy); changed {
+		if l, changed := o.rate.measured(p.handled, p.took, o.policy); changed {
 			o.inbox.setLimit(l)
 		}
 	}
@@ -285,16 +280,16 @@ func (o *owner[E]) stopRequested(r stopRequest) {
 	o.stopping.add(r)
 }
 
-// pace is how fast the flow handles records while busy, which sets how
-// many records its reader may take ahead of the owner (see aheadOf).
-type pace struct {
+// flowRate is how fast the flow handles records while busy, which sets
+// how many records its reader may take ahead of the owner (see aheadOf).
+type flowRate struct {
 	perSecond float64 // smoothed; 0 until measured
 	lead      int     // the inbox's limit as last set; 0: as newInbox set it
 }
 
 // measured notes a batch of n records that took took under policy p, and
 // returns the inbox's limit for the new pace and whether it changed.
-func (p *pace) measured(n int, took time.Duration, policy batcher.Policy) (limit int, changed bool) {
+func (p *flowRate) measured(n int, took time.Duration, policy batcher.Policy) (limit int, changed bool) {
 	if took <= 0 {
 		return p.lead, false
 	}

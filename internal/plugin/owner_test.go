@@ -167,18 +167,7 @@ func TestSourceBatching(t *testing.T) {
 					if tt.wantRun != nil {
 						is.Equal(sent, tt.wantRun)
 					}
-					var all []string
-					for _, m := range sent {
-						is.True(len(m) > 0)
-						if tt.policy.Count > 0 {
-							is.True(len(m) <= tt.policy.Count)
-						}
-						if tt.policy.Bytes > 0 {
-							is.True(len(m) <= tt.policy.Bytes) // one byte per record
-						}
-						all = append(all, m...)
-					}
-					is.Equal(all, upTo(tt.limit)) // everything read is sent, in order, before Stop
+					is.Equal(withinLimits(is, sent, tt.policy), upTo(tt.limit)) // everything read is sent, in order, before Stop
 					last, err := r.stop()
 					is.NoErr(err)
 					is.Equal(len(r.sent()), 0)
@@ -194,6 +183,19 @@ func TestSourceBatching(t *testing.T) {
 			})
 		}
 	}
+}
+
+// withinLimits checks that each message of sent holds a record or more,
+// within p's limits (a record is a byte here), and returns their records.
+func withinLimits(is *is.I, sent [][]string, p batcher.Policy) []string {
+	var all []string
+	for _, m := range sent {
+		is.True(len(m) > 0)
+		is.True(p.Count == 0 || len(m) <= p.Count)
+		is.True(p.Bytes == 0 || len(m) <= p.Bytes)
+		all = append(all, m...)
+	}
+	return all
 }
 
 // heldWhileBusy returns how many records a server under p takes in while

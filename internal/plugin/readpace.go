@@ -1,6 +1,9 @@
 package plugin
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // readPace tells from Conduit's acks whether Conduit reads a source's next
 // message only once it has acked the last, and if so how long a due batch
@@ -21,7 +24,8 @@ import "time"
 // every batch goes at once.
 //
 // It is pure: the owner's loop notes each message sent, each Send's end
-// and each ack request, and asks whether a due batch may go.
+// and each ack request, and asks whether a due batch may go. awaiting is
+// atomic only so that the acker may read it.
 type readPace struct {
 	unacked    []sentMessage // sent and not wholly acked, oldest first
 	partly     int           // records of unacked[0] acked
@@ -29,7 +33,7 @@ type readPace struct {
 	turnaround time.Duration // how long Conduit took on the last message wholly acked (see acked)
 	lastAck    time.Time     // when that message was acked
 	busy       bool          // a Send waited for the transport, and Conduit has not caught up since
-	holding    bool          // a due batch waits for an ack
+	awaiting   atomic.Bool   // a due batch awaits an ack; the source's acker reads it, to wake the loop
 	released   bool          // an ack ended the last wait
 	missed     int           // waits in a row that ended without the ack
 	off        bool          // nothing is held back any more
@@ -97,8 +101,9 @@ func (p *readPace) acked(n int, at time.Time) {
 	if len(p.unacked) == 0 {
 		p.unacked = nil // let the backing array go
 	}
-	if whole > 0 && p.holding {
-		p.holding, p.released, p.missed = false, true, 0 // the ack came in time
+	if whole > 0 && p.awaiting.Load() {
+		p.awaiting.Store(false)
+		p.released, p.missed = true, 0 // the ack came in time
 	}
 	switch {
 	case whole > 1 || p.partly > 0 || whole == 1 && all == 0:
@@ -120,13 +125,13 @@ func (p *readPace) mayGo(now time.Time, urgent bool) bool {
 	until := p.holdUntil()
 	switch {
 	case urgent || until.IsZero():
-		p.holding = false
+		p.awaiting.Store(false)
 		return true
 	case now.Before(until):
-		p.holding = true
+		p.awaiting.Store(true)
 		return false
-	case p.holding: // waited in vain
-		p.holding = false
+	case p.awaiting.Load(): // waited in vain
+		p.awaiting.Store(false)
 		p.missed++
 		p.off = p.missed >= maxMissed
 	}

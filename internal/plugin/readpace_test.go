@@ -211,6 +211,6 @@ func TestReadPaceWaitsOnlyForBusyConduit(t *testing.T) {
 	c.p.sent(100, c.at(56))
 	c.p.sendEnded(0) // the transport was empty: the batch waited for Conduit
 	if c.p.mayGo(c.at(57), false) {
-		t.Fatal("stopped holding after a wait that the ack ended: Conduit is still busy")
+		t.Fatal("stopped awaiting acks after a wait that the ack ended: Conduit is still busy")
 	}
 }

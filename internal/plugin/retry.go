@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -42,24 +43,28 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d-d/2+1)
 }
 
-// shutdown tells retries in progress, and the owner loop, that the
-// destination is stopping (wait no more: one last attempt, then nack;
-// batches go without waiting) or being torn down (no more attempts). A nil
-// *shutdown never tells.
+// shutdown tells retries in progress that the destination is stopping
+// (wait no more: one last attempt, then nack), and the writes and retries
+// in progress, and the owner loop, that it is torn down (no more
+// attempts, nothing more handed out). A nil *shutdown never tells.
 type shutdown struct {
-	stopOnce, abortOnce sync.Once
-	stop, abort         chan struct{}
+	stopOnce sync.Once
+	stop     chan struct{}
+	// tornDown is done once Abort is called: the one signal of Teardown.
+	tornDown context.Context
+	abort    context.CancelFunc
 }
 
 func newShutdown() *shutdown {
-	return &shutdown{stop: make(chan struct{}), abort: make(chan struct{})}
+	tornDown, abort := context.WithCancel(context.Background())
+	return &shutdown{stop: make(chan struct{}), tornDown: tornDown, abort: abort}
 }
 
 // Stop marks the destination as stopping; it is safe to call more than once.
 func (h *shutdown) Stop() { h.stopOnce.Do(func() { close(h.stop) }) }
 
 // Abort marks the destination as torn down; it is safe to call more than once.
-func (h *shutdown) Abort() { h.abortOnce.Do(func() { close(h.abort) }) }
+func (h *shutdown) Abort() { h.abort() }
 
 func (h *shutdown) stopping() <-chan struct{} {
 	if h == nil {
@@ -72,7 +77,7 @@ func (h *shutdown) aborted() <-chan struct{} {
 	if h == nil {
 		return nil
 	}
-	return h.abort
+	return h.tornDown.Done()
 }
 
 func (h *shutdown) isStopping() bool { return closed(h.stopping()) }

@@ -3,7 +3,6 @@ package plugin
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -23,8 +22,7 @@ type sender struct {
 	sending int       // the records of the Send in flight; 0: none
 	began   time.Time // when it began
 	through int       // records sent, from the Run's start on
-	pace    readPace
-	holding atomic.Bool // a due batch waits for an ack: the acker wakes the loop
+	pace    readPace  // its awaiting says a due batch awaits an ack: the acker then wakes the loop
 
 	mu    sync.Mutex // guards acks, which the acker appends to
 	acks  []ackRequest
@@ -67,7 +65,7 @@ func (s *sender) acked(n int) {
 	s.mu.Lock()
 	s.acks = append(s.acks, ackRequest{n, time.Now()})
 	s.mu.Unlock()
-	if s.holding.Load() {
+	if s.pace.awaiting.Load() {
 		s.notice()
 	}
 }
@@ -83,22 +81,27 @@ func (s *sender) paceAcks() {
 	}
 }
 
-func (s *sender) free(now time.Time, urgent bool) bool {
+// take sends next, if no Send is in flight and the pace lets it go (see
+// readPace).
+func (s *sender) take(next []opencdc.Record, now time.Time, urgent, _ bool, take func(n int) []opencdc.Record) bool {
 	if s.sending > 0 {
 		return false
 	}
 	s.paceAcks()
-	ok := s.pace.mayGo(now, urgent)
-	s.holding.Store(!ok)
-	if !ok {
+	if !s.pace.mayGo(now, urgent) {
 		s.mu.Lock()
-		came := len(s.acks) > 0 // before the acker saw holding
+		came := len(s.acks) > 0 // before the acker saw it awaiting
 		s.mu.Unlock()
 		if came {
 			s.notice()
 		}
+		return false
 	}
-	return ok
+	batch := take(len(next))
+	s.sending, s.began = len(batch), now
+	s.pace.sent(len(batch), now)
+	s.work.start(batch)
+	return true
 }
 
 // notice wakes the loop to read the ack requests, unless a report waits.
@@ -109,14 +112,7 @@ func (s *sender) notice() {
 	}
 }
 
-func (s *sender) room(next []opencdc.Record) int { return len(next) }
-func (s *sender) slots() int                     { return 1 }
-
-func (s *sender) start(batch []opencdc.Record, _ bool, now time.Time) {
-	s.sending, s.began = len(batch), now
-	s.pace.sent(len(batch), now)
-	s.work.start(batch)
-}
+func (s *sender) slots() int { return 1 }
 
 func (s *sender) events() <-chan senderEvent { return s.reports }
 
@@ -127,7 +123,7 @@ func (s *sender) handle(e senderEvent, now time.Time) progress {
 	}
 	s.work.finished()
 	s.through += s.sending
-	p := progress{done: 1, through: s.through, paced: s.sending, took: now.Sub(s.began), err: e.err}
+	p := progress{done: 1, through: s.through, handled: s.sending, took: now.Sub(s.began), err: e.err}
 	s.pace.sendEnded(p.took)
 	s.sending = 0
 	return p

@@ -67,7 +67,7 @@ func (s *sourceServer) serve(ctx context.Context, src *Source, stream pconnector
 	loopCtx, endLoop := context.WithCancelCause(ctx)
 	defer endLoop(nil)
 	snd := newSender(stream)
-	o, err := newOwner(loopCtx, src.Batch, src.Metrics.Set, snd, s.stops, nil)
+	o, err := newOwner(loopCtx, src.Batch, src.Metrics.Set, snd, s.stops, false)
 	if err != nil {
 		snd.close()
 		return nil, err

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -12,37 +11,29 @@ import (
 // writers is a destination's flow: it writes each batch the owner hands
 // out and settles every record with one ack (see [outcomes]), as many
 // Writes at once as the limiter allows, a record only once no Write in
-// flight holds its key (with ByKey), and sends the acks to Conduit in
-// record order, one Send at a time (see ledger).
+// flight claims its key (with ByKey); the ack sender opens each Write
+// handed out and sends the acks to Conduit in record order.
 type writers struct {
 	ctx      context.Context
 	outcomes outcomes
-	sendAcks func([]ack) error
 	metrics  *metrics.Set
 
-	limit   *limiter
-	ledger  ledger
-	lanes   *lanes // nil: any record may go in any Write
-	writes  map[uint64]*write
-	allowed []lane // the lanes of the records the last room allowed; nil: none taken
-	solo    int    // Writes in flight started alone, their records in no lane
-
-	readySince time.Time     // when the oldest ack ready and not yet in a Send became ready
-	lastTook   time.Duration // how long the last Write took
-	retrying   int           // Writes in flight that met a retryable error
+	limit    *limiter
+	lanes    *lanes // nil: any record may go in any Write
+	acks     *ackSender
+	lastTook time.Duration // how long the last Write took
 
 	work    *workers[writeJob]
-	sends   chan []ack    // to the goroutine that sends acks
-	sent    chan struct{} // closed once that goroutine has returned
-	sendErr error         // a Send failed: no more go
 	reports chan writeEvent
 }
 
-// write is a Write in flight.
+// write is a Write handed out, as the ledger keeps it from then on until
+// its acks are sent.
 type write struct {
 	size       int
 	began      time.Time
-	lanes      []lane // its records' lanes, held; nil: it started alone
+	lanes      []lane // its records' lanes, claimed; nil: it took none
+	alone      bool   // its records in no lane: no Write starts beside it
 	complete   bool   // its batch reached a batching limit or the hold bound
 	pushedBack bool   // it met a retryable error
 }
@@ -64,20 +55,14 @@ type writeEvent struct {
 }
 
 func newWriters(ctx context.Context, o outcomes, c Concurrency, m *metrics.Set, sendAcks func([]ack) error) *writers {
-	w := &writers{ctx: ctx, outcomes: o, sendAcks: sendAcks, metrics: m, limit: newLimiter(c), writes: map[uint64]*write{}}
+	w := &writers{ctx: ctx, outcomes: o, metrics: m, limit: newLimiter(c)}
 	if c.ByKey && w.limit.max > 1 {
-		w.lanes = &lanes{held: map[uint64]held{}}
+		w.lanes = &lanes{claimed: map[uint64]claim{}}
 	}
 	// Every Write may report before it ends, a Send at once.
 	w.reports = make(chan writeEvent, w.limit.max+1)
-	w.sends, w.sent = make(chan []ack, 1), make(chan struct{})
+	w.acks = newAckSender(sendAcks, w.reports)
 	w.work = newWorkers(w.limit.max, w.do)
-	go func() {
-		defer close(w.sent)
-		for acks := range w.sends {
-			w.reports <- writeEvent{sent: true, err: w.sendAcks(acks)}
-		}
-	}()
 	return w
 }
 
@@ -91,149 +76,92 @@ func (w *writers) do(job writeJob) {
 	w.reports <- writeEvent{seq: job.seq, acks: acks, ended: true}
 }
 
-// free reports whether another Write may start: the limit has room, and
-// no Write that started alone (its records in no lane) is in flight.
-func (w *writers) free(time.Time, bool) bool {
-	return w.ledger.inFlight < w.limit.current() && w.solo == 0
-}
-
-// room returns how many records of next may go in a Write: with lanes,
-// while more than one Write may be in flight, those before the first that
-// must follow a record in flight (see lanes); otherwise all of them. A
-// Write that may be the only one in flight goes alone, its records in no
-// lane: none can be out of order behind it, and no Write starts beside
-// it (see free).
-func (w *writers) room(next []opencdc.Record) int {
-	w.allowed = nil
-	if w.lanes == nil || w.limit.current() == 1 {
-		return len(next)
+// take starts a Write of the records of next that may go, if another may
+// start: the limit has room, and no Write that went alone is in flight.
+// With lanes, while more than one Write may be in flight, those before
+// the first that must follow a record in flight go (see lanes); a Write
+// that may be the only one in flight goes alone, its records in no lane:
+// none can be out of order behind it, and no Write starts beside it.
+func (w *writers) take(next []opencdc.Record, now time.Time, _, complete bool, take func(n int) []opencdc.Record) bool {
+	l := &w.acks.ledger
+	if l.inFlight >= w.limit.current() || l.anyInFlight(func(x *write) bool { return x.alone }) {
+		return false
 	}
-	n, ls := w.lanes.free(next)
-	w.allowed = ls
-	return n
+	n, claims := len(next), []lane(nil)
+	if w.lanes != nil && w.limit.current() > 1 {
+		n, claims = w.lanes.free(next)
+	}
+	if n == 0 {
+		return false
+	}
+	batch := take(n)
+	wr := write{size: len(batch), began: now, complete: complete, alone: w.lanes != nil && claims == nil}
+	if claims != nil {
+		wr.lanes = claims[:len(batch)]
+		w.lanes.claim(wr.lanes)
+	}
+	seq := l.open(wr)
+	w.metrics.Flight(l.inFlight, w.limit.current())
+	w.work.start(writeJob{seq: seq, batch: batch})
+	return true
 }
 
 func (w *writers) slots() int { return w.limit.current() }
-
-func (w *writers) start(batch []opencdc.Record, complete bool, now time.Time) {
-	seq := w.ledger.open(len(batch))
-	wr := &write{size: len(batch), began: now, complete: complete}
-	switch {
-	case w.allowed != nil:
-		wr.lanes = w.allowed[:len(batch)]
-		w.lanes.hold(wr.lanes)
-	case w.lanes != nil:
-		w.solo++
-	}
-	w.writes[seq] = wr
-	w.metrics.Flight(w.ledger.inFlight, w.limit.current())
-	w.work.start(writeJob{seq: seq, batch: batch})
-}
 
 func (w *writers) events() <-chan writeEvent { return w.reports }
 
 func (w *writers) handle(e writeEvent, now time.Time) progress {
 	if e.sent {
-		return w.sentAcks(e.err)
+		return w.acks.sentAcks(e.err)
 	}
 	return w.settled(e, now)
 }
 
-// settled takes what a Write settled: its acks into the ledger, and, if
-// it ended, its lanes free and its duration for the limit and the pace.
+// settled takes what a Write settled: its acks to the ack sender, and, if
+// it ended, its lanes free and its duration for the limit and the flow's rate.
 func (w *writers) settled(e writeEvent, now time.Time) progress {
-	wr := w.writes[e.seq]
-	done, err := w.ledger.settle(e.seq, e.acks, e.ended)
+	var wr write // as it was before it settled, which may let the ledger forget it
+	if p := w.acks.ledger.write(e.seq); p != nil {
+		p.pushedBack = p.pushedBack || e.pushedBack
+		wr = *p
+	}
+	done, err := w.acks.settle(e.seq, e.acks, e.ended, now)
 	if err != nil {
 		return progress{err: err}
 	}
 	p := progress{done: done}
 	switch {
 	case e.pushedBack:
-		if !wr.pushedBack {
-			wr.pushedBack = true
-			w.retrying++
-		}
 		w.limit.pushed()
 	case e.ended:
-		if wr.pushedBack {
-			w.retrying--
-		}
 		w.work.finished()
-		delete(w.writes, e.seq)
-		switch {
-		case wr.lanes != nil:
+		if wr.lanes != nil {
 			w.lanes.release(wr.lanes)
-		case w.lanes != nil:
-			w.solo--
 		}
 		took := now.Sub(wr.began)
 		w.lastTook = took
 		w.limit.ended(wr.size, took, now, wr.complete, wr.pushedBack)
-		// The pace is the flow's: the Writes' records per second with as
-		// many in flight as the limit allows.
-		p.paced, p.took = wr.size*w.limit.current(), took
+		// The flow's rate: the Writes' records per second with as many in
+		// flight as the limit allows.
+		p.handled, p.took = wr.size*w.limit.current(), took
 	}
-	w.metrics.Flight(w.ledger.inFlight, w.limit.current())
-	if w.readySince.IsZero() && w.ledger.hasReady() {
-		w.readySince = now
-	}
+	w.metrics.Flight(w.acks.ledger.inFlight, w.limit.current())
 	return p
 }
 
-// sentAcks takes the end of the Send in flight: its records are through,
-// and the acks ready meanwhile go next.
-func (w *writers) sentAcks(err error) progress {
-	if err != nil {
-		w.sendErr = fmt.Errorf("send acks to Conduit: %w", err)
-		return progress{err: w.sendErr}
-	}
-	return progress{through: w.ledger.sentAll()}
-}
-
-// ackLinger is the longest acks ready wait for the acks of a Write in
-// flight to go with them in one message, and only while Writes take less
-// than half of it: a busy destination that writes small batches fast
-// (sdk.batch.size 1 under load) sends its acks a few Writes at a time, not
-// in a message per Write, each of which costs the plugin and Conduit a
-// gRPC message; one whose Writes take longer, or that has no Write in
-// flight, sends them at once.
-const ackLinger = time.Millisecond
-
 // lingers reports whether acks ready may wait for those of a Write in
-// flight: one is, none waits to retry, and the last took less than half of
-// ackLinger.
+// flight (see ackLinger): one is, none waits to retry, and the last took
+// less than half of ackLinger.
 func (w *writers) lingers() bool {
-	return w.ledger.inFlight > 0 && w.retrying == 0 && w.lastTook > 0 && 2*w.lastTook < ackLinger
+	l := &w.acks.ledger
+	return l.inFlight > 0 && w.lastTook > 0 && 2*w.lastTook < ackLinger && !l.anyInFlight(func(x *write) bool { return x.pushedBack })
 }
 
-// after starts a Send of the acks ready, unless one is in flight, or they
-// linger for the acks of a Write in flight (see ackLinger): then it
-// returns when they go at the latest.
-func (w *writers) after(now time.Time) (wake time.Time) {
-	if w.sendErr != nil || w.ledger.sendingNow() || !w.ledger.hasReady() {
-		return time.Time{}
-	}
-	if until := w.readySince.Add(ackLinger); w.lingers() && now.Before(until) {
-		return until
-	}
-	acks, _ := w.ledger.next()
-	w.sends <- acks // never waits: at most one Send is in flight
-	w.readySince = time.Time{}
-	return time.Time{}
-}
+func (w *writers) after(now time.Time) (wake time.Time) { return w.acks.after(now, w.lingers()) }
 
-// idle reports whether no Write is in flight and every ack ready is sent,
-// or can no longer be.
-func (w *writers) idle() bool {
-	if w.sendErr != nil {
-		return w.ledger.inFlight == 0
-	}
-	return w.ledger.idle() && !w.ledger.sendingNow()
-}
+func (w *writers) idle() bool { return w.acks.idle() }
 
 func (w *writers) close() {
 	w.work.close()
-	close(w.sends)
-	<-w.sent
+	w.acks.close()
 }
