@@ -93,6 +93,42 @@ func TestServerServesOneDestination(t *testing.T) {
 	is.True(err != nil) // the connector plays no source
 }
 
+// panicking is a destination whose Open panics, as a connector with a bug
+// does.
+type panicking struct {
+	Counter
+	seen map[string]bool
+}
+
+func (p *panicking) Open(context.Context) error {
+	p.seen["opened"] = true // a nil map
+	return nil
+}
+
+// TestServerSaysWhereTheConnectorPanicked: a panic in connector code
+// fails the call that panicked, naming what it panicked with and the
+// connector's own function, file and line; the server goes on serving.
+func TestServerSaysWhereTheConnectorPanicked(t *testing.T) {
+	is := is.New(t)
+	srv, err := sdk.NewServer(sdk.Connector{
+		Name: "panicking", Version: "v0.1.0",
+		Destination: sdk.NewDestination(func(struct{}) (*panicking, error) { return &panicking{}, nil }),
+	}, sdk.ServerLogger(slog.New(slog.DiscardHandler)))
+	is.NoErr(err)
+	dst := clientv2.NewDestinationPluginClient(serve(t, srv))
+	_, err = dst.Configure(t.Context(), pconnector.DestinationConfigureRequest{Config: map[string]string{}})
+	is.NoErr(err)
+	_, err = dst.Open(t.Context(), pconnector.DestinationOpenRequest{})
+	is.True(err != nil)
+	for _, want := range []string{"connector panicked in Open: assignment to entry in nil map at ", "sdk_test.(*panicking).Open (", "server_test.go:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open's error %q does not contain %q", err, want)
+		}
+	}
+	_, err = dst.Teardown(t.Context(), pconnector.DestinationTeardownRequest{})
+	is.NoErr(err) // still serving
+}
+
 func TestServeAfterStopFails(t *testing.T) {
 	is := is.New(t)
 	srv, err := sdk.NewServer(sdk.Connector{Name: "counter", Version: "v0.1.0", Destination: sdk.NewDestination(func(struct{}) (*Counter, error) { return &Counter{}, nil })})

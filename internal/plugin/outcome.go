@@ -99,7 +99,7 @@ func (o outcomes) call(ctx context.Context, batch []opencdc.Record) (n int, err 
 // contractKept reports whether a Write of size records that returned n and
 // err kept its contract and failed, so that err's classification decides
 // what happens to the records from n on. A Write that broke the contract,
-// panicked, or wrote everything is settled by [settle].
+// panicked, or wrote everything is settled by what [judge] says.
 func contractKept(n, size int, err error) bool {
 	var panicked *PanicError
 	return n >= 0 && n < size && err != nil && !errors.As(err, &panicked)

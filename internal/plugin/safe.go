@@ -3,18 +3,23 @@ package plugin
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/connkit/connkit/internal/panics"
 )
 
 // PanicError is a panic in connector code, turned into an error on the call
 // that panicked so that the plugin process keeps serving.
 type PanicError struct {
-	Call  string // the connector method, e.g. "Write"
-	Value any    // what was passed to panic
+	Call  string   // the connector method, e.g. "Write"
+	Value any      // what was passed to panic
+	Where []string // the connector's frames, innermost first: "function (file:line)"
 	Stack []byte
 }
 
+// Error says what panicked, with what, and where: the connector's
+// innermost frames.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("connector panicked in %s: %v", e.Call, e.Value)
+	return fmt.Sprintf("connector panicked in %s: %v%s", e.Call, e.Value, panics.At(e.Where))
 }
 
 // guard runs f and converts a panic into a *PanicError, including one in
@@ -23,7 +28,7 @@ func (e *PanicError) Error() string {
 func guard(call string, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Call: call, Value: r, Stack: debug.Stack()}
+			err = &PanicError{Call: call, Value: r, Where: panics.Where(), Stack: debug.Stack()}
 		}
 	}()
 	if err = f(); err != nil {
@@ -31,3 +36,4 @@ func guard(call string, f func() error) (err error) {
 	}
 	return err
 }
+

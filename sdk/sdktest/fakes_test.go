@@ -118,6 +118,7 @@ const (
 	destinationFailingHook                  // OnDeleted fails
 	destinationIgnoresDelete                // acknowledges deletes without deleting
 	destinationCorrupts                     // writes every name in upper case
+	destinationPanics                       // panics in Write, as a bug does
 )
 
 // store is the fake destination's system: a log of records or, keyed, a
@@ -180,6 +181,10 @@ func (d *fakeDestination) Write(_ context.Context, records []sdk.Record) (int, e
 		d.keep(records)
 	case destinationModifies:
 		records[0].Position = sdk.Position("changed")
+	case destinationPanics:
+		var written map[string]bool
+		written["x"] = true // a nil map
+
 	case destinationCorrupts:
 		for _, r := range records {
 			if f, err := sdk.FieldsOf(r.Payload.After); err == nil && len(f) > 0 {

@@ -204,6 +204,8 @@ func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
 		{"a lifecycle hook fails", destinationFailingHook, "InProcess/Lifecycle", "OnDeleted without Configure fails"},
 		{"ignores deletes", destinationIgnoresDelete, "InProcess/RoundTrip/Keyed", "still there after it was deleted"},
 		{"acks what it did not write, before a failure", destinationLies, "InProcess/Write/Failure", "acknowledged records are not in the destination's system"},
+		{"panics, called directly", destinationPanics, "InProcess/WriteContract", "the connector panicked: assignment to entry in nil map at github.com/connkit/connkit/sdk/sdktest.(*fakeDestination).Write ("},
+		{"panics, over the protocol", destinationPanics, "InProcess/RoundTrip", "connector panicked in Write: assignment to entry in nil map at github.com/connkit/connkit/sdk/sdktest.(*fakeDestination).Write ("},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package sdktest
 import (
 	"context"
 	"fmt"
+	"github.com/connkit/connkit/internal/panics"
 	"maps"
 	"slices"
 	"strconv"
@@ -169,6 +170,13 @@ func runChecks(t tb, checks []check, skip map[string]string, timeout time.Durati
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), timeout)
 			defer cancel()
+			// Connector code the check calls directly that panics fails
+			// the check, not the test binary: the other checks run.
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("the connector panicked: %v%s", r, panics.At(panics.Where()))
+				}
+			}()
 			c.run(t, ctx)
 		})
 	}
