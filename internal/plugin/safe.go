@@ -36,4 +36,3 @@ func guard(call string, f func() error) (err error) {
 	}
 	return err
 }
-
