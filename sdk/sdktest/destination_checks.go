@@ -101,9 +101,18 @@ func (i *dstInstance) send(t tb, ctx context.Context, records []opencdc.Record, 
 	if stop {
 		i.stop(t, ctx, records[len(records)-1].Position)
 	}
-	if _, err := i.run.wait(ctx, records); err != nil {
-		t.Fatalf("writing %d records: %v", len(records), err)
+	if acc, err := i.run.account(ctx, records); err != nil {
+		t.Fatalf("writing %d records: %s", len(records), accountOf(acc, err))
 	}
+}
+
+// accountOf says what came back for records: each one's ack or nack
+// (account.String), and what ended the acks, if not a nack.
+func accountOf(acc account, err error) string {
+	if _, nacked := err.(*host.NackError); nacked { // not joined with an end
+		return acc.String()
+	}
+	return fmt.Sprintf("%s; then %v", acc, err)
 }
 
 func (i *dstInstance) stop(t tb, ctx context.Context, last opencdc.Position) {
@@ -198,7 +207,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst := openDestination(t, ctx, r, s.Config)
 			inst.write(t, ctx, recs, true)
 			inst.mustTeardown(t)
-			checkReadBack(t, ctx, s, recs)
+			checkReadBack(t, ctx, s, recs, acknowledged)
 		}},
 		{"RoundTrip/Keyed", func(t tb, ctx context.Context) {
 			if s.ReadBack == nil || !s.Keyed {
@@ -226,7 +235,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst := openDestination(t, ctx, r, s.Config)
 			inst.write(t, ctx, recs, true)
 			inst.mustTeardown(t)
-			checkReadBack(t, ctx, s, want)
+			checkReadBack(t, ctx, s, want, acknowledged)
 			read, err := s.ReadBack(ctx)
 			if err != nil {
 				t.Fatalf("DestinationSuite.ReadBack fails: %v", err)
@@ -250,7 +259,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst.writeOneMessage(t, ctx, recs)
 			inst.mustTeardown(t)
 			checkWrites(t, inst.writes, len(recs), size, fmt.Sprintf("sdk.batch.size=%d", size))
-			checkReadBack(t, ctx, s, recs)
+			checkReadBack(t, ctx, s, recs, acknowledged)
 		}},
 		{"Batching/Delay", func(t tb, ctx context.Context) {
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.delay": "20ms"}))
@@ -259,7 +268,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst.stop(t, ctx, recs[len(recs)-1].Position)
 			inst.mustTeardown(t)
 			checkWrites(t, inst.writes, len(recs), 0, "sdk.batch.delay=20ms")
-			checkReadBack(t, ctx, s, recs)
+			checkReadBack(t, ctx, s, recs, acknowledged)
 		}},
 		{"Batching/Bytes", func(t tb, ctx context.Context) {
 			inst := openDestination(t, ctx, r, merge(s.Config, map[string]string{"sdk.batch.bytes": "1"}))
@@ -267,7 +276,7 @@ func destinationChecks(s DestinationSuite, r runner) []check {
 			inst.write(t, ctx, recs, true)
 			inst.mustTeardown(t)
 			checkWrites(t, inst.writes, len(recs), 1, "sdk.batch.bytes=1")
-			checkReadBack(t, ctx, s, recs)
+			checkReadBack(t, ctx, s, recs, acknowledged)
 		}},
 	}
 }
@@ -299,8 +308,9 @@ func checkWrites(t tb, writes *writeLog, total, max int, settings string) {
 }
 
 // checkReadBack checks that ReadBack finds each record written, once, with
-// its payload's fields.
-func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []opencdc.Record) {
+// its payload's fields; how says how the kit knows they are written (by
+// their acks, or by Write's n).
+func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []opencdc.Record, how string) {
 	t.Helper()
 	if s.ReadBack == nil {
 		return
@@ -311,7 +321,7 @@ func checkReadBack(t tb, ctx context.Context, s DestinationSuite, written []open
 	}
 	missing, duplicated, differ := findWritten(written, read)
 	if len(missing) > 0 {
-		t.Errorf("%d acknowledged records are not in the destination's system: %s\nAcknowledge only what is durably written (Write's n counts the leading records written).", len(missing), firstOf(missing))
+		t.Errorf("%d records %s are not in the destination's system: %s\nAcknowledge only what is durably written (Write's n counts the leading records written).", len(missing), how, firstOf(missing))
 	}
 	if len(duplicated) > 0 {
 		t.Errorf("%d records were written more than once: %s", len(duplicated), firstOf(duplicated))
@@ -374,13 +384,28 @@ func checkWriteContract(t tb, ctx context.Context, s DestinationSuite) {
 	half := len(recs) / 2
 	n, err := write(ctx, "with a live context", recs[:half])
 	if n < half {
-		t.Errorf("Write of %d records wrote %d with nothing going wrong: %v", half, n, err)
+		t.Errorf("Write of %d records with a live context, nothing injected, returned n=%d and error %q: %s; a Write that nothing fails writes every record", half, n, err, writtenUpTo(n, half))
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	m, _ := write(cancelled, "with a cancelled context", recs[half:])
-	checkReadBack(t, ctx, s, recs[:half+m])
+	checkReadBack(t, ctx, s, append(recs[:n:n], recs[half:half+m]...), "that Write counted as written (its n)")
 }
+
+// writtenUpTo says which of size records a Write that returned n wrote.
+func writtenUpTo(n, size int) string {
+	switch n {
+	case 0:
+		return "no record written, record 1 failed"
+	case 1:
+		return "record 1 written, record 2 failed"
+	}
+	return fmt.Sprintf("records 1-%d written, record %d failed", n, n+1)
+}
+
+// acknowledged is how the kit knows records written through the
+// protocol: by their positive acks.
+const acknowledged = "acknowledged"
 
 // configuredDestination configures c's destination with cfg over the
 // protocol, in an sdk.Server of its own, as Conduit does, and returns the
@@ -432,14 +457,19 @@ func checkWriteFailure(t tb, ctx context.Context, s DestinationSuite) {
 		t.Fatalf("%v", err)
 	}
 	inst.stop(t, ctx, recs[len(recs)-1].Position)
-	acked, err := inst.run.wait(ctx, recs)
+	acc, err := inst.run.account(ctx, recs)
 	var nack *host.NackError
-	switch {
-	case acked != k:
-		t.Errorf("with a failure injected at record %d, %d records were acknowledged (%v): Write must count the records it wrote before the failure", k, acked, err)
-	case !errors.As(err, &nack) || !strings.Contains(nack.Message, injected.Error()):
-		t.Errorf("with a failure injected at record %d, the nack does not carry the failure: %v", k, err)
+	injectedAt := fmt.Sprintf("with a failure injected at record %d of %d, in Writes of %d", k+1, len(recs), size)
+	switch lead := acc.leading(); {
+	case !errors.As(err, &nack):
+		t.Errorf("%s: %s", injectedAt, accountOf(acc, err))
+	case lead < k && !strings.Contains(nack.Message, injected.Error()):
+		t.Errorf("%s, the destination failed before it, on its own: %s", injectedAt, acc)
+	case lead != k:
+		t.Errorf("%s: %s; Write must count the records it wrote before the failure, and only those", injectedAt, acc)
+	case !strings.Contains(nack.Message, injected.Error()):
+		t.Errorf("%s, its nack does not carry the failure: %s", injectedAt, acc)
 	}
 	inst.mustTeardown(t)
-	checkReadBack(t, ctx, s, recs[:k])
+	checkReadBack(t, ctx, s, acc.acknowledged(recs), acknowledged)
 }

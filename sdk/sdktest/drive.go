@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/conduitio/conduit-commons/opencdc"
@@ -211,6 +213,15 @@ func (r *destinationRun) send(records []opencdc.Record, perMessage int) error {
 // wait receives the acks of records, checks they come in order, and
 // returns how many were positive before the first nack, and that nack.
 func (r *destinationRun) wait(ctx context.Context, records []opencdc.Record) (acked int, err error) {
+	acc, err := r.account(ctx, records)
+	return acc.leading(), err
+}
+
+// account receives the acks of records, checks they come in order, and
+// returns them, as far as they came, with the first nack, or what ended
+// them.
+func (r *destinationRun) account(ctx context.Context, records []opencdc.Record) (account, error) {
+	var acc account
 	var nack error
 	for i, rec := range records {
 		var a pconnector.DestinationRunResponseAck
@@ -218,19 +229,69 @@ func (r *destinationRun) wait(ctx context.Context, records []opencdc.Record) (ac
 		case a = <-r.acks:
 		case err := <-r.failed:
 			r.failed <- err
-			return acked, errors.Join(nack, fmt.Errorf("the Run stream ended after %d of %d acks: %w", i, len(records), err))
+			return acc, errors.Join(nack, fmt.Errorf("the Run stream ended after %d of %d acks: %w", i, len(records), err))
 		case <-ctx.Done():
-			return acked, errors.Join(nack, fmt.Errorf("waiting for the ack of position %q (%d of %d acked): %w", rec.Position, i, len(records), ctx.Err()))
+			return acc, errors.Join(nack, fmt.Errorf("waiting for the ack of position %q (%d of %d acked): %w", rec.Position, i, len(records), ctx.Err()))
 		}
 		if !bytes.Equal(a.Position, rec.Position) {
-			return acked, errors.Join(nack, fmt.Errorf("ack for position %q where %q was expected: acks must come in the order records were sent", a.Position, rec.Position))
+			return acc, errors.Join(nack, fmt.Errorf("ack for position %q where %q was expected: acks must come in the order records were sent", a.Position, rec.Position))
 		}
 		if a.Error != "" && nack == nil {
 			nack = &host.NackError{Position: a.Position, Message: a.Error}
 		}
-		if nack == nil {
-			acked++
+		acc = append(acc, a.Error)
+	}
+	return acc, nack
+}
+
+// account is what came back for the records sent, in order, as far as
+// their acks came: each one's nack's error, empty for a positive ack.
+type account []string
+
+// leading returns how many records were acknowledged before the first
+// nack.
+func (a account) leading() int {
+	n := 0
+	for n < len(a) && a[n] == "" {
+		n++
+	}
+	return n
+}
+
+// acknowledged returns the records of records that were acknowledged.
+func (a account) acknowledged(records []opencdc.Record) []opencdc.Record {
+	var out []opencdc.Record
+	for i, nack := range a {
+		if nack == "" {
+			out = append(out, records[i])
 		}
 	}
-	return acked, nack
+	return out
+}
+
+// String says, in runs, which records (counted from 1) were acknowledged
+// and which nacked, with what: "records 1-2 acknowledged; record 3
+// nacked: …; records 4-10 nacked: …".
+func (a account) String() string {
+	var parts []string
+	for i := 0; i < len(a); {
+		j := i + 1
+		for j < len(a) && a[j] == a[i] {
+			j++
+		}
+		what := "record " + strconv.Itoa(i+1)
+		if j-i > 1 {
+			what = fmt.Sprintf("records %d-%d", i+1, j)
+		}
+		if a[i] == "" {
+			parts = append(parts, what+" acknowledged")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s nacked: %s", what, a[i]))
+		}
+		i = j
+	}
+	if len(parts) == 0 {
+		return "no ack came"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -119,6 +119,7 @@ const (
 	destinationIgnoresDelete                // acknowledges deletes without deleting
 	destinationCorrupts                     // writes every name in upper case
 	destinationPanics                       // panics in Write, as a bug does
+	destinationFailsAfterTwo                // writes two records of each Write and fails the third, on purpose
 )
 
 // store is the fake destination's system: a log of records or, keyed, a
@@ -184,6 +185,11 @@ func (d *fakeDestination) Write(_ context.Context, records []sdk.Record) (int, e
 	case destinationPanics:
 		var written map[string]bool
 		written["x"] = true // a nil map
+	case destinationFailsAfterTwo:
+		if len(records) > 2 {
+			d.keep(records[:2])
+			return 2, errors.New("broken on purpose")
+		}
 
 	case destinationCorrupts:
 		for _, r := range records {

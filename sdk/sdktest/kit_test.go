@@ -196,14 +196,14 @@ func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
 		{"short write without an error", destinationShortWrite, "InProcess/WriteContract", "a short write must return an error"},
 		{"short write over the protocol", destinationShortWrite, "InProcess/Batching/Size", "records but returned no error"},
 		{"n larger than the records", destinationOvercounts, "InProcess/WriteContract", "n must be between 0 and the number of records"},
-		{"acks what it did not write", destinationLies, "InProcess/RoundTrip", "acknowledged records are not in the destination's system"},
+		{"acks what it did not write", destinationLies, "InProcess/RoundTrip", "records acknowledged are not in the destination's system"},
 		{"writes twice", destinationDuplicates, "InProcess/RoundTrip", "written more than once"},
 		{"modifies its input", destinationModifies, "InProcess/WriteContract", `modified the records it was given: record 0 (position "sdktest-`},
 		{"corrupts what it writes", destinationCorrupts, "InProcess/RoundTrip", `): payload.after.name: wrote "sdktest-`},
 		{"fails deletes", destinationRejectsDelete, "InProcess/Write/Operations", "a delete with raw data"},
 		{"a lifecycle hook fails", destinationFailingHook, "InProcess/Lifecycle", "OnDeleted without Configure fails"},
 		{"ignores deletes", destinationIgnoresDelete, "InProcess/RoundTrip/Keyed", "still there after it was deleted"},
-		{"acks what it did not write, before a failure", destinationLies, "InProcess/Write/Failure", "acknowledged records are not in the destination's system"},
+		{"acks what it did not write, before a failure", destinationLies, "InProcess/Write/Failure", "records acknowledged are not in the destination's system"},
 		{"panics, called directly", destinationPanics, "InProcess/WriteContract", "the connector panicked: assignment to entry in nil map at github.com/connkit/connkit/sdk/sdktest.(*fakeDestination).Write ("},
 		{"panics, over the protocol", destinationPanics, "InProcess/RoundTrip", "connector panicked in Write: assignment to entry in nil map at github.com/connkit/connkit/sdk/sdktest.(*fakeDestination).Write ("},
 	}
@@ -216,6 +216,23 @@ func TestDestinationSuiteFindsBrokenDestinations(t *testing.T) {
 			res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(tt.bug, st), ReadBack: st.readBack, Keyed: keyed, Records: 10, Timeout: 5 * time.Second})
 			res.mustFail(t, tt.check, tt.message)
 		})
+	}
+}
+
+// A Write that writes two records and fails the third on its own gets
+// messages that say exactly that: what Write returned, which records were
+// acknowledged and which nacked, with what; no record it did not write is
+// taken for one it was acknowledged for.
+func TestDestinationSuiteSaysWhatAFailingWriteDid(t *testing.T) {
+	st := &store{}
+	res := runDestinationSuite(t, DestinationSuite{Connector: destinationConnector(destinationFailsAfterTwo, st), ReadBack: st.readBack, Records: 10, Timeout: 5 * time.Second})
+	res.mustFail(t, "InProcess/WriteContract", `Write of 5 records with a live context, nothing injected, returned n=2 and error "broken on purpose": records 1-2 written, record 3 failed`)
+	res.mustFail(t, "InProcess/Write/Failure", "with a failure injected at record 7 of 8, in Writes of 4, the destination failed before it, on its own: records 1-2 acknowledged; record 3 nacked: ")
+	res.mustFail(t, "InProcess/RoundTrip", `records 1-3 acknowledged; record 4 nacked: record at position "sdktest-`)
+	for _, check := range []string{"InProcess/WriteContract", "InProcess/Write/Failure"} {
+		if _, messages := res.failures(check); strings.Contains(messages, "are not in the destination's system") {
+			t.Errorf("%s takes records that were not written for written ones:\n%s", check, messages)
+		}
 	}
 }
 
