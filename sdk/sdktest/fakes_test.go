@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/connkit/connkit/sdk"
@@ -119,7 +120,7 @@ const (
 	destinationIgnoresDelete                // acknowledges deletes without deleting
 	destinationCorrupts                     // writes every name in upper case
 	destinationPanics                       // panics in Write, as a bug does
-	destinationFailsAfterTwo                // writes two records of each Write and fails the third, on purpose
+	destinationFailsAfterTwo                // writes the first two records it is given and fails the third, on purpose
 )
 
 // store is the fake destination's system: a log of records or, keyed, a
@@ -161,6 +162,7 @@ func (s *store) readBack(context.Context) ([]sdk.Record, error) {
 type fakeDestination struct {
 	bug   destinationBug
 	store *store
+	given atomic.Int64 // records Write was given, all Writes together
 }
 
 func (d *fakeDestination) Open(context.Context) error     { return nil }
@@ -186,9 +188,11 @@ func (d *fakeDestination) Write(_ context.Context, records []sdk.Record) (int, e
 		var written map[string]bool
 		written["x"] = true // a nil map
 	case destinationFailsAfterTwo:
-		if len(records) > 2 {
-			d.keep(records[:2])
-			return 2, errors.New("broken on purpose")
+		given := d.given.Add(int64(len(records))) - int64(len(records))
+		if given < 3 && given+int64(len(records)) >= 3 {
+			n := 2 - given
+			d.keep(records[:n])
+			return int(n), errors.New("broken on purpose")
 		}
 
 	case destinationCorrupts:
