@@ -48,8 +48,8 @@ type (
 //	}
 type Record = connector.Record
 
-// The splits of a [ConcurrentDestination] and the operations of a record,
-// as in package sdk/connector.
+// The splits of a [ConcurrentDestination], the operations of a record and
+// the metadata keys connectors use, as in package sdk/connector.
 const (
 	SplitByKey  = connector.SplitByKey
 	SplitFreely = connector.SplitFreely
@@ -58,6 +58,17 @@ const (
 	OperationUpdate   = connector.OperationUpdate
 	OperationDelete   = connector.OperationDelete
 	OperationSnapshot = connector.OperationSnapshot
+
+	// MetadataCollection is [connector.MetadataCollection]: the table,
+	// topic or file a record came from.
+	MetadataCollection = connector.MetadataCollection
+	// MetadataReadAt is [connector.MetadataReadAt]: when the source read
+	// the record, in Unix nanoseconds.
+	MetadataReadAt = connector.MetadataReadAt
+	// MetadataConduitSourceConnectorID is
+	// [connector.MetadataConduitSourceConnectorID]: the pipeline's source
+	// connector, which Conduit sets.
+	MetadataConduitSourceConnectorID = connector.MetadataConduitSourceConnectorID
 )
 
 // Create is [connector.Create].

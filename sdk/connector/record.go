@@ -29,14 +29,19 @@ import "github.com/conduitio/conduit-commons/opencdc"
 // d == nil || len(d.Bytes()) == 0 says a Data d is none.
 //
 // Metadata: [Create], [Update], [Delete] and [Snapshot] set
-// opencdc.readAt (see [Stamp]); a source sets opencdc.collection to the
-// table, topic or file a record came from. Conduit adds
-// conduit.source.connector.id, and opencdc.readAt where a source left it
-// out. With schema extraction on (the sdk.schema.extract.*
+// opencdc.readAt ([MetadataReadAt], see [Stamp]); a source sets
+// opencdc.collection ([MetadataCollection]) to the table, topic or file a
+// record came from. Conduit adds conduit.source.connector.id
+// ([MetadataConduitSourceConnectorID]), and opencdc.readAt where a source
+// left it out. With schema extraction on (a source's sdk.schema.extract.*
 // parameters, on by default), the SDK registers the key's and the
 // payload's schemas and sets opencdc.key.schema.subject and .version and
-// opencdc.payload.schema.subject and .version; a destination's
-// sdk.schema.decode.* parameters decode the data with them.
+// opencdc.payload.schema.subject and .version. On a destination,
+// sdk.schema.extract.key.enabled and sdk.schema.extract.payload.enabled
+// (on by default) make the SDK decode, before Write, a RawData key, and
+// RawData in Payload.Before and After, whose metadata names a schema, into
+// StructuredData with that schema; structured data and data whose record
+// names no schema reach Write as they came.
 type Record = opencdc.Record
 
 // Position identifies a record in its source. Conduit stores the position of
@@ -52,6 +57,20 @@ const (
 	OperationUpdate   = opencdc.OperationUpdate
 	OperationDelete   = opencdc.OperationDelete
 	OperationSnapshot = opencdc.OperationSnapshot
+)
+
+// Metadata keys that connectors read and write, as Conduit and every
+// OpenCDC connector spell them.
+const (
+	// MetadataCollection is the table, topic, file or other collection a
+	// record came from, which a source that reads several sets.
+	MetadataCollection = "opencdc.collection"
+	// MetadataReadAt is when the source read the record, in Unix
+	// nanoseconds as a decimal string; [Stamp] sets it.
+	MetadataReadAt = "opencdc.readAt"
+	// MetadataConduitSourceConnectorID is the ID of the pipeline's source
+	// connector, which Conduit sets.
+	MetadataConduitSourceConnectorID = "conduit.source.connector.id"
 )
 
 // Data, Metadata, RawData, StructuredData and Change are the record's

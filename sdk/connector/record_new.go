@@ -3,8 +3,6 @@ package connector
 import (
 	"strconv"
 	"time"
-
-	"github.com/conduitio/conduit-commons/opencdc"
 )
 
 // Create returns a record of a row, document or message that was created.
@@ -40,8 +38,8 @@ func Stamp(md Metadata) Metadata {
 	if md == nil {
 		md = Metadata{}
 	}
-	if _, ok := md[opencdc.MetadataReadAt]; !ok {
-		md[opencdc.MetadataReadAt] = strconv.FormatInt(time.Now().UnixNano(), 10)
+	if _, ok := md[MetadataReadAt]; !ok {
+		md[MetadataReadAt] = strconv.FormatInt(time.Now().UnixNano(), 10)
 	}
 	return md
 }

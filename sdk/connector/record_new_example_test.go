@@ -8,10 +8,10 @@ import (
 )
 
 func ExampleCreate() {
-	r := connector.Create(connector.Position("7"), connector.Metadata{"opencdc.collection": "users"},
+	r := connector.Create(connector.Position("7"), connector.Metadata{connector.MetadataCollection: "users"},
 		connector.StructuredData{"id": 7}, connector.StructuredData{"id": 7, "name": "Ada"})
 	readAt, err := r.Metadata.GetReadAt()
-	fmt.Println(r.Operation, r.Metadata["opencdc.collection"], r.Payload.After)
+	fmt.Println(r.Operation, r.Metadata[connector.MetadataCollection], r.Payload.After)
 	fmt.Println("read just now:", err == nil && time.Since(readAt) < time.Minute)
 	// Output:
 	// create users map[id:7 name:Ada]
@@ -41,14 +41,14 @@ func ExampleSnapshot() {
 	md := connector.Metadata{}
 	md.SetReadAt(txTime)
 	r := connector.Snapshot(connector.Position("t1/7"), md, connector.RawData("7"), connector.RawData(`{"id":7}`))
-	fmt.Println(r.Operation, r.Metadata["opencdc.readAt"])
+	fmt.Println(r.Operation, r.Metadata[connector.MetadataReadAt])
 	// Output: snapshot 1767323045000000000
 }
 
 // Stamp sets opencdc.readAt on metadata a source makes itself.
 func ExampleStamp() {
-	md := connector.Stamp(connector.Metadata{"opencdc.collection": "users"})
+	md := connector.Stamp(connector.Metadata{connector.MetadataCollection: "users"})
 	_, err := md.GetReadAt()
-	fmt.Println(md["opencdc.collection"], err == nil)
+	fmt.Println(md[connector.MetadataCollection], err == nil)
 	// Output: users true
 }

@@ -26,7 +26,7 @@ func (s *Sink) Open(ctx context.Context) error {
 func (s *Sink) Write(_ context.Context, records []sdk.Record) (int, error) {
 	began := time.Now()
 	for _, r := range records {
-		s.rows.Add(1, r.Metadata["opencdc.collection"])
+		s.rows.Add(1, r.Metadata[sdk.MetadataCollection])
 	}
 	s.flushes.Observe(time.Since(began).Seconds())
 	return len(records), nil

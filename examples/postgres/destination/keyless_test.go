@@ -24,7 +24,7 @@ const keylessTable = `CREATE TABLE things (n int, label text, doc json, at point
 // sends one read with REPLICA IDENTITY FULL: no key, the new row, and the
 // whole old row on updates and deletes.
 func change(pos string, op sdk.Operation, before, after sdk.StructuredData) sdk.Record {
-	r := sdk.Record{Position: sdk.Position(pos), Operation: op, Metadata: sdk.Metadata{"opencdc.collection": "things"}}
+	r := sdk.Record{Position: sdk.Position(pos), Operation: op, Metadata: sdk.Metadata{sdk.MetadataCollection: "things"}}
 	if before != nil {
 		r.Payload.Before = before
 	}

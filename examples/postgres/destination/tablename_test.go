@@ -10,7 +10,7 @@ import (
 )
 
 func TestTableNamer(t *testing.T) {
-	rec := sdk.Record{Metadata: sdk.Metadata{"opencdc.collection": "Orders", "tenant": "acme"}, Key: sdk.StructuredData{"id": 1}}
+	rec := sdk.Record{Metadata: sdk.Metadata{sdk.MetadataCollection: "Orders", "tenant": "acme"}, Key: sdk.StructuredData{"id": 1}}
 	for _, c := range []struct{ param, want, err string }{
 		{param: "", want: "Orders"},
 		{param: `{{ index .Metadata "opencdc.collection" }}`, want: "Orders"},

@@ -27,7 +27,7 @@ const partitionedDDL = `
 func changes(recs []sdk.Record) []string {
 	var out []string
 	for _, r := range recs {
-		s := fmt.Sprint(r.Operation, " ", r.Metadata["opencdc.collection"], " ", r.Key.(sdk.StructuredData)["id"], "/", r.Key.(sdk.StructuredData)["region"])
+		s := fmt.Sprint(r.Operation, " ", r.Metadata[sdk.MetadataCollection], " ", r.Key.(sdk.StructuredData)["id"], "/", r.Key.(sdk.StructuredData)["region"])
 		if after, ok := r.Payload.After.(sdk.StructuredData); ok {
 			s += fmt.Sprint(" ", after["n"])
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/connkit/connkit/internal/pgtest"
+	"github.com/connkit/connkit/sdk"
 	"github.com/matryer/is"
 )
 
@@ -24,7 +25,7 @@ func TestSourceNames(t *testing.T) {
 	recs = append(recs, readN(t, s, 2)...)
 	var got []string
 	for _, r := range recs {
-		got = append(got, fmt.Sprint(r.Operation, " ", r.Metadata["opencdc.collection"], " ", r.Key))
+		got = append(got, fmt.Sprint(r.Operation, " ", r.Metadata[sdk.MetadataCollection], " ", r.Key))
 	}
 	is.Equal(got, []string{ // tables in schema order, then name order: "Sales" < public
 		"snapshot Sales.Order Lines map[Id:1]",

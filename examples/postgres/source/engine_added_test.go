@@ -136,7 +136,7 @@ func readSnapshotOf(t *testing.T, s *Source, collection string, n int, d time.Du
 			t.Fatal(err)
 		}
 		out = append(out, recs...)
-		if recs[0].Operation == sdk.OperationSnapshot && recs[0].Metadata["opencdc.collection"] == collection {
+		if recs[0].Operation == sdk.OperationSnapshot && recs[0].Metadata[sdk.MetadataCollection] == collection {
 			seen++
 		}
 	}
@@ -173,8 +173,8 @@ func checkAdded(t *testing.T, recs []sdk.Record) (snapshots int) {
 		if r.Operation != sdk.OperationSnapshot {
 			continue
 		}
-		if r.Metadata["opencdc.collection"] != "b" {
-			t.Fatalf("a snapshot record of %s after the restart: %s", r.Metadata["opencdc.collection"], r.Position)
+		if r.Metadata[sdk.MetadataCollection] != "b" {
+			t.Fatalf("a snapshot record of %s after the restart: %s", r.Metadata[sdk.MetadataCollection], r.Position)
 		}
 		p, err := parsePosition(r.Position)
 		if err != nil || !p.inChunk() {
@@ -287,7 +287,7 @@ func TestSourceAddedTableRemovedAndAddedAgain(t *testing.T) {
 		checkAdded(t, recs)
 		ids := map[int64]bool{}
 		for _, r := range recs {
-			if r.Metadata["opencdc.collection"] != "b" {
+			if r.Metadata[sdk.MetadataCollection] != "b" {
 				continue
 			}
 			id := r.Key.(sdk.StructuredData)["id"].(int64)
@@ -328,7 +328,7 @@ func TestSourceAddedTableUnchangedToast(t *testing.T) {
 	recs := readUntilQuiet(t, s)
 	updates := 0
 	for _, r := range recs {
-		if r.Metadata["opencdc.collection"] != "b" {
+		if r.Metadata[sdk.MetadataCollection] != "b" {
 			continue
 		}
 		if r.Operation == sdk.OperationUpdate {

@@ -312,7 +312,7 @@ func (t *sourceTable) rangeRow(vals [][]byte, fields []pgconn.FieldDescription, 
 		}
 		row.name, keyData = strings.Join(row.key, "\x00"), k
 	}
-	md := sdk.Metadata{"opencdc.collection": t.collection, "opencdc.readAt": now, pg.ColumnsKey: t.meta}
+	md := sdk.Metadata{sdk.MetadataCollection: t.collection, sdk.MetadataReadAt: now, pg.ColumnsKey: t.meta}
 	row.rec = sdk.Snapshot(nil, md, keyData, data)
 	return row, nil
 }

@@ -54,7 +54,7 @@ func TestSourceKeylessTable(t *testing.T) {
 	for _, r := range recs {
 		is.Equal(r.Operation, sdk.OperationSnapshot)
 		is.Equal(r.Key, nil)
-		is.Equal(r.Metadata["opencdc.collection"], "logs")
+		is.Equal(r.Metadata[sdk.MetadataCollection], "logs")
 		is.True(strings.Contains(string(r.Position), `"ctid":"(`))
 		positions[string(r.Position)] = true
 	}

@@ -41,7 +41,7 @@ func (m *copyModel) apply(recs ...sdk.Record) {
 			continue
 		}
 		m.positions[string(r.Position)] = true
-		coll := r.Metadata["opencdc.collection"]
+		coll := r.Metadata[sdk.MetadataCollection]
 		if m.rows[coll] == nil {
 			m.rows[coll] = map[int64]int64{}
 		}

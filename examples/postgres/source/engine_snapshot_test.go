@@ -36,7 +36,7 @@ func TestSourceSnapshotTypesAndKeys(t *testing.T) {
 	nothingMore(t, s)
 
 	is.Equal(recs[0].Operation, sdk.OperationSnapshot)
-	is.Equal(recs[0].Metadata["opencdc.collection"], "kinds") // tables in public go by their name
+	is.Equal(recs[0].Metadata[sdk.MetadataCollection], "kinds") // tables in public go by their name
 	is.Equal(recs[0].Key, sdk.StructuredData{"id": int64(1)})
 	is.Equal(recs[0].Payload.After, sdk.StructuredData{
 		"id": int64(1), "small": int64(1), "i": int64(2), "big": int64(3), "r": 1.5, "d": 2.25, "n": "12345678901234.50000",
@@ -58,7 +58,7 @@ func TestSourceSnapshotTypesAndKeys(t *testing.T) {
 	// Composite keys, in key order, after the first table.
 	for i, r := range recs[2:] {
 		o, l := i/3+1, i%3+1
-		is.Equal(r.Metadata["opencdc.collection"], "sales.lines")
+		is.Equal(r.Metadata[sdk.MetadataCollection], "sales.lines")
 		is.Equal(r.Key, sdk.StructuredData{"order_id": int64(o), "line": int64(l)})
 		is.Equal(r.Payload.After.(sdk.StructuredData)["item"], fmt.Sprintf("item %d/%d", o, l))
 		is.Equal(r.Metadata[pg.ColumnsKey], `[{"name":"order_id","type":"integer","notNull":true,"key":1},{"name":"line","type":"integer","notNull":true,"key":2},{"name":"item","type":"text"}]`)

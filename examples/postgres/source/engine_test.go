@@ -45,7 +45,7 @@ func (m *keylessModel) apply(recs ...sdk.Record) {
 			m.t.Fatalf("position %s twice", r.Position)
 		}
 		m.positions[string(r.Position)] = true
-		if r.Metadata["opencdc.collection"] != "logs" {
+		if r.Metadata[sdk.MetadataCollection] != "logs" {
 			continue
 		}
 		switch r.Operation {

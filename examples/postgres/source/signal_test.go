@@ -31,7 +31,7 @@ type upserts map[string]map[int64]int64
 func (u upserts) apply(t *testing.T, recs ...sdk.Record) {
 	t.Helper()
 	for _, r := range recs {
-		coll := r.Metadata["opencdc.collection"]
+		coll := r.Metadata[sdk.MetadataCollection]
 		if coll != "a" && coll != "b" {
 			t.Fatalf("a record of %s, at %s", coll, r.Position)
 		}
@@ -64,7 +64,7 @@ func snapshotIDs(t *testing.T, recs []sdk.Record, collection string) map[int64]b
 	t.Helper()
 	ids := map[int64]bool{}
 	for _, r := range recs {
-		if r.Operation != sdk.OperationSnapshot || r.Metadata["opencdc.collection"] != collection {
+		if r.Operation != sdk.OperationSnapshot || r.Metadata[sdk.MetadataCollection] != collection {
 			continue
 		}
 		id := r.Key.(sdk.StructuredData)["id"].(int64)
@@ -82,7 +82,7 @@ func createsInOrder(t *testing.T, recs []sdk.Record, first int64) {
 	t.Helper()
 	next := first
 	for _, r := range recs {
-		if r.Operation != sdk.OperationCreate || r.Metadata["opencdc.collection"] != "a" {
+		if r.Operation != sdk.OperationCreate || r.Metadata[sdk.MetadataCollection] != "a" {
 			continue
 		}
 		if id := r.Key.(sdk.StructuredData)["id"].(int64); id != next {

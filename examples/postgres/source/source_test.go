@@ -131,7 +131,7 @@ func TestSourceResumes(t *testing.T) {
 	keys := func(recs []sdk.Record) []string {
 		var out []string
 		for _, r := range recs {
-			out = append(out, fmt.Sprint(r.Metadata["opencdc.collection"], r.Key))
+			out = append(out, fmt.Sprint(r.Metadata[sdk.MetadataCollection], r.Key))
 		}
 		return out
 	}

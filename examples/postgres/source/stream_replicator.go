@@ -251,7 +251,7 @@ func (r *replicator) emit(rel *relation, op sdk.Operation, key, before, after sd
 	if !emits {
 		return
 	}
-	md := sdk.Metadata{"opencdc.collection": rel.table.collection, "opencdc.readAt": strconv.FormatInt(r.arrival.UnixNano(), 10), pg.ColumnsKey: rel.meta}
+	md := sdk.Metadata{sdk.MetadataCollection: rel.table.collection, sdk.MetadataReadAt: strconv.FormatInt(r.arrival.UnixNano(), 10), pg.ColumnsKey: rel.meta}
 	if rel.types != nil && rel.types.meta != "" {
 		md[pg.TypesKey] = rel.types.meta
 	}

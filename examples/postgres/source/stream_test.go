@@ -36,7 +36,7 @@ func TestSourceChanges(t *testing.T) {
 	}
 	var got []change
 	for _, r := range recs {
-		got = append(got, change{r.Operation, r.Metadata["opencdc.collection"], r.Key, r.Payload.Before, r.Payload.After})
+		got = append(got, change{r.Operation, r.Metadata[sdk.MetadataCollection], r.Key, r.Payload.Before, r.Payload.After})
 	}
 	sd := func(kv ...any) sdk.StructuredData {
 		d := sdk.StructuredData{}
