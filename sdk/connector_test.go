@@ -186,7 +186,7 @@ func TestFactoryRunsAfterValidate(t *testing.T) {
 		`parameter "unknown": is not a known parameter`,
 		`parameter "name": is required but missing`,
 		`parameter "min": got "3", expected less than max (2)`,
-	}, "\n"))
+	}, "; "))
 	is.Equal(built, 0) // the factory never sees a configuration with errors
 
 	_, err = f.New(map[string]string{"name": "refused"})

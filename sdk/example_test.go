@@ -141,8 +141,7 @@ func ExampleConnector_badDefaults() {
 	_, err := connector.Specification()
 	fmt.Println(err)
 	// Output:
-	// sdk: Connector.DestinationDefaults: parameter "sdk.batch.sise": is not a known parameter (did you mean "sdk.batch.size"?)
-	// parameter "sdk.retry.attempts": got "many", expected an integer
+	// sdk: Connector.DestinationDefaults: parameter "sdk.batch.sise": is not a known parameter (did you mean "sdk.batch.size"?); parameter "sdk.retry.attempts": got "many", expected an integer
 }
 
 // A factory sees only valid configurations, and can still refuse one, best

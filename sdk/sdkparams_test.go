@@ -36,7 +36,8 @@ func sdkParameterNames(settings any) []string {
 // TestConfigureRefusesEverySDKParameter sets every sdk.* parameter of the
 // default middleware to a value it cannot take and checks that Configure
 // refuses the configuration with one error that names each parameter, so
-// a pipeline author fixes them all in one go. The parameters that take any
+// a pipeline author fixes them all in one go, on one line, as Conduit
+// logs it. The parameters that take any
 // string (subjects and the schema context's name, as in the incumbent SDK)
 // have no bad value and are listed apart; sdk.record.format.options is bad
 // only for a format, so it has a format of its own in a second config.
@@ -116,6 +117,9 @@ func TestConfigureRefusesEverySDKParameter(t *testing.T) {
 				err := tt.configure(raw)
 				if err == nil {
 					t.Fatalf("%v was accepted", raw)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("the error is not one line, as Conduit logs it:\n%v", err)
 				}
 				for _, name := range slices.Sorted(maps.Keys(raw)) {
 					if name == "sdk.record.format" && raw["sdk.record.format.options"] != "" {

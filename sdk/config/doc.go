@@ -43,13 +43,17 @@
 //
 // # Errors
 //
-// Everything wrong is reported at once, joined with errors.Join: unknown
-// parameters (with the closest known name), missing required ones, values
-// of the wrong type and values that fail a rule, each as a
-// [*ParameterError] naming the parameter, the value given and what was
-// expected:
+// Everything wrong is reported at once, in one error: unknown parameters
+// (with the closest known name), missing required ones, values of the
+// wrong type and values that fail a rule, each as a [*ParameterError]
+// naming the parameter, the value given and what was expected. Its
+// message reads on one line, as Conduit logs it, the problems separated
+// by "; ":
 //
-//	parameter "count": got "-1", expected at least 0
+//	parameter "count": got "-1", expected at least 0; parameter "url": is required but missing
+//
+// Its Unwrap method returns the problems, as errors.Join's does, so that
+// errors.As finds a [*ParameterError] among them.
 //
 // # Custom validation
 //

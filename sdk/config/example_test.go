@@ -64,7 +64,11 @@ func ExampleParse() {
 		"collections.users.mode": "delete",
 		"tabels":                 "users",
 	}, &cfg)
-	fmt.Println(err)
+	// One error, which reads on one line, its problems separated by "; ";
+	// its Unwrap returns each.
+	for _, problem := range err.(interface{ Unwrap() []error }).Unwrap() {
+		fmt.Println(problem)
+	}
 
 	params, _ := config.Parameters(Config{})
 	for _, p := range params {
@@ -109,14 +113,13 @@ func (l Listener) Validate() error {
 }
 
 // A config struct's Validate method runs even when some parameters failed,
-// so that one error reports every problem.
+// so that one error reports every problem, on one line.
 func ExampleValidator() {
 	var l Listener
 	err := config.Parse(map[string]string{"port": "0", "tls": "true"}, &l)
 	fmt.Println(err)
 	// Output:
-	// parameter "port": got "0", expected between 1 and 65535
-	// parameter "cert": is required when tls is true
+	// parameter "port": got "0", expected between 1 and 65535; parameter "cert": is required when tls is true
 }
 
 // Parameters lists what a config struct declares, as the specification

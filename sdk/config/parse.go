@@ -39,7 +39,7 @@ func Parse(raw map[string]string, targets ...any) error {
 	for i, v := range structs {
 		errs = append(errs, validate(v, fill(raw, params[i], v))...)
 	}
-	return errors.Join(errs...)
+	return joinProblems(errs...)
 }
 
 // Validator is implemented by a config struct that checks what its tags
@@ -48,7 +48,7 @@ func Parse(raw map[string]string, targets ...any) error {
 type Validator interface {
 	// Validate reports what is wrong with the configuration, preferably
 	// as a [*ParameterError] for each parameter at fault, joined with
-	// errors.Join.
+	// errors.Join: Parse reports each as a problem of its own.
 	Validate() error
 }
 
@@ -72,11 +72,7 @@ func validate(target reflect.Value, errs []error) []error {
 			failed[pe.Name] = true
 		}
 	}
-	list := []error{err}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		list = joined.Unwrap()
-	}
-	for _, e := range list {
+	for _, e := range problems(nil).add(err) {
 		if pe, ok := errors.AsType[*ParameterError](e); ok && failed[pe.Name] {
 			continue
 		}
