@@ -94,7 +94,7 @@ func TestScaffold(t *testing.T) {
 	// from the repository.
 	checkGitAddsOnly(t, dir, append(written, "connector.yaml"))
 	step("make clean", dir, "make", "clean")
-	for _, name := range []string{"bin", "conduit.db", "output.jsonl"} {
+	for _, name := range []string{"bin", "conduit.db", "output.jsonl", "processors"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("make clean left %s: %v", name, err)
 		}
