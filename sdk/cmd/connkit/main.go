@@ -9,8 +9,11 @@ import (
 )
 
 const usage = `usage: connkit new NAME [-module PATH] [-dir DIR] [-source | -destination] [-connkit DIR]
+       connkit release -version vX.Y.Z [-cmd ./cmd/NAME] [-out DIR] [-repository URL]
 
-Writes a new connector module; go doc github.com/connkit/connkit/sdk/cmd/connkit has the details.
+new writes a new connector module. release, run in a connector's module,
+builds its release archives, checksums.txt and its entry for Conduit's
+registry index. go doc github.com/connkit/connkit/sdk/cmd/connkit has the details.
 `
 
 func main() {
@@ -24,11 +27,24 @@ func main() {
 	}
 }
 
-// run runs the subcommand that args name.
+// run runs the subcommand that args name. Asked for help (-h, -help or
+// help), it prints the usage on stdout and returns nil; without a
+// subcommand it knows, it prints the usage on stderr and returns an
+// error.
 func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "new" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("expected the subcommand new")
+		return errors.New("expected a subcommand: new or release")
 	}
-	return newConnector(args[1:], stdout, stderr)
+	switch args[0] {
+	case "new":
+		return newConnector(args[1:], stdout, stderr)
+	case "release":
+		return release(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		_, err := fmt.Fprint(stdout, usage)
+		return err
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown subcommand %q: expected new or release", args[0])
 }

@@ -11,8 +11,10 @@ import (
 	"text/template"
 )
 
-// The module's files, each a template named by its path with NAME for the
-// connector's name, and .tmpl appended.
+// The module's files, each named by its path with NAME for the connector's
+// name. A file whose name ends in .tmpl is a text/template, which the
+// module gets without the .tmpl; any other file is copied as it is, such
+// as the GitHub workflows, whose ${{ }} expressions are GitHub's.
 //
 //go:embed all:template
 var templates embed.FS
@@ -23,6 +25,7 @@ var templates embed.FS
 func render(opts options) (map[string][]byte, error) {
 	set := template.New("").Funcs(template.FuncMap{"base": path.Base})
 	var names []string
+	files := map[string][]byte{}
 	err := fs.WalkDir(templates, "template", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -31,7 +34,11 @@ func render(opts options) (map[string][]byte, error) {
 		if err != nil {
 			return err
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(p, "template/"), ".tmpl")
+		name, isTemplate := strings.CutSuffix(strings.TrimPrefix(p, "template/"), ".tmpl")
+		if !isTemplate {
+			files[strings.ReplaceAll(name, "NAME", opts.Name)] = text
+			return nil
+		}
 		names = append(names, name)
 		_, err = set.New(name).Parse(string(text))
 		return err
@@ -39,7 +46,6 @@ func render(opts options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
 	for _, name := range names {
 		if name == "source.go" && !opts.Source || name == "destination.go" && !opts.Destination {
 			continue

@@ -16,7 +16,7 @@ import (
 // Each role gets its files, the Go files formatted; the others are the
 // same for every role.
 func TestRender(t *testing.T) {
-	common := []string{".ci/run", ".gitignore", "Makefile", "README.md", "cmd/lines/main.go", "connector.go", "go.mod", "lines_test.go", "pipelines/lines.yaml"}
+	common := []string{".ci/run", ".github/workflows/release.yml", ".github/workflows/test.yml", ".gitignore", "Makefile", "README.md", "cmd/lines/main.go", "connector.go", "go.mod", "lines_test.go", "pipelines/lines.yaml"}
 	for _, tt := range []struct {
 		name                string
 		source, destination bool
@@ -83,6 +83,27 @@ func TestRender(t *testing.T) {
 				t.Errorf("the README does not show the pipeline file")
 			}
 		})
+	}
+}
+
+// A file not named .tmpl is copied as it is: the workflows' ${{ }} are
+// GitHub's expressions, not the template's.
+func TestRenderCopiesOtherFilesAsTheyAre(t *testing.T) {
+	files, err := render(options{Name: "lines", Module: "lines", Source: true, Destination: true, GoVersion: goVersion, ConnkitVersion: "v0.3.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".github/workflows/release.yml", ".github/workflows/test.yml"} {
+		want, err := templates.ReadFile("template/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(files[name]) != string(want) {
+			t.Errorf("%s is not the template's file as it is:\n%s", name, files[name])
+		}
+	}
+	if !strings.Contains(string(files[".github/workflows/release.yml"]), "${{ github.ref_name }}") {
+		t.Errorf("release.yml lost its GitHub expressions:\n%s", files[".github/workflows/release.yml"])
 	}
 }
 
@@ -190,3 +211,37 @@ func newNopDestination(nopConfig) (nopDestination, error)               { return
 func (nopDestination) Open(context.Context) error                       { return nil }
 func (nopDestination) Write(context.Context, []sdk.Record) (int, error) { return 0, nil }
 func (nopDestination) Teardown(context.Context) error                   { return nil }
+
+// The README says how to publish a release, with the names connkit
+// release and the registry give the files, and, for a module that
+// requires a local checkout, that the workflows need a published connkit.
+func TestReadmeSaysHowToRelease(t *testing.T) {
+	plan := releasePlan{name: "lines", version: "v0.1.0"}
+	for _, connkitDir := range []string{"", "/src/connkit"} {
+		files, err := render(options{Name: "lines", Module: "lines", Source: true, Destination: true, GoVersion: goVersion, ConnkitVersion: develVersion, ConnkitDir: connkitDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, found := strings.Cut(string(files["README.md"]), "\n## Release it\n")
+		if !found {
+			t.Fatalf("the README has no section on releases:\n%s", files["README.md"])
+		}
+		for _, want := range []string{
+			"git tag v0.1.0 && git push origin v0.1.0",
+			"`.github/workflows/release.yml`",
+			"`connkit release -version v0.1.0`",
+			"`" + strings.Replace(plan.archiveName(platform{"linux", "amd64"}), "linux_amd64", "OS_ARCH", 1) + "`",
+			"`checksums.txt`", "`index.json`", "`" + provenanceFile + "`", "`ARCHIVE.sigstore.json`",
+			"`conduit-connector-lines_0.1.0`",
+			"Conduit's registry index",
+			"-repository https://github.com/OWNER/REPO",
+		} {
+			if !strings.Contains(section, want) {
+				t.Errorf("the README's section on releases does not say %s:\n%s", want, section)
+			}
+		}
+		if local := strings.Contains(section, "requires connkit from a local checkout"); local != (connkitDir != "") {
+			t.Errorf("with -connkit %q, the README says the module requires a local checkout: %v", connkitDir, local)
+		}
+	}
+}
