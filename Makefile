@@ -120,14 +120,14 @@ check:
 
 test: check build conduit incumbent
 	@echo "running every test under -race (the first run compiles for a few minutes)…"
-	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 ./...
+	CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 -timeout 45m ./...
 
 # Each run is a fresh test process, as in make test, so that what fails one
 # run in twenty (a race, a flaky start) shows up here first.
 race: build conduit incumbent
 	@for i in $$(seq $(RACE_RUNS)); do \
 		echo "race run $$i of $(RACE_RUNS)"; \
-		CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 $(E2E_PKGS) || exit 1; \
+		CONNKIT_BIN=$(CURDIR)/bin CONDUIT_BIN=$(CONDUIT_BIN) INCUMBENT_BIN=$(INCUMBENT_BIN) $(GO) test -race -count=1 -timeout 45m $(E2E_PKGS) || exit 1; \
 	done
 
 clean:
