@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -39,17 +38,7 @@ func TestRelease(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	is.NoErr(err)
 	dir := filepath.Join(t.TempDir(), "lines")
-	env := append(os.Environ(), "GOWORK=off", "GONOSUMDB=github.com/conduitio,buf.build")
-	step := func(what, dir, name string, args ...string) time.Duration {
-		t.Helper()
-		start := time.Now()
-		cmd := exec.CommandContext(t.Context(), name, args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %s (in %s): %v\n%s", what, strings.Join(cmd.Args, " "), dir, err, out)
-		}
-		return time.Since(start)
-	}
+	_, step := authorSteps(t)
 	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-module", "github.com/you/conduit-connector-lines", "-dir", dir)
 	releaseTime := step("connkit release", dir, "go", "run", "github.com/connkit/connkit/sdk/cmd/connkit", "release", "-version", "v0.2.0", "-platforms", runtime.GOOS+"/"+runtime.GOARCH)
 

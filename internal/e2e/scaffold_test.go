@@ -39,19 +39,7 @@ func TestScaffold(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	is.NoErr(err)
 	dir := filepath.Join(t.TempDir(), "lines")
-	// GOWORK=off: the module is not part of a workspace; no GOFLAGS=-mod=mod:
-	// go.mod and go.sum must be complete as generated.
-	env := append(os.Environ(), "GOWORK=off", "GONOSUMDB=github.com/conduitio,buf.build")
-	step := func(what string, dir, name string, args ...string) time.Duration {
-		t.Helper()
-		start := time.Now()
-		cmd := exec.CommandContext(t.Context(), name, args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %s (in %s): %v\n%s", what, strings.Join(cmd.Args, " "), dir, err, out)
-		}
-		return time.Since(start)
-	}
+	env, step := authorSteps(t)
 	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir)
 	written := filesIn(t, dir)
 	testTime := step("the generated CI script", dir, "./.ci/run")
@@ -98,6 +86,25 @@ func TestScaffold(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("make clean left %s: %v", name, err)
 		}
+	}
+}
+
+// authorSteps returns the environment an author's commands run in, and
+// step, which runs one as a step of t: in dir, failing t with its output
+// if it fails, and returning how long it took. GOWORK=off: the module is
+// not part of a workspace; no GOFLAGS=-mod=mod: go.mod and go.sum must be
+// complete as generated.
+func authorSteps(t *testing.T) (env []string, step func(what, dir, name string, args ...string) time.Duration) {
+	env = append(os.Environ(), "GOWORK=off", "GONOSUMDB=github.com/conduitio,buf.build")
+	return env, func(what, dir, name string, args ...string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %s (in %s): %v\n%s", what, strings.Join(cmd.Args, " "), dir, err, out)
+		}
+		return time.Since(start)
 	}
 }
 
