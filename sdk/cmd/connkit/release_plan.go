@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -94,36 +93,21 @@ func goCommand(dir string, env []string, args ...string) ([]byte, error) {
 }
 
 // findModule returns the path and the root directory of the module that
-// dir is in: of the main modules go list -m names (several in a
-// workspace), the innermost that holds dir.
+// dir is in, as the go command finds it outside any workspace: a release
+// is of one module.
 func findModule(dir string) (modPath, root string, err error) {
-	out, err := goCommand(dir, nil, "list", "-m", "-json")
+	out, err := goCommand(dir, []string{"GOWORK=off"}, "list", "-m", "-json")
 	if err != nil {
 		return "", "", fmt.Errorf("connkit release runs in a connector's Go module: %w", err)
 	}
-	var mods []struct{ Path, Dir string }
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var m struct{ Path, Dir string }
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return "", "", fmt.Errorf("go list -m -json in %s: %w", dir, err)
-		}
-		if m.Dir == "" {
-			continue // outside any module, go list -m names command-line-arguments
-		}
-		mods = append(mods, m)
-		if rel, err := filepath.Rel(m.Dir, dir); err == nil && filepath.IsLocal(rel) && len(m.Dir) > len(root) {
-			modPath, root = m.Path, m.Dir
-		}
+	var m struct{ Path, Dir string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", "", fmt.Errorf("go list -m -json in %s: %w", dir, err)
 	}
-	if root == "" && len(mods) == 1 { // dir, as the go command resolves it
-		modPath, root = mods[0].Path, mods[0].Dir
-	}
-	if root == "" {
+	if m.Dir == "" { // outside any module, go list -m names command-line-arguments
 		return "", "", fmt.Errorf("%s is in no module the go command knows (no go.mod there or above): connkit release runs in a connector's Go module", dir)
 	}
-	return modPath, root, nil
+	return m.Path, m.Dir, nil
 }
 
 // findCommand returns the only directory in root's cmd/, as a package
