@@ -35,11 +35,8 @@ import (
 func TestRelease(t *testing.T) {
 	conduitPath := conduitBin(t)
 	is := is.New(t)
-	root, err := filepath.Abs("../..")
-	is.NoErr(err)
-	dir := filepath.Join(t.TempDir(), "lines")
 	_, step := authorSteps(t)
-	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-module", "github.com/you/conduit-connector-lines", "-dir", dir)
+	dir, newTime := newLines(t, step, "-module", "github.com/you/conduit-connector-lines")
 	releaseTime := step("connkit release", dir, "go", "run", "github.com/connkit/connkit/sdk/cmd/connkit", "release", "-version", "v0.2.0", "-platforms", runtime.GOOS+"/"+runtime.GOARCH)
 
 	run := filepath.Join(t.TempDir(), "conduit")

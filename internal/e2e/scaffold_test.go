@@ -36,11 +36,8 @@ import (
 func TestScaffold(t *testing.T) {
 	conduitPath := conduitBin(t)
 	is := is.New(t)
-	root, err := filepath.Abs("../..")
-	is.NoErr(err)
-	dir := filepath.Join(t.TempDir(), "lines")
 	env, step := authorSteps(t)
-	newTime := step("connkit new", root, "go", "run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir)
+	dir, newTime := newLines(t, step)
 	written := filesIn(t, dir)
 	testTime := step("the generated CI script", dir, "./.ci/run")
 	buildTime := step("make build", dir, "make", "build")
@@ -106,6 +103,20 @@ func authorSteps(t *testing.T) (env []string, step func(what, dir, name string, 
 		}
 		return time.Since(start)
 	}
+}
+
+// newLines runs connkit new lines in this checkout, with flags, as step
+// of t, into a directory of t's, and returns that directory and how long
+// it took.
+func newLines(t *testing.T, step func(what, dir, name string, args ...string) time.Duration, flags ...string) (string, time.Duration) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "lines")
+	args := append([]string{"run", "./sdk/cmd/connkit", "new", "lines", "-dir", dir}, flags...)
+	return dir, step("connkit new", root, "go", args...)
 }
 
 // outputLines returns the lines the destination wrote into the file at
