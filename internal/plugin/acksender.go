@@ -7,10 +7,16 @@ import (
 
 // ackSender is the one owner of a destination's ledger: the writers open
 // each Write they hand out in it and tell it what each settles, and it
-// sends the acks to Conduit in record order, one Send at a time, on a
-// goroutine of its own that reports each Send's end as a writeEvent.
+// sends the acks to Conduit in record order, one Send at a time, and
+// reports each Send's end as a writeEvent. While Writes are in flight, a
+// goroutine of its own sends, so that the owner goes on taking their
+// reports; with none in flight, nothing reports meanwhile and the owner
+// sends itself: a Send hands the message to gRPC's writer and returns,
+// unless Conduit's flow-control window is full.
 type ackSender struct {
 	ledger     ledger
+	send       func([]ack) error
+	reports    chan<- writeEvent
 	sends      chan []ack    // to the goroutine that sends acks
 	sent       chan struct{} // closed once that goroutine has returned
 	sendErr    error         // a Send failed: no more go
@@ -20,7 +26,7 @@ type ackSender struct {
 // newAckSender starts the goroutine that sends acks with send, and
 // reports each Send's end on reports.
 func newAckSender(send func([]ack) error, reports chan<- writeEvent) *ackSender {
-	a := &ackSender{sends: make(chan []ack, 1), sent: make(chan struct{})}
+	a := &ackSender{send: send, reports: reports, sends: make(chan []ack, 1), sent: make(chan struct{})}
 	go func() {
 		defer close(a.sent)
 		for acks := range a.sends {
@@ -71,8 +77,13 @@ func (a *ackSender) after(now time.Time, linger bool) (wake time.Time) {
 		return until
 	}
 	acks, _ := a.ledger.next()
-	a.sends <- acks // never waits: at most one Send is in flight
 	a.readySince = time.Time{}
+	if a.ledger.inFlight == 0 {
+		// Nothing else reports: reports has room.
+		a.reports <- writeEvent{sent: true, err: a.send(acks)}
+		return time.Time{}
+	}
+	a.sends <- acks // never waits: at most one Send is in flight
 	return time.Time{}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func BenchmarkDestinationOverGRPC(b *testing.B) {
 }
 
 func benchmarkDestinationOverGRPC(b *testing.B, window int32) {
-	stream, stop := destinationOverGRPC(b, window)
+	stream, stop := destinationOverGRPC(b, window, destinationServerOf(nopDestination{}, batcher.Policy{Count: 1000}, Retry{}))
 	defer stop()
 	client := stream.Client()
 	payload := opencdc.RawData(strings.Repeat("x", 1024))
@@ -63,6 +64,47 @@ func benchmarkDestinationOverGRPC(b *testing.B, window int32) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rec/s")
 	b.ReportMetric(float64(timer.median().Microseconds())/1000, "ack-p50-ms")
+}
+
+// BenchmarkDestinationLoneOverGRPC measures the destination path as
+// Conduit's v2 engine drives it when its source sends one record a
+// message (its builtin sources without batch settings): over real gRPC on
+// loopback, one record, then nothing until its ack, with no batch
+// settings and sdk.write.concurrency auto, the defaults. ns/op is a
+// record's round trip; cpu-µs/op is the process's processor time per
+// record, the protocol client's (Conduit's part) included.
+func BenchmarkDestinationLoneOverGRPC(b *testing.B) {
+	dst := destinationOf(nopDestination{}, batcher.Policy{}, Retry{})
+	dst.Concurrency = Concurrency{Max: 32, Adaptive: true, ByKey: true}
+	stream, stop := destinationOverGRPC(b, windowSize, testDestinationServer(func(map[string]string) (Destination, error) { return dst, nil }))
+	defer stop()
+	client := stream.Client()
+	recs := make([]opencdc.Record, 1000)
+	for i := range recs {
+		recs[i] = opencdc.Record{Position: opencdc.Position(strconv.Itoa(i)), Operation: opencdc.OperationCreate, Key: opencdc.StructuredData{"id": i}, Payload: opencdc.Change{After: opencdc.RawData("payload")}}
+	}
+	b.ReportAllocs()
+	cpu := processCPU(b)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := client.Send(pconnector.DestinationRunRequest{Records: recs[i%len(recs) : i%len(recs)+1]}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := client.Recv(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU returns the processor time the process has used so far.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // ackTimer times records, at positions 0 to n-1, from their Send to their
@@ -113,14 +155,13 @@ func (tm *ackTimer) median() time.Duration {
 	return tm.latencies[len(tm.latencies)/2]
 }
 
-// destinationOverGRPC serves a destination that writes nothing, in
-// batches of up to 1000, on loopback with the given flow-control window,
-// configured, opened and running; it returns the protocol's Run stream,
-// and stop, which tears it down.
-func destinationOverGRPC(b *testing.B, window int32) (stream *clientv2.DestinationRunStream, stop func()) {
+// destinationOverGRPC serves d on loopback with the given flow-control
+// window, configured, opened and running; it returns the protocol's Run
+// stream, and stop, which tears it down.
+func destinationOverGRPC(b *testing.B, window int32, d *destinationServer) (stream *clientv2.DestinationRunStream, stop func()) {
 	ctx, cancel := context.WithCancel(b.Context())
 	conn := serveOverGRPC(b, window, func(s *grpc.Server) {
-		registerDestination(s, destinationServerOf(nopDestination{}, batcher.Policy{Count: 1000}, Retry{}), DefaultMaxReceiveSize)
+		registerDestination(s, d, DefaultMaxReceiveSize)
 	})
 	plugin := clientv2.NewDestinationPluginClient(conn)
 	if _, err := plugin.Configure(ctx, pconnector.DestinationConfigureRequest{}); err != nil {

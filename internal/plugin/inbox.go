@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"sync"
+	"time"
 
 	"github.com/conduitio/conduit-commons/opencdc"
 )
@@ -31,6 +32,9 @@ type inbox struct {
 	records    []opencdc.Record
 	sizes      []int // each record's size, as recordSize measures it
 	spareSizes []int // the sizes the last take returned, collected in again at the next
+	timed      bool  // note when records came, in came
+	came       []arrival
+	spareCame  []arrival
 	bytes      int
 	limit      int // records the inbox holds before the reader waits: 1 to inboxCount
 	ended      bool
@@ -38,9 +42,9 @@ type inbox struct {
 }
 
 // newInbox returns an empty inbox that holds limit records (within 1 and
-// inboxCount) before its reader waits.
-func newInbox(limit int) *inbox {
-	return &inbox{ready: make(chan struct{}, 1), taken: make(chan struct{}, 1), limit: min(max(limit, 1), inboxCount)}
+// inboxCount) before its reader waits; timed, it notes when they came.
+func newInbox(limit int, timed bool) *inbox {
+	return &inbox{ready: make(chan struct{}, 1), taken: make(chan struct{}, 1), limit: min(max(limit, 1), inboxCount), timed: timed}
 }
 
 // setLimit sets how many records the inbox holds before the reader waits,
@@ -67,6 +71,9 @@ func (b *inbox) put(records []opencdc.Record, quit <-chan struct{}) bool {
 		b.bytes += n
 	}
 	b.records = append(b.records, records...)
+	if b.timed {
+		b.came = append(b.came, arrival{len(records), time.Now()})
+	}
 	full := b.lockedFull()
 	b.mu.Unlock()
 	notify(b.ready)
@@ -103,28 +110,40 @@ func (b *inbox) end(err error) {
 	notify(b.ready)
 }
 
+// taken is what a take of an inbox returns: everything put and not yet
+// taken, with each record's size as recordSize measured it (valid until
+// the next take: batcher.AddSized need not measure again) and, if the
+// inbox is timed, when they came, in runs of records put together
+// (valid until the next take); and whether the reader has ended (and
+// why) after putting them.
+type taken struct {
+	records []opencdc.Record
+	sizes   []int
+	came    []arrival
+	ended   bool
+	err     error
+}
+
 // take removes and returns everything put and not yet taken, nothing if
-// there is nothing to take, with each record's size as recordSize measured
-// it (valid until the next take: batcher.AddSized need not measure again),
-// and whether the reader has ended (and why) after putting them. reuse is
-// an earlier take's slice the caller is done with, or nil: the inbox
-// collects in it again unless a large message has grown it past twice the
-// cap, so that it keeps no such memory.
-func (b *inbox) take(reuse []opencdc.Record) (records []opencdc.Record, sizes []int, ended bool, err error) {
+// there is nothing to take. reuse is an earlier take's slice of records
+// the caller is done with, or nil: the inbox collects in it again unless a
+// large message has grown it past twice the cap, so that it keeps no such
+// memory.
+func (b *inbox) take(reuse []opencdc.Record) taken {
 	clear(reuse) // let its records go
 	if cap(reuse) > 2*inboxCount {
 		reuse = nil
 	}
 	b.mu.Lock()
-	records, sizes, ended, err = b.records, b.sizes, b.ended, b.err
-	spare := b.spareSizes
+	t := taken{records: b.records, sizes: b.sizes, came: b.came, ended: b.ended, err: b.err}
+	spare, spareCame := b.spareSizes, b.spareCame
 	if cap(spare) > 2*inboxCount {
-		spare = nil
+		spare, spareCame = nil, nil
 	}
-	b.records, b.sizes, b.spareSizes, b.bytes = reuse[:0], spare[:0], sizes, 0
+	b.records, b.sizes, b.spareSizes, b.came, b.spareCame, b.bytes = reuse[:0], spare[:0], t.sizes, spareCame[:0], t.came, 0
 	b.mu.Unlock()
 	notify(b.taken)
-	return records, sizes, ended, err
+	return t
 }
 
 // notify leaves a signal in c, a channel with a buffer of one, unless one

@@ -16,17 +16,19 @@ import (
 // last of them, never before.
 func TestInboxTakesEverythingAtOnce(t *testing.T) {
 	is := is.New(t)
-	b := newInbox(inboxCount)
+	b := newInbox(inboxCount, true)
 	quit := make(chan struct{})
 	for i := 1; i <= 3; i++ {
 		is.True(b.put(numbered(i, i), quit))
 	}
 	b.end(io.EOF)
 	<-b.ready
-	recs, _, ended, err := b.take(nil)
-	is.Equal(positionList(recs), "[1 2 3]")
-	is.True(ended)
-	is.Equal(err, io.EOF)
+	got := b.take(nil)
+	is.Equal(positionList(got.records), "[1 2 3]")
+	is.Equal(len(got.came), 3) // one run for each put
+	is.Equal([]int{got.came[0].n, got.came[1].n, got.came[2].n}, []int{1, 1, 1})
+	is.True(got.ended)
+	is.Equal(got.err, io.EOF)
 	is.Equal(len(b.ready), 0) // one signal for all of it
 }
 
@@ -34,18 +36,19 @@ func TestInboxTakesEverythingAtOnce(t *testing.T) {
 // is seen ending with nothing more to take.
 func TestInboxEndAfterTake(t *testing.T) {
 	is := is.New(t)
-	b := newInbox(inboxCount)
+	b := newInbox(inboxCount, false)
 	is.True(b.put(numbered(1, 2), make(chan struct{})))
-	recs, _, ended, _ := b.take(nil)
-	is.Equal(positionList(recs), "[1 2]")
-	is.True(!ended)
+	got := b.take(nil)
+	is.Equal(positionList(got.records), "[1 2]")
+	is.True(!got.ended)
+	is.Equal(len(got.came), 0) // not timed
 	failed := errors.New("stream broken")
 	b.end(failed)
 	<-b.ready
-	recs, _, ended, err := b.take(recs)
-	is.Equal(len(recs), 0)
-	is.True(ended)
-	is.Equal(err, failed)
+	got = b.take(got.records)
+	is.Equal(len(got.records), 0)
+	is.True(got.ended)
+	is.Equal(got.err, failed)
 }
 
 // TestInboxFullWaitsForATake: put returns only once the owner has taken a
@@ -61,14 +64,13 @@ func TestInboxFullWaitsForATake(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				is := is.New(t)
-				b := newInbox(inboxCount)
+				b := newInbox(inboxCount, false)
 				quit := make(chan struct{})
 				put := make(chan bool, 1)
 				go func() { put <- b.put(full, quit) }()
 				synctest.Wait()
 				is.Equal(len(put), 0) // full: waiting for the owner
-				recs, _, _, _ := b.take(nil)
-				is.Equal(len(recs), len(full))
+				is.Equal(len(b.take(nil).records), len(full))
 				is.True(<-put)
 
 				go func() { put <- b.put(full, quit) }()
@@ -86,7 +88,7 @@ func TestInboxFullWaitsForATake(t *testing.T) {
 func TestInboxLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		is := is.New(t)
-		b := newInbox(2)
+		b := newInbox(2, false)
 		quit := make(chan struct{})
 		is.True(b.put(numbered(1, 1), quit)) // below the limit: returns at once
 		returned := make(chan bool)

@@ -42,13 +42,55 @@ type outcomes struct {
 // writeAll writes records and settles every one of them, in order, and
 // returns the acks settled since the last pushedBack.
 func (o outcomes) writeAll(ctx context.Context, records []opencdc.Record) []ack {
+	if len(records) == 0 {
+		return nil
+	}
+	return o.goOn(ctx, records, o.first(ctx, records))
+}
+
+// attempt is the first Write of a batch: its records' positions, taken
+// before it, and what it returned.
+type attempt struct {
+	positions []opencdc.Position
+	n         int
+	err       error
+}
+
+// first makes the first Write of records, which are not empty.
+func (o outcomes) first(ctx context.Context, records []opencdc.Record) attempt {
 	// The positions are taken before Write, which may not change them but
 	// could.
-	s := settlement{positions: positionsOf(records), log: o.log, metrics: o.metrics}
+	a := attempt{positions: positionsOf(records)}
+	a.n, a.err = o.call(ctx, records)
+	return a
+}
+
+// wroteAll reports whether the Write wrote every record and returned no
+// error: each is acked, and nothing more is to be done.
+func (a attempt) wroteAll() bool { return a.err == nil && a.n == len(a.positions) }
+
+// acks are the acks of records whose first Write, a, wrote them all.
+func (o outcomes) acks(a attempt) []ack {
+	s := settlement{positions: a.positions, log: o.log, metrics: o.metrics}
+	s.ack(len(a.positions))
+	return s.take()
+}
+
+// goOn settles records as the outcome of their first Write, a, says, and
+// writes again those it did not write, as writeAll does.
+func (o outcomes) goOn(ctx context.Context, records []opencdc.Record, a attempt) []ack {
+	s := settlement{positions: a.positions, log: o.log, metrics: o.metrics}
 	var r retrying
+	made := &a // the Write made and not yet settled
 	for s.next < len(records) {
 		from := s.next
-		n, err := o.call(ctx, records[from:])
+		var n int
+		var err error
+		if made != nil {
+			n, err, made = made.n, made.err, nil
+		} else {
+			n, err = o.call(ctx, records[from:])
+		}
 		if contractKept(n, len(records)-from, err) {
 			s.ack(from + n)
 			if n > 0 {

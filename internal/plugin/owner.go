@@ -43,6 +43,14 @@ type owner[E any] struct {
 	stopping stopList
 	spare    []opencdc.Record // the records last taken from the inbox, done with at the next take
 	arrivals arrivals         // kept with metrics only
+
+	// collected counts the records collected from the Run's start on;
+	// while quiet, quietAt is what it was when everything collected was
+	// last through the flow, with nothing held or waiting in the inbox
+	// (see dueBatch.lone).
+	collected int
+	quietAt   int
+	quiet     bool
 }
 
 // A flow is what a role does with the batches its owner hands out, on
@@ -51,14 +59,11 @@ type owner[E any] struct {
 // writes each and sends their acks (see writers). Only the owner's loop
 // calls it.
 type flow[E any] interface {
-	// take starts a batch of the records of next, the batch that is due,
-	// if the flow has room for one now: it takes how many of them may go,
-	// from the oldest on, with take, and reports whether it took any (an
-	// event of the flow brings room). urgent says that the due batch is
-	// complete or the owner drains, so that waiting for it to grow gains
-	// nothing; complete that it reached a limit of the batching policy or
-	// the hold bound.
-	take(next []opencdc.Record, now time.Time, urgent, complete bool, take func(n int) []opencdc.Record) bool
+	// take starts a batch of the records of the batch due, if the flow
+	// has room for one now: it takes how many of them may go, from the
+	// oldest on, with d.take, and reports whether it took any (an event
+	// of the flow brings room).
+	take(d dueBatch, now time.Time) bool
 	// slots returns how many batches the flow may have at once now, which
 	// sets the hold bound (see holdFor).
 	slots() int
@@ -75,6 +80,22 @@ type flow[E any] interface {
 	idle() bool
 	// close ends the flow's goroutines, once it is idle.
 	close()
+}
+
+// dueBatch is the batch an owner has due for its flow.
+type dueBatch struct {
+	records []opencdc.Record // the batch's records, oldest first
+	// urgent says that the batch is complete or the owner drains, so
+	// that waiting for it to grow gains nothing; complete that it
+	// reached a limit of the batching policy or the hold bound.
+	urgent, complete bool
+	// lone says that the batch is all the owner has, and that its
+	// records came once everything before them was through the flow, as
+	// the records of a pipeline whose messages each wait for the last
+	// one's ack (Conduit's v2 engine): nothing else is to be done until
+	// the flow is through with it, as far as the owner can tell.
+	lone bool
+	take func(n int) []opencdc.Record // removes the n oldest records from the owner's batch and returns them
 }
 
 // progress is what an event of a flow moved on.
@@ -99,7 +120,7 @@ func newOwner[E any](ctx context.Context, p batcher.Policy, m *metrics.Set, f fl
 	if err != nil {
 		return nil, err
 	}
-	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0)), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, draining: draining}, nil
+	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0), m != nil), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, draining: draining}, nil
 }
 
 // run returns once the reader has ended with an error and everything it
@@ -121,6 +142,7 @@ func (o *owner[E]) run() error {
 		if done, err := o.finished(); done {
 			return err
 		}
+		o.noteQuiet()
 		var collect chan struct{}
 		if !o.ended && !o.quitting && o.batch.Room() {
 			collect = o.inbox.ready
@@ -148,16 +170,39 @@ func (o *owner[E]) handOut() {
 		if !due {
 			return
 		}
-		if !o.flow.take(o.batch.Next(), o.now, drained || why.Complete(), why.Complete(), func(n int) []opencdc.Record {
+		next := o.batch.Next()
+		lone := o.quiet && o.collected-o.quietAt == len(next) && o.batch.Len() == len(next) && !o.inbox.waiting()
+		if lone {
+			// The flow may be through with the batch before take
+			// returns: what comes meanwhile waits in the inbox, as much
+			// as the hold bound would have collected.
+			held, _ := o.batch.Held()
+			o.inbox.setLimit(o.rate.inboxLimit(o.policy) + max(holdFor(o.policy, o.slots).Count-held, 0))
+		}
+		took := o.flow.take(dueBatch{records: next, urgent: drained || why.Complete(), complete: why.Complete(), lone: lone, take: func(n int) []opencdc.Record {
 			collected := o.batch.Bytes()
 			batch := o.batch.TakeAtMost(n)
 			if o.metrics != nil {
 				o.metrics.Batched(reasonLabel(why, drained), len(batch), collected-o.batch.Bytes(), o.now.Sub(o.arrivals.take(len(batch))))
 			}
 			return batch
-		}) {
+		}}, o.now)
+		if lone {
+			o.inbox.setLimit(o.rate.inboxLimit(o.policy))
+		}
+		if !took {
 			return // an event of the flow brings room
 		}
+		o.quiet = false
+	}
+}
+
+// noteQuiet notes the records collected so far as through, if everything
+// collected is through the flow and nothing is held or waits in the
+// inbox, for dueBatch.lone.
+func (o *owner[E]) noteQuiet() {
+	if !o.quiet && o.batch.Len() == 0 && o.flow.idle() && !o.inbox.waiting() {
+		o.quiet, o.quietAt = true, o.collected
 	}
 }
 
@@ -227,21 +272,25 @@ func (o *owner[E]) delay(wake time.Time) <-chan time.Time {
 
 // collect collects everything waiting in the inbox.
 func (o *owner[E]) collect() {
-	recs, sizes, end, err := o.inbox.take(o.spare)
+	t := o.inbox.take(o.spare)
+	recs := t.records
 	o.spare = recs
+	o.collected += len(recs)
 	for i, r := range recs {
-		o.batch.AddSized(r, sizes[i], o.now)
+		o.batch.AddSized(r, t.sizes[i], o.now)
 	}
 	if o.metrics != nil && len(recs) > 0 {
 		o.metrics.In(len(recs))
 		o.metrics.Held(o.batch.Held())
-		o.arrivals.add(len(recs), o.now)
+		for _, a := range t.came {
+			o.arrivals.add(a.n, a.at)
+		}
 	}
 	o.stopping.collected(recs)
-	if end {
+	if t.ended {
 		// What was delivered goes on while ctx lasts; once it is done,
 		// acks and records can no longer reach Conduit.
-		o.ended, o.endErr, o.draining = true, err, true
+		o.ended, o.endErr, o.draining = true, t.err, true
 		o.quitting = o.quitting || o.ctx.Err() != nil
 	}
 }
@@ -285,6 +334,15 @@ func (o *owner[E]) stopRequested(r stopRequest) {
 type flowRate struct {
 	perSecond float64 // smoothed; 0 until measured
 	lead      int     // the inbox's limit as last set; 0: as newInbox set it
+}
+
+// inboxLimit returns the inbox's limit for the pace measured so far under
+// policy.
+func (p *flowRate) inboxLimit(policy batcher.Policy) int {
+	if p.lead == 0 {
+		return aheadOf(policy, 0)
+	}
+	return p.lead
 }
 
 // measured notes a batch of n records that took took under policy p, and

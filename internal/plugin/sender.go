@@ -81,14 +81,14 @@ func (s *sender) paceAcks() {
 	}
 }
 
-// take sends next, if no Send is in flight and the pace lets it go (see
-// readPace).
-func (s *sender) take(next []opencdc.Record, now time.Time, urgent, _ bool, take func(n int) []opencdc.Record) bool {
+// take sends the batch due, if no Send is in flight and the pace lets it
+// go (see readPace).
+func (s *sender) take(d dueBatch, now time.Time) bool {
 	if s.sending > 0 {
 		return false
 	}
 	s.paceAcks()
-	if !s.pace.mayGo(now, urgent) {
+	if !s.pace.mayGo(now, d.urgent) {
 		s.mu.Lock()
 		came := len(s.acks) > 0 // before the acker saw it awaiting
 		s.mu.Unlock()
@@ -97,7 +97,7 @@ func (s *sender) take(next []opencdc.Record, now time.Time, urgent, _ bool, take
 		}
 		return false
 	}
-	batch := take(len(next))
+	batch := d.take(len(d.records))
 	s.sending, s.began = len(batch), now
 	s.pace.sent(len(batch), now)
 	s.work.start(batch)

@@ -38,10 +38,12 @@ type write struct {
 	pushedBack bool   // it met a retryable error
 }
 
-// writeJob is a batch to write, the seq-th Write.
+// writeJob is a batch to write, the seq-th Write; made, if not nil, is
+// its first Write, made on the owner's goroutine (see writeHere).
 type writeJob struct {
 	seq   uint64
 	batch []opencdc.Record
+	made  *attempt
 }
 
 // writeEvent is what a Write settled, or the end of a Send.
@@ -49,6 +51,7 @@ type writeEvent struct {
 	seq        uint64
 	acks       []ack
 	ended      bool // the Write ended: acks are its last
+	here       bool // it ended on the owner's goroutine, no worker's (see writeHere)
 	pushedBack bool // it met a retryable error, and waits to try again
 	sent       bool // not a Write's: the Send in flight ended, with err
 	err        error
@@ -72,38 +75,70 @@ func (w *writers) do(job writeJob) {
 	o.pushedBack = func(settled []ack) {
 		w.reports <- writeEvent{seq: job.seq, acks: settled, pushedBack: true}
 	}
-	acks := o.writeAll(w.ctx, job.batch)
+	var acks []ack
+	if job.made != nil {
+		acks = o.goOn(w.ctx, job.batch, *job.made)
+	} else {
+		acks = o.writeAll(w.ctx, job.batch)
+	}
 	w.reports <- writeEvent{seq: job.seq, acks: acks, ended: true}
 }
 
-// take starts a Write of the records of next that may go, if another may
-// start: the limit has room, and no Write that went alone is in flight.
-// With lanes, while more than one Write may be in flight, those before
-// the first that must follow a record in flight go (see lanes); a Write
-// that may be the only one in flight goes alone, its records in no lane:
-// none can be out of order behind it, and no Write starts beside it.
-func (w *writers) take(next []opencdc.Record, now time.Time, _, complete bool, take func(n int) []opencdc.Record) bool {
+// take starts a Write of the records of the batch due that may go, if
+// another may start: the limit has room, and no Write that went alone is
+// in flight. With lanes, while more than one Write may be in flight,
+// those before the first that must follow a record in flight go (see
+// lanes); a Write that may be the only one in flight goes alone, its
+// records in no lane: none can be out of order behind it, and no Write
+// starts beside it. A lone batch's first Write, with nothing in flight,
+// is made before take returns (see writeHere).
+func (w *writers) take(d dueBatch, now time.Time) bool {
 	l := &w.acks.ledger
 	if l.inFlight >= w.limit.current() || l.anyInFlight(func(x *write) bool { return x.alone }) {
 		return false
 	}
-	n, claims := len(next), []lane(nil)
-	if w.lanes != nil && w.limit.current() > 1 {
-		n, claims = w.lanes.free(next)
+	here := d.lone && l.inFlight == 0
+	n, claims := len(d.records), []lane(nil)
+	if w.lanes != nil && w.limit.current() > 1 && !here {
+		n, claims = w.lanes.free(d.records)
 	}
 	if n == 0 {
 		return false
 	}
-	batch := take(n)
-	wr := write{size: len(batch), began: now, complete: complete, alone: w.lanes != nil && claims == nil}
+	batch := d.take(n)
+	wr := write{size: len(batch), began: now, complete: d.complete, alone: w.lanes != nil && claims == nil}
 	if claims != nil {
 		wr.lanes = claims[:len(batch)]
 		w.lanes.claim(wr.lanes)
 	}
 	seq := l.open(wr)
 	w.metrics.Flight(l.inFlight, w.limit.current())
-	w.work.start(writeJob{seq: seq, batch: batch})
+	if here {
+		w.writeHere(writeJob{seq: seq, batch: batch})
+	} else {
+		w.work.start(writeJob{seq: seq, batch: batch})
+	}
 	return true
+}
+
+// writeHere makes the first Write of job's batch on the owner's
+// goroutine. It is for a lone batch with nothing else in flight (see
+// dueBatch.lone), where the owner has nothing else to do meanwhile but
+// take more records, which wait in the inbox then: the Write costs no
+// hand-off to a worker and back. If it wrote every record, its acks are
+// reported at once; else the batch goes on to a worker, as any Write's,
+// for the retries and Writes its outcome calls for, so that the owner
+// does not wait for them. A Stop waits for the Write, as for its acks,
+// and Teardown's cancel of the Writes reaches it as any Write.
+func (w *writers) writeHere(job writeJob) {
+	made := w.outcomes.first(w.ctx, job.batch)
+	if !made.wroteAll() {
+		job.made = &made
+		w.work.start(job)
+		return
+	}
+	// Nothing else is in flight: reports has room.
+	w.reports <- writeEvent{seq: job.seq, acks: w.outcomes.acks(made), ended: true, here: true}
 }
 
 func (w *writers) slots() int { return w.limit.current() }
@@ -134,7 +169,9 @@ func (w *writers) settled(e writeEvent, now time.Time) progress {
 	case e.pushedBack:
 		w.limit.pushed()
 	case e.ended:
-		w.work.finished()
+		if !e.here {
+			w.work.finished()
+		}
 		if wr.lanes != nil {
 			w.lanes.release(wr.lanes)
 		}
