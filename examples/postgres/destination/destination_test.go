@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/conduitio/conduit-connector-protocol/pconnector"
 	"github.com/connkit/connkit/examples/postgres/source"
 	"github.com/connkit/connkit/internal/pgtest"
 	"github.com/connkit/connkit/sdk"
@@ -319,36 +323,55 @@ func TestPasswordNeverShown(t *testing.T) {
 }
 
 // BenchmarkWrite measures Write in process: batches of upserts into a
-// 4-column table, as the plugin gets them from the batching middleware.
+// 4-column table, as the plugin gets them from the batching middleware,
+// with and without exactly-once. A batch of one is a message of the v2
+// engine from a source without batch settings. cpu-µs/row is the
+// process's processor time per row, PostgreSQL's not included.
 func BenchmarkWrite(b *testing.B) {
 	for _, size := range []int{1, 100, 10000} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			url, _ := server.Database(b, `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`)
-			dd, err := sdk.NewDestination(New).New(map[string]string{"url": url, "table": "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			d := dd.(*Destination)
-			if err := d.Open(b.Context()); err != nil {
-				b.Fatal(err)
-			}
-			defer d.Teardown(context.Background())
-			batch := make([]sdk.Record, size)
-			id := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				for i := range batch {
-					id++
-					batch[i] = rec(fmt.Sprint(id), sdk.OperationCreate, sdk.StructuredData{"id": float64(id)},
-						sdk.StructuredData{"a": "row", "b": "a text column of moderate length", "n": float64(id % 1000)})
-				}
-				if _, err := d.Write(b.Context(), batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
-		})
+		for _, once := range []bool{false, true} {
+			b.Run(fmt.Sprintf("batch=%d,exactlyOnce=%t", size, once), func(b *testing.B) { benchmarkWrite(b, size, once) })
+		}
 	}
+}
+
+func benchmarkWrite(b *testing.B, size int, once bool) {
+	url, _ := server.Database(b, `CREATE TABLE bench (id bigint PRIMARY KEY, a text, b text, n int)`)
+	b.Setenv(pconnector.EnvConduitConnectorID, "bench")
+	dd, err := sdk.NewDestination(New).New(map[string]string{"url": url, "table": "bench", "exactlyOnce.enabled": strconv.FormatBool(once)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := dd.(*Destination)
+	if err := d.Open(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Teardown(context.Background())
+	batch := make([]sdk.Record, size)
+	id := 0
+	b.ReportAllocs()
+	cpu := processCPU(b)
+	for b.Loop() {
+		for i := range batch {
+			id++
+			batch[i] = rec(fmt.Sprint(id), sdk.OperationCreate, sdk.StructuredData{"id": float64(id)},
+				sdk.StructuredData{"a": "row", "b": "a text column of moderate length", "n": float64(id % 1000)})
+		}
+		if _, err := d.Write(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*size), "cpu-µs/row")
+}
+
+// processCPU returns the processor time the process has used so far.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 type sentNothing struct{}

@@ -83,11 +83,15 @@ func (d *Destination) exec(ctx context.Context, r *run, c class, cols textColumn
 		args = cols.args(keep, lo, hi)
 	}
 	sql := r.statement(c, from)
+	run := func(sql string, args []any) error {
+		_, err := d.pool.Exec(ctx, sql, args...)
+		return err
+	}
 	var err error
 	if d.written != nil {
-		err = d.written.exec(ctx, d.pool, sql, args, positionsOf(r.rows[lo:hi]))
+		err = d.written.exec(run, sql, args, positionsOf(r.rows[lo:hi]))
 	} else {
-		_, err = d.pool.Exec(ctx, sql, args...)
+		err = run(sql, args)
 	}
 	if err == nil {
 		d.metrics.written(c, "statement", hi-lo)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/conduitio/conduit-connector-protocol/pconnector"
@@ -189,13 +190,21 @@ func (w *written) floor() int64 {
 	return floor
 }
 
-// exec runs the statement sql writing the records at positions, with the
-// insert of their positions (and the deletion of forgotten ones), in one
-// transaction.
-func (w *written) exec(ctx context.Context, pool *pgxpool.Pool, sql string, args []any, positions []sdk.Position) error {
-	var b pgx.Batch
-	b.Queue(sql, args...)
-	return w.send(ctx, pool, &b, positions, func(pgx.BatchResults) error { return nil })
+// exec runs sql, the statement writing the records at positions, with
+// args, through run, as one statement that also inserts their positions
+// (and deletes forgotten ones) in data-modifying WITH clauses: one
+// statement, and so one transaction and one round trip, as cheap for a
+// record or a few as the statement alone.
+func (w *written) exec(run func(sql string, args []any) error, sql string, args []any, positions []sdk.Position) error {
+	tx, raw := w.begin(positions)
+	n := len(args)
+	with := "WITH kept AS (INSERT INTO " + w.ident + " (connector, seq, positions) VALUES ($" + strconv.Itoa(n+1) + ", $" + strconv.Itoa(n+2) + ", $" + strconv.Itoa(n+3) + "))"
+	args = append(args, w.connector, tx.seq, raw)
+	if tx.prunes > 0 {
+		with += ", forgotten AS (DELETE FROM " + w.ident + " WHERE connector = $" + strconv.Itoa(n+1) + " AND seq <= $" + strconv.Itoa(n+4) + ")"
+		args = append(args, tx.prunes)
+	}
+	return w.ended(tx, run(with+" "+sql, args))
 }
 
 // send runs the statements queued in b, which write the records at
@@ -230,8 +239,20 @@ func (w *written) commit(ctx context.Context, tx pgx.Tx, positions []sdk.Positio
 // forgotten ones; it returns that transaction, which is open until
 // [written.ended] notes how it ended.
 func (w *written) queue(b *pgx.Batch, positions []sdk.Position) pendingTx {
-	tx := pendingTx{writtenTx: writtenTx{positions: make([]string, len(positions))}}
-	raw := make([][]byte, len(positions))
+	tx, raw := w.begin(positions)
+	b.Queue(`INSERT INTO `+w.ident+` (connector, seq, positions) VALUES ($1, $2, $3)`, w.connector, tx.seq, raw)
+	if tx.prunes > 0 {
+		b.Queue(`DELETE FROM `+w.ident+` WHERE connector = $1 AND seq <= $2`, w.connector, tx.prunes)
+	}
+	return tx
+}
+
+// begin returns the next transaction, to keep positions, given as raw
+// bytes too, and to delete the forgotten ones unless a transaction in
+// flight does; it is open until [written.ended] notes how it ended.
+func (w *written) begin(positions []sdk.Position) (tx pendingTx, raw [][]byte) {
+	tx = pendingTx{writtenTx: writtenTx{positions: make([]string, len(positions))}}
+	raw = make([][]byte, len(positions))
 	for i, p := range positions {
 		tx.positions[i], raw[i] = string(p), p
 	}
@@ -240,12 +261,10 @@ func (w *written) queue(b *pgx.Batch, positions []sdk.Position) pendingTx {
 	w.seq++
 	tx.seq = w.seq
 	w.open[tx.seq] = struct{}{}
-	b.Queue(`INSERT INTO `+w.ident+` (connector, seq, positions) VALUES ($1, $2, $3)`, w.connector, tx.seq, raw)
 	if w.pruneTo > w.pruned && !w.pruning {
 		tx.prunes, w.pruning = w.pruneTo, true
-		b.Queue(`DELETE FROM `+w.ident+` WHERE connector = $1 AND seq <= $2`, w.connector, tx.prunes)
 	}
-	return tx
+	return tx, raw
 }
 
 // ended notes how the transaction tx ended: committed when err is nil; of
