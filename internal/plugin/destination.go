@@ -26,7 +26,8 @@ import (
 // it, as Conduit may send Stop right behind the records it sent.
 type destinationServer struct {
 	instance[Destination]
-	shutdown *shutdown // Stop's and Teardown's: ends retries' waits, and at Teardown writes
+	shutdown *shutdown       // Stop's and Teardown's: ends retries' waits, and at Teardown writes
+	setProcs func(n int) int // runtime.GOMAXPROCS in a plugin process (see procs); nil: the process's setting is left alone
 }
 
 func newDestinationServer(c Factory, log *slog.Logger) *destinationServer {
@@ -61,7 +62,7 @@ func (d *destinationServer) serve(ctx context.Context, dst *Destination, stream 
 	defer endLoop()
 	defer context.AfterFunc(d.shutdown.tornDown, endLoop)()
 
-	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, shutdown: d.shutdown, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, func(acks []ack) error {
+	w := newWriters(writeCtx, outcomes{write: dst.Write, retry: dst.Retry, classify: dst.Classify, shutdown: d.shutdown, log: d.log, metrics: dst.Metrics.Set}, dst.Concurrency, dst.Metrics.Set, d.setProcs, func(acks []ack) error {
 		return stream.Send(pconnector.DestinationRunResponse{Acks: acks})
 	})
 	// A Stop that came before Run drains from the start; a later one

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"syscall"
@@ -101,7 +102,11 @@ func serve(c Factory, s Settings, stderr io.Writer, connectTimeout time.Duration
 	signal.Ignore(syscall.SIGPIPE)
 	live := &liveConnectors{}
 	newSource := func() pconnector.SourcePlugin { return live.source(newSourceServer(c, log)) }
-	newDestination := func() pconnector.DestinationPlugin { return live.destination(newDestinationServer(c, log)) }
+	newDestination := func() pconnector.DestinationPlugin {
+		d := newDestinationServer(c, log)
+		d.setProcs = runtime.GOMAXPROCS // the process is the connector's alone
+		return live.destination(d)
+	}
 	conns := newConnections()
 	served := make(chan error, 1)
 	go func() {

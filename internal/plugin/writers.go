@@ -19,6 +19,7 @@ type writers struct {
 	metrics  *metrics.Set
 
 	limit    *limiter
+	procs    procs
 	lanes    *lanes // nil: any record may go in any Write
 	acks     *ackSender
 	lastTook time.Duration // how long the last Write took
@@ -57,8 +58,10 @@ type writeEvent struct {
 	err        error
 }
 
-func newWriters(ctx context.Context, o outcomes, c Concurrency, m *metrics.Set, sendAcks func([]ack) error) *writers {
-	w := &writers{ctx: ctx, outcomes: o, metrics: m, limit: newLimiter(c)}
+// newWriters returns the writers of a destination; setProcs, if not nil,
+// sets the process's GOMAXPROCS (see procs).
+func newWriters(ctx context.Context, o outcomes, c Concurrency, m *metrics.Set, setProcs func(int) int, sendAcks func([]ack) error) *writers {
+	w := &writers{ctx: ctx, outcomes: o, metrics: m, limit: newLimiter(c), procs: procs{set: setProcs}}
 	if c.ByKey && w.limit.max > 1 {
 		w.lanes = &lanes{claimed: map[uint64]claim{}}
 	}
@@ -106,6 +109,7 @@ func (w *writers) take(d dueBatch, now time.Time) bool {
 		return false
 	}
 	batch := d.take(n)
+	w.procs.batch(here)
 	wr := write{size: len(batch), began: now, complete: d.complete, alone: w.lanes != nil && claims == nil}
 	if claims != nil {
 		wr.lanes = claims[:len(batch)]
@@ -199,6 +203,7 @@ func (w *writers) after(now time.Time) (wake time.Time) { return w.acks.after(no
 func (w *writers) idle() bool { return w.acks.idle() }
 
 func (w *writers) close() {
+	w.procs.restore()
 	w.work.close()
 	w.acks.close()
 }
