@@ -22,7 +22,9 @@
 // retry.go), judged against the Write contract (acks.go), becomes its
 // records' acks, which the ack sender (acksender.go) puts in the ledger
 // (ledger.go) and sends to Conduit in record order. Stop's requests reach
-// the owner through its stops (stops.go).
+// the owner through its stops (stops.go). A lone batch is written and
+// acked on the owner's goroutine (writers.go, acksender.go), and a run of
+// them has the process run on one thread (procs.go).
 //
 // Source: Run's reader calls Read or ReadBatch and puts what it read in
 // the inbox (source.go, inbox.go); the owner hands due batches to the
@@ -51,6 +53,9 @@
 //     the Write contract gives (acks.go).
 //   - writes: the Writes handed out, as the ledger keeps them; a count of
 //     them in flight is inFlight.
+//   - lone: a batch that is all the owner holds, collected once everything
+//     before it was through the flow (dueBatch.lone), as Conduit's v2
+//     engine sends them from a source without batch settings.
 //
 // Package sdk builds a configured [Source] or [Destination], plain values,
 // at Configure; this package imports neither sdk nor middleware.
