@@ -52,24 +52,10 @@ func TestScaffold(t *testing.T) {
 	pipeline, err := os.ReadFile(filepath.Join(dir, "pipelines", "lines.yaml"))
 	is.NoErr(err)
 	is.NoErr(os.MkdirAll(run, 0o755))
-	const lines = 1000
-	var input strings.Builder
-	for i := range lines {
-		fmt.Fprintf(&input, "line %d\n", i+1)
-	}
-	is.NoErr(os.WriteFile(filepath.Join(run, "input.txt"), []byte(input.String()), 0o644))
-	start := time.Now()
-	c := startServer(t, conduitpkg.Options{Bin: conduitPath, Dir: run, Pipeline: string(pipeline), Plugins: []string{filepath.Join(dir, "bin", "lines")}})
-	c.waitForPipelineAcked("lines", lines)
-	pipelineTime := time.Since(start)
+	c, pipelineTime := pipeLines(t, conduitpkg.Options{Bin: conduitPath, Dir: run, Pipeline: string(pipeline), Plugins: []string{filepath.Join(dir, "bin", "lines")}})
 	t.Logf("connkit new %v, CI script (make test) %v, make build %v, Conduit start to %d records acknowledged %v: %v in all",
-		newTime.Round(time.Millisecond), testTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), lines,
+		newTime.Round(time.Millisecond), testTime.Round(time.Millisecond), buildTime.Round(time.Millisecond), linesIn,
 		pipelineTime.Round(time.Millisecond), (newTime + testTime + buildTime + pipelineTime).Round(time.Millisecond))
-	want := make([]string, lines)
-	for i := range want {
-		want[i] = fmt.Sprintf("line %d", i+1)
-	}
-	is.Equal(outputLines(t, filepath.Join(run, "output.jsonl")), want) // every line once, in order, no more
 	c.checkRunning("lines")
 	c.stop()
 	c.checkProblems()
@@ -84,6 +70,35 @@ func TestScaffold(t *testing.T) {
 			t.Errorf("make clean left %s: %v", name, err)
 		}
 	}
+}
+
+// linesIn is how many lines pipeLines feeds a scaffolded connector.
+const linesIn = 1000
+
+// pipeLines runs the pipeline of a scaffolded connector, lines, in the
+// Conduit o describes (o.Dir is its working directory), on an input.txt of
+// linesIn numbered lines, and checks that output.jsonl holds every line
+// once, in order, no more. It returns the Conduit, still running, and how
+// long it took from its start to the last record acknowledged.
+func pipeLines(t *testing.T, o conduitpkg.Options) (*conduit, time.Duration) {
+	t.Helper()
+	var input strings.Builder
+	want := make([]string, linesIn)
+	for i := range want {
+		want[i] = fmt.Sprintf("line %d", i+1)
+		fmt.Fprintln(&input, want[i])
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "input.txt"), []byte(input.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c := startServer(t, o)
+	c.waitForPipelineAcked("lines", linesIn)
+	took := time.Since(start)
+	if got := outputLines(t, filepath.Join(o.Dir, "output.jsonl")); !slices.Equal(got, want) {
+		t.Fatalf("output.jsonl holds %d lines, not the %d numbered lines in order: %.200q", len(got), linesIn, got)
+	}
+	return c, took
 }
 
 // authorSteps returns the environment an author's commands run in, and
