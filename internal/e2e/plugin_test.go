@@ -456,6 +456,7 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 		perMessage     bool // Conduit's default engine; otherwise v2
 		source, dest   map[string]string
 		sourceMessages int64 // 0: not checked
+		tls            bool  // the host asks for mutual TLS
 	}{
 		// The generator reads in batches of 1000, which travel as one message.
 		{name: "default engine", perMessage: true, sourceMessages: records / 1000},
@@ -468,14 +469,17 @@ func TestPipelineOverTheProtocol(t *testing.T) {
 		{name: "v2 engine, source and destination batching", perMessage: false,
 			source: map[string]string{"sdk.batch.size": "500", "sdk.batch.delay": "10ms"},
 			dest:   map[string]string{"sdk.batch.size": "100", "sdk.batch.bytes": "1048576"}},
+		// A host that asks for mutual TLS gets it in place of the plain
+		// sockets Conduit's plugins are served on.
+		{name: "v2 engine, mutual TLS", tls: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			leakcheck.Check(t)
 			is := is.New(t)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			src := source(t, host.Options{})
-			dst := destination(t, host.Options{})
+			src := source(t, host.Options{MutualTLS: tt.tls})
+			dst := destination(t, host.Options{MutualTLS: tt.tls})
 			srcConfig := map[string]string{"format.options.id": "int", "recordCount": strconv.Itoa(records)}
 			dstConfig := map[string]string{"level": "trace"}
 			maps.Copy(srcConfig, tt.source)

@@ -43,6 +43,10 @@ type Options struct {
 	// service (CONDUIT_CONNECTOR_TOKEN); empty means DefaultToken. Conduit
 	// gives each connector its own.
 	Token string
+	// MutualTLS has go-plugin secure the connection with certificates it
+	// makes for the plugin and the host, as a host that sets AutoMTLS
+	// does (Conduit does not).
+	MutualTLS bool
 }
 
 // DefaultToken is the connector token plugins get when Options name none.
@@ -92,6 +96,10 @@ func (d destinationPlugin) runProto(ctx context.Context, opts ...grpc.CallOption
 	return connectorv2.NewDestinationPluginClient(d.conn).Run(ctx, opts...)
 }
 
+type clientOption func(*goplugin.ClientConfig) error
+
+func (f clientOption) ApplyOption(cfg *goplugin.ClientConfig) error { return f(cfg) }
+
 // Plugin is a running plugin process.
 type Plugin struct {
 	client  *goplugin.Client
@@ -134,6 +142,9 @@ func Launch(path string, opts Options) (*Plugin, error) {
 	add(pconnector.EnvConduitConnectorLogLevel, opts.LogLevel)
 	if opts.MaxReceiveSize > 0 {
 		add(pconnector.EnvConduitConnectorMaxReceiveRecordSize, strconv.Itoa(opts.MaxReceiveSize))
+	}
+	if opts.MutualTLS {
+		env = append(env, clientOption(func(cfg *goplugin.ClientConfig) error { cfg.AutoMTLS = true; return nil }))
 	}
 	c, err := client.New(logger, path, env...)
 	if err != nil {

@@ -28,6 +28,8 @@ func TestSettingsFromEnv(t *testing.T) {
 		// GOGC, when set, is the runtime's to apply.
 		{map[string]string{"GOGC": "50"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 0},
 		{map[string]string{"GOGC": "off"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20}, 0},
+		// go-plugin's host puts its certificate there when it asks for mutual TLS.
+		{map[string]string{"PLUGIN_CLIENT_CERT": "-----BEGIN CERTIFICATE-----"}, Settings{LogLevel: slog.LevelInfo, MaxReceiveSize: 4 << 20, GCPercent: 200, HostTLS: true}, 0},
 	}
 	for _, tt := range tests {
 		is := is.New(t)

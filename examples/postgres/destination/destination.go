@@ -3,13 +3,16 @@ package destination
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/connkit/connkit/examples/postgres/internal/pg"
+	"github.com/connkit/connkit/internal/quietconn"
 	"github.com/connkit/connkit/sdk"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -117,6 +120,7 @@ func (d *Destination) Open(ctx context.Context) error {
 	if _, ok := pcfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		pcfg.ConnConfig.RuntimeParams["application_name"] = applicationName
 	}
+	pcfg.ConnConfig.DialFunc = quietDial(pcfg.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %s", pg.Reason(err, d.cfg.URL))
@@ -134,6 +138,19 @@ func (d *Destination) Open(ctx context.Context) error {
 	}
 	d.pool = pool
 	return nil
+}
+
+// quietDial is dial with quiet reads and writes (see package quietconn):
+// a Write of one record waits for the server once, and the first read
+// after that wait would otherwise wake the runtime's monitor thread.
+func quietDial(dial pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return quietconn.Wrap(c), nil
+	}
 }
 
 // Teardown closes the connections.
