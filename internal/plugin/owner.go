@@ -47,7 +47,8 @@ type owner[E any] struct {
 	// collected counts the records collected from the Run's start on;
 	// while quiet, quietAt is what it was when everything collected was
 	// last through the flow, with nothing held or waiting in the inbox
-	// (see dueBatch.lone).
+	// (see dueBatch.lone). A Run starts quiet, at 0: records that come
+	// before the loop first looks are as lone as those after.
 	collected int
 	quietAt   int
 	quiet     bool
@@ -120,7 +121,7 @@ func newOwner[E any](ctx context.Context, p batcher.Policy, m *metrics.Set, f fl
 	if err != nil {
 		return nil, err
 	}
-	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0), m != nil), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, draining: draining}, nil
+	return &owner[E]{ctx: ctx, inbox: newInbox(aheadOf(p, 0), m != nil), batch: b, policy: p, flow: f, slots: f.slots(), metrics: m, stops: stops, draining: draining, quiet: true}, nil
 }
 
 // run returns once the reader has ended with an error and everything it
